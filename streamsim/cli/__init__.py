@@ -1,0 +1,39 @@
+"""The `streamsim` command line. Each subcommand lives in its own module."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from streamsim.cli import config, doctor, kafka
+from streamsim.cli.common import fail
+from streamsim.config import ConfigError
+from streamsim.errors import StreamsimError
+
+app = typer.Typer(
+    name="streamsim",
+    help="IoT and fraud stream simulator with a reference Kafka + Spark pipeline.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(kafka.app, name="kafka")
+app.add_typer(config.app, name="config")
+app.command()(doctor.doctor)
+
+
+def main() -> None:
+    try:
+        app()
+    except ConfigError as exc:
+        raise SystemExit(_exit_code(exc, 2)) from None
+    except StreamsimError as exc:
+        raise SystemExit(_exit_code(exc, 1)) from None
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+def _exit_code(exc: Exception, code: int) -> int:
+    fail(str(exc), code)
+    return code

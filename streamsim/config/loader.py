@@ -1,0 +1,122 @@
+"""Load YAML into a config model: defaults filled in, environment overrides applied, errors named."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from streamsim.config.errors import ConfigError, key_path
+from streamsim.config.stack import ENV_OVERRIDES, StackConfig
+
+M = TypeVar("M", bound=BaseModel)
+
+DEFAULT_STACK_FILE = Path("config/stack.yaml")
+
+# `kind:` in a file (or the folder it sits in) says which model validates it.
+KINDS: dict[str, str] = {
+    "stack": "streamsim.config.stack:StackConfig",
+    "scenario": "scenarios.config:ScenarioConfig",
+    "pipeline": "pipeline.config:PipelineConfig",
+    "loadtest": "streamsim.loadtest.config:LoadTestConfig",
+}
+_FOLDER_KINDS = {"scenarios": "scenario", "pipelines": "pipeline", "loadtests": "loadtest"}
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    """Parse a YAML mapping; any failure becomes a ConfigError naming the file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(path, [f"cannot read file: {exc.strerror or exc}"]) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(path, [f"not valid YAML{where}: {problem}"]) from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(
+            path, [f"the top level must be a mapping of keys, got {type(data).__name__}"]
+        )
+    return data
+
+
+def validate(model: type[M], data: dict[str, Any], source: str | Path) -> M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError.from_validation(source, exc) from None
+
+
+def load_model(model: type[M], path: str | Path) -> M:
+    path = Path(path)
+    return validate(model, read_yaml(path), path)
+
+
+def kind_of(path: Path, data: dict[str, Any]) -> str:
+    kind = data.get("kind") or _FOLDER_KINDS.get(path.parent.name)
+    if kind is None:
+        kind = "stack" if path.name.startswith("stack") else None
+    if kind not in KINDS:
+        allowed = ", ".join(KINDS)
+        raise ConfigError(path, [f"key 'kind' has bad value {kind!r}: allowed are {allowed}"])
+    return str(kind)
+
+
+def model_for(kind: str) -> type[BaseModel]:
+    module, _, name = KINDS[kind].partition(":")
+    model: type[BaseModel] = getattr(importlib.import_module(module), name)
+    return model
+
+
+def load_file(path: str | Path) -> tuple[str, BaseModel]:
+    """Validate any streamsim config file; returns its kind and the resolved model."""
+    path = Path(path)
+    data = read_yaml(path)
+    kind = kind_of(path, data)
+    if kind == "stack":
+        return kind, _with_env(validate(StackConfig, data, path))
+    return kind, validate(model_for(kind), data, path)
+
+
+def load_stack(path: str | Path | None) -> StackConfig:
+    """The stack settings: `path`, else $STREAMSIM_CONFIG, else config/stack.yaml if present,
+    else defaults; then STREAMSIM_* environment overrides."""
+    chosen = path or os.environ.get("STREAMSIM_CONFIG")
+    if chosen is None and DEFAULT_STACK_FILE.exists():
+        chosen = DEFAULT_STACK_FILE
+    stack = load_model(StackConfig, chosen) if chosen else StackConfig()
+    return _with_env(stack)
+
+
+def _with_env(stack: StackConfig) -> StackConfig:
+    data = stack.model_dump()
+    applied = False
+    for var, loc in ENV_OVERRIDES.items():
+        value = os.environ.get(var)
+        if value is None or value == "":
+            continue
+        node = data
+        for key in loc[:-1]:
+            node = node[key]
+        node[loc[-1]] = value
+        applied = True
+    if not applied:
+        return stack
+    try:
+        return StackConfig.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors(include_url=False):
+            var = next((v for v, loc in ENV_OVERRIDES.items() if loc == tuple(err["loc"])), None)
+            where = f"environment variable {var}" if var else f"key '{key_path(err['loc'])}'"
+            problems.append(f"{where} has bad value {err['input']!r}: {err['msg']}")
+        raise ConfigError("environment", problems) from None

@@ -1,0 +1,62 @@
+"""Topic administration through `confluent_kafka.admin`, with partitions and retention from config."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from streamsim.config import StackConfig
+from streamsim.kafka.clients import base_config
+
+
+def admin_client(stack: StackConfig, quiet: bool = False) -> AdminClient:
+    """`quiet` silences librdkafka's connection-refused lines (for probes that expect them)."""
+    return AdminClient({**base_config(stack), **({"log_level": 0} if quiet else {})})
+
+
+def is_reachable(stack: StackConfig, timeout_s: float = 2.0) -> bool:
+    """True when the cluster answers a metadata request within the timeout."""
+    try:
+        admin_client(stack, quiet=True).list_topics(timeout=timeout_s)
+    except KafkaException:
+        return False
+    return True
+
+
+def ensure_topics(stack: StackConfig, names: Iterable[str], timeout_s: float = 30.0) -> list[str]:
+    """Create the topics that don't exist yet; returns the names created."""
+    admin = admin_client(stack)
+    existing = set(admin.list_topics(timeout=timeout_s).topics)
+    missing = sorted(set(names) - existing)
+    if not missing:
+        return []
+    new = []
+    for name in missing:
+        settings = stack.kafka.topic(name)
+        new.append(
+            NewTopic(
+                name,
+                num_partitions=settings.partitions,
+                replication_factor=-1,  # the broker default: 1 locally, the cluster's otherwise
+                config={"retention.ms": str(settings.retention_ms)},
+            )
+        )
+    for name, future in admin.create_topics(new, operation_timeout=timeout_s).items():
+        try:
+            future.result()
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise
+    return missing
+
+
+def delete_topics(stack: StackConfig, names: Iterable[str], timeout_s: float = 30.0) -> None:
+    admin = admin_client(stack)
+    for future in admin.delete_topics(list(names), operation_timeout=timeout_s).values():
+        try:
+            future.result()
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                raise
