@@ -24,7 +24,9 @@ def stack_for(tmp: Path, **kafka_local: object) -> StackConfig:
     """A stack whose data lives in `tmp` and whose jars come from the repo's cache."""
     return StackConfig.model_validate(
         {
-            "kafka": {"local": {"port": free_port(), "controller_port": free_port(), **kafka_local}},
+            "kafka": {
+                "local": {"port": free_port(), "controller_port": free_port(), **kafka_local}
+            },
             "spark": {"shuffle_partitions": 2},
             "dirs": {
                 "cache": str(REPO_ROOT / ".cache"),
@@ -46,3 +48,15 @@ def kafka_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StackConfi
         yield stack
     finally:
         broker.down()
+
+
+@pytest.fixture(scope="session")
+def spark(kafka_stack: StackConfig) -> Iterator[object]:
+    """A real local Spark session with the Kafka connector, pointed at the session broker."""
+    from pipeline.session import spark_session
+
+    session = spark_session(kafka_stack, app="tests")
+    try:
+        yield session
+    finally:
+        session.stop()

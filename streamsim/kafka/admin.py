@@ -25,8 +25,17 @@ def is_reachable(stack: StackConfig, timeout_s: float = 2.0) -> bool:
     return True
 
 
-def ensure_topics(stack: StackConfig, names: Iterable[str], timeout_s: float = 30.0) -> list[str]:
-    """Create the topics that don't exist yet; returns the names created."""
+def ensure_topics(
+    stack: StackConfig,
+    names: Iterable[str],
+    partitions: int | None = None,
+    timeout_s: float = 30.0,
+) -> list[str]:
+    """Create the topics that don't exist yet; returns the names created.
+
+    Partitions and retention come from `kafka.topic_overrides`, else `kafka.topics`;
+    `partitions` overrides both (e.g. 1 where a test needs a total order).
+    """
     admin = admin_client(stack)
     existing = set(admin.list_topics(timeout=timeout_s).topics)
     missing = sorted(set(names) - existing)
@@ -38,12 +47,12 @@ def ensure_topics(stack: StackConfig, names: Iterable[str], timeout_s: float = 3
         new.append(
             NewTopic(
                 name,
-                num_partitions=settings.partitions,
+                num_partitions=partitions or settings.partitions,
                 replication_factor=-1,  # the broker default: 1 locally, the cluster's otherwise
                 config={"retention.ms": str(settings.retention_ms)},
             )
         )
-    for name, future in admin.create_topics(new, operation_timeout=timeout_s).items():
+    for future in admin.create_topics(new, operation_timeout=timeout_s).values():
         try:
             future.result()
         except KafkaException as exc:

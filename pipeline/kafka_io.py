@@ -1,0 +1,111 @@
+"""Kafka in and out of Spark: read raw records, parse JSON events, route rejects, write back.
+
+A job reads top to bottom as source -> transform -> sink:
+
+    raw = read_kafka(spark, stack, ["sensors.readings"])
+    events, rejects = parse_events(raw, schema)
+    write_kafka(counts, stack, "aggregates.sensor-counts", checkpoint)
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import DataStreamWriter
+from pyspark.sql.types import StringType, StructField, StructType
+
+from streamsim.config import StackConfig
+
+DEADLETTER_TOPIC = "deadletter"
+CORRUPT = "_corrupt_record"
+
+
+def kafka_options(stack: StackConfig) -> dict[str, str]:
+    """Connector options; stack.kafka.client settings pass through as `kafka.*`."""
+    options = {"kafka.bootstrap.servers": stack.kafka.bootstrap_servers}
+    options.update({f"kafka.{k}": str(v) for k, v in stack.kafka.client.items()})
+    return options
+
+
+def read_kafka(
+    spark: SparkSession,
+    stack: StackConfig,
+    topics: list[str],
+    starting_offsets: str = "earliest",
+    max_offsets_per_trigger: int | None = None,
+) -> DataFrame:
+    """The raw stream: key and value as strings plus topic, partition, offset and timestamp."""
+    reader = (
+        spark.readStream.format("kafka")
+        .options(**kafka_options(stack))
+        .option("subscribe", ",".join(topics))
+        .option("startingOffsets", starting_offsets)
+        .option("failOnDataLoss", "true")
+    )
+    if max_offsets_per_trigger:
+        reader = reader.option("maxOffsetsPerTrigger", str(max_offsets_per_trigger))
+    return reader.load().select(
+        F.col("key").cast("string").alias("key"),
+        F.col("value").cast("string").alias("value"),
+        "topic",
+        "partition",
+        "offset",
+        F.col("timestamp").alias("kafka_time"),
+    )
+
+
+def parse_events(raw: DataFrame, schema: StructType) -> tuple[DataFrame, DataFrame]:
+    """Split raw records into parsed events (with `event_ts` from `event_time` ms) and rejects.
+
+    A reject keeps its original value and names the reason, for the dead-letter topic.
+    """
+    with_corrupt = StructType([*schema.fields, StructField(CORRUPT, StringType())])
+    options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
+    parsed = raw.withColumn("event", F.from_json("value", with_corrupt, options))
+    reason = (
+        F.when(F.col(f"event.{CORRUPT}").isNotNull(), F.lit("not a JSON object"))
+        .when(F.col("event.event_id").isNull(), F.lit("missing event_id"))
+        .when(F.col("event.event_time").isNull(), F.lit("missing or non-integer event_time"))
+    )
+    checked = parsed.withColumn("reject_reason", reason)
+    events = checked.where(F.col("reject_reason").isNull()).select(
+        *(F.col(f"event.{f.name}").alias(f.name) for f in schema.fields),
+        F.timestamp_millis(F.col("event.event_time")).alias("event_ts"),
+        "kafka_time",
+    )
+    rejects = checked.where(F.col("reject_reason").isNotNull()).select(
+        "key", "value", "topic", "partition", "offset", "kafka_time", "reject_reason"
+    )
+    return events, rejects
+
+
+def as_kafka_record(key: Column, payload: DataFrame) -> DataFrame:
+    """Shape rows into the connector's (key, value) form, with the value as a JSON object."""
+    return payload.select(
+        key.cast("string").alias("key"), F.to_json(F.struct(*payload.columns)).alias("value")
+    )
+
+
+def deadletter_records(rejects: DataFrame, job: str) -> DataFrame:
+    record = F.struct(
+        F.lit(job).alias("job"),
+        F.col("reject_reason").alias("reason"),
+        "topic",
+        "partition",
+        "offset",
+        F.col("value").alias("original"),
+    )
+    return rejects.select(F.col("key"), F.to_json(record).alias("value"))
+
+
+def write_kafka(
+    records: DataFrame, stack: StackConfig, topic: str, checkpoint: str, output_mode: str = "append"
+) -> DataStreamWriter:
+    """A Kafka sink for (key, value) rows; the caller sets the trigger and starts it."""
+    return (
+        records.writeStream.format("kafka")
+        .options(**kafka_options(stack))
+        .option("topic", topic)
+        .option("checkpointLocation", checkpoint)
+        .outputMode(output_mode)
+    )
