@@ -1,4 +1,4 @@
-"""Shared fixtures. Integration tests get a real broker on free ports, private to the test session."""
+"""Shared fixtures. Integration tests get a real broker on free ports, private to the session."""
 
 from __future__ import annotations
 

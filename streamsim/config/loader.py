@@ -1,4 +1,4 @@
-"""Load YAML into a config model: defaults filled in, environment overrides applied, errors named."""
+"""Load YAML into a config model: defaults filled in, env overrides applied, errors named."""
 
 from __future__ import annotations
 
@@ -116,7 +116,7 @@ def _with_env(stack: StackConfig) -> StackConfig:
     except ValidationError as exc:
         problems = []
         for err in exc.errors(include_url=False):
-            var = next((v for v, loc in ENV_OVERRIDES.items() if loc == tuple(err["loc"])), None)
-            where = f"environment variable {var}" if var else f"key '{key_path(err['loc'])}'"
+            names = [name for name, loc in ENV_OVERRIDES.items() if loc == tuple(err["loc"])]
+            where = f"environment variable {names[0]}" if names else f"key '{key_path(err['loc'])}'"
             problems.append(f"{where} has bad value {err['input']!r}: {err['msg']}")
         raise ConfigError("environment", problems) from None

@@ -1,4 +1,4 @@
-"""Topic administration through `confluent_kafka.admin`, with partitions and retention from config."""
+"""Topic administration via `confluent_kafka.admin`; partitions and retention from config."""
 
 from __future__ import annotations
 

@@ -226,8 +226,9 @@ class LocalBroker:
         os.killpg(process.pid, signal.SIGKILL)
         self.pid_path.unlink(missing_ok=True)
         raise BrokerError(
-            f"the broker did not answer a metadata request within {self.settings.ready_timeout_s:.0f}s "
-            f"and was stopped; see {self.log_path}:\n{_tail(self.log_path)}"
+            f"the broker did not answer a metadata request within "
+            f"{self.settings.ready_timeout_s:.0f}s and was stopped; "
+            f"see {self.log_path}:\n{_tail(self.log_path)}"
         )
 
 
