@@ -11,6 +11,7 @@ from confluent_kafka import Consumer, Producer
 
 from pipeline.config import PipelineConfig
 from pipeline.jobs import window_counts
+from pipeline.progress import dropped_by_watermark
 from streamsim.config import StackConfig
 from streamsim.kafka import consumer_config, ensure_topics, producer_config
 
@@ -103,11 +104,7 @@ def test_window_counts_with_watermark(kafka_stack: StackConfig, spark) -> None:
             q.processAllAvailable()
 
         rows = read_all(stack, sink, expected=len(EXPECTED))
-        dropped = sum(
-            op.get("numRowsDroppedByWatermark", 0)
-            for progress in counts_query.recentProgress
-            for op in progress.get("stateOperators", [])
-        )
+        dropped = sum(dropped_by_watermark(p) for p in counts_query.recentProgress)
         rejects = read_all(stack, deadletter, expected=2)
     finally:
         for q in queries:
