@@ -1,0 +1,119 @@
+"""Detection rules as plain Python, importable without Spark.
+
+One implementation per rule, used by both runtimes:
+- the fraud endpoint calls the per-request forms (`check_*`, and `*State.check`), which use
+  plain floats and small per-card state;
+- Spark calls the vectorised forms (`*_alerts`, pandas in, alert DataFrame out) from
+  `applyInPandas`, the stateful forms (`*State`) from `transformWithStateInPandas`, and the
+  window forms (`*_window_alerts`) on aggregates it computed natively with Spark SQL.
+
+Every rule reports `Alert`s (or a DataFrame with `ALERT_COLUMNS`).
+"""
+
+from detectors.alert import (
+    ALERT_COLUMNS,
+    ALERT_SPARK_DDL,
+    Alert,
+    alert_id_for,
+    alerts_to_frame,
+    frame_to_alerts,
+)
+from detectors.braking import BrakingParams, BrakingState, braking_alerts
+from detectors.dedup import SeenIds
+from detectors.flatline import FlatlineParams, FlatlineState, flatline_alerts
+from detectors.geo import geodesic_km, geodesic_km_array, haversine_km
+from detectors.jump import GpsJumpParams, GpsJumpState, gps_jump_alerts
+from detectors.params import Thresholds
+from detectors.reorder import EventTimeBuffer
+from detectors.series import SeriesState
+from detectors.speeding import SpeedingParams, SpeedingState, speeding_alerts
+from detectors.spending import (
+    SpendingFeatures,
+    SpendingParams,
+    SpendingState,
+    check_spending,
+    spending_alerts,
+    spending_feature_alerts,
+    spending_features,
+)
+from detectors.terminal import (
+    TerminalParams,
+    check_terminal_window,
+    terminal_window_alerts,
+    terminal_window_features,
+)
+from detectors.threshold import ThresholdParams, ThresholdState, threshold_alerts
+from detectors.travel import Position, TravelParams, TravelState, check_travel, travel_alerts
+from detectors.trend import TrendParams, TrendState, trend_alerts
+from detectors.velocity import (
+    VelocityFeatures,
+    VelocityParams,
+    VelocityState,
+    check_velocity,
+    check_velocity_window,
+    velocity_alerts,
+    velocity_window_alerts,
+    velocity_window_features,
+)
+from detectors.zscore import ZScoreParams, ZScoreState, zscore_alerts
+
+__all__ = [
+    "ALERT_COLUMNS",
+    "ALERT_SPARK_DDL",
+    "Alert",
+    "BrakingParams",
+    "BrakingState",
+    "EventTimeBuffer",
+    "FlatlineParams",
+    "FlatlineState",
+    "GpsJumpParams",
+    "GpsJumpState",
+    "Position",
+    "SeenIds",
+    "SeriesState",
+    "SpeedingParams",
+    "SpeedingState",
+    "SpendingFeatures",
+    "SpendingParams",
+    "SpendingState",
+    "TerminalParams",
+    "ThresholdParams",
+    "ThresholdState",
+    "Thresholds",
+    "TravelParams",
+    "TravelState",
+    "TrendParams",
+    "TrendState",
+    "VelocityFeatures",
+    "VelocityParams",
+    "VelocityState",
+    "ZScoreParams",
+    "ZScoreState",
+    "alert_id_for",
+    "alerts_to_frame",
+    "braking_alerts",
+    "check_spending",
+    "check_terminal_window",
+    "check_travel",
+    "check_velocity",
+    "check_velocity_window",
+    "flatline_alerts",
+    "frame_to_alerts",
+    "geodesic_km",
+    "geodesic_km_array",
+    "gps_jump_alerts",
+    "haversine_km",
+    "speeding_alerts",
+    "spending_alerts",
+    "spending_feature_alerts",
+    "spending_features",
+    "terminal_window_alerts",
+    "terminal_window_features",
+    "threshold_alerts",
+    "travel_alerts",
+    "trend_alerts",
+    "velocity_alerts",
+    "velocity_window_alerts",
+    "velocity_window_features",
+    "zscore_alerts",
+]

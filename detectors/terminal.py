@@ -1,0 +1,130 @@
+"""Compromised terminal: many distinct cards at one merchant in one window.
+
+A skimmed or compromised terminal shows up as a burst of distinct cards at one merchant. Spark
+computes `approx_count_distinct(card)` per merchant over `window()` natively; this module only
+thresholds it:
+
+    distinct_cards >= min_distinct_cards
+
+The entity is the merchant. Key: the window bounds (an update-mode re-emission keeps its id).
+`terminal_window_features` computes the same aggregates in pandas (a batch oracle).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+from pydantic import Field
+
+from detectors.alert import Alert, alerts_to_frame
+from detectors.features import ids_of, optional_value, prepare_windows, tumbling_start
+from detectors.frames import ENTITY, EVENT_ID, EVENT_TIME, Columns, prepare
+from detectors.params import Thresholds
+
+RULE = "compromised_terminal"
+LABEL = "compromised_terminal"
+
+
+class TerminalParams(Thresholds):
+    """Thresholds of `compromised_terminal`."""
+
+    window_s: float = Field(600.0, gt=0, le=7 * 86_400, description="Window length, seconds.")
+    min_distinct_cards: int = Field(
+        20, ge=2, le=10_000_000, description="Distinct cards at one merchant in a window to fire."
+    )
+
+
+def terminal_fires(distinct_cards: Any, params: TerminalParams) -> Any:
+    """The rule, on ints or numpy arrays alike."""
+    return distinct_cards >= params.min_distinct_cards
+
+
+def check_terminal_window(
+    merchant_id: str,
+    window_start: int,
+    window_end: int,
+    distinct_cards: int,
+    params: TerminalParams,
+    tx_count: int | None = None,
+    event_ids: Sequence[str] = (),
+    event_time: int | None = None,
+) -> Alert | None:
+    """Per-window form on aggregates computed elsewhere.
+
+    >>> check_terminal_window("m-7", 0, 600_000, 25, TerminalParams()).evidence["distinct_cards"]
+    25
+    >>> check_terminal_window("m-7", 0, 600_000, 19, TerminalParams()) is None
+    True
+    """
+    if not terminal_fires(distinct_cards, params):
+        return None
+    evidence = {
+        "distinct_cards": int(distinct_cards),
+        "tx_count": None if tx_count is None else int(tx_count),
+        "window_start": int(window_start),
+        "window_end": int(window_end),
+        **params.model_dump(),
+    }
+    time = int(window_end) - 1 if event_time is None else int(event_time)
+    key = ("window", int(window_start), int(window_end))
+    return Alert.make(RULE, merchant_id, time, event_ids, evidence, key=key, label=LABEL)
+
+
+def terminal_window_alerts(
+    windows: pd.DataFrame, params: TerminalParams | None = None, columns: Columns = None
+) -> pd.DataFrame:
+    """`check_terminal_window` over a frame of window aggregates.
+
+    Columns: `entity_id` (the merchant), `window_start`, `window_end`, `distinct_cards`;
+    optional `tx_count`, `last_event_time`, `event_ids`.
+    """
+    p = params or TerminalParams()
+    optional = ("tx_count", "last_event_time", "event_ids")
+    rows = prepare_windows(windows, ["distinct_cards"], optional, columns)
+    fired = terminal_fires(rows["distinct_cards"].to_numpy(), p)
+    alerts = []
+    for row in rows.loc[fired].to_dict("records"):
+        alert = check_terminal_window(
+            str(row[ENTITY]),
+            int(row["window_start"]),
+            int(row["window_end"]),
+            int(row["distinct_cards"]),
+            p,
+            optional_value(row, "tx_count"),
+            ids_of(optional_value(row, "event_ids")),
+            optional_value(row, "last_event_time"),
+        )
+        alerts.append(alert)
+    return alerts_to_frame(a for a in alerts if a is not None)
+
+
+def terminal_window_features(
+    df: pd.DataFrame, params: TerminalParams | None = None, columns: Columns = None
+) -> pd.DataFrame:
+    """Tumbling-window aggregates per merchant in pandas (exact distinct counts).
+
+    Input: transactions with `entity_id` = the merchant and a `card_id` column.
+
+    >>> tx = pd.DataFrame({"entity_id": "m1", "event_id": ["a", "b", "c"],
+    ...     "event_time": [0, 1, 2], "card_id": ["x", "y", "x"]})
+    >>> terminal_window_features(tx)[["distinct_cards", "tx_count"]].values.tolist()
+    [[2, 3]]
+    """
+    p = params or TerminalParams()
+    rows = prepare(df, ["card_id"], (), columns)
+    window_ms = int(p.window_s * 1000)
+    rows["window_start"] = tumbling_start(rows[EVENT_TIME], window_ms)
+    out = (
+        rows.groupby([ENTITY, "window_start"], sort=True)
+        .agg(
+            distinct_cards=("card_id", "nunique"),
+            tx_count=(EVENT_ID, "size"),
+            last_event_time=(EVENT_TIME, "max"),
+            event_ids=(EVENT_ID, lambda ids: sorted(ids)),
+        )
+        .reset_index()
+    )
+    out["window_end"] = out["window_start"] + window_ms
+    return out

@@ -1,0 +1,192 @@
+"""Trend: the least-squares slope of a signal over a time window, beyond a limit.
+
+At each reading, fit a line through the readings of the window `(t - window_s, t]` and take its
+slope in units per minute. The trend condition holds when the window has at least `min_points`
+readings spanning at least `min_span_s`, and the slope is above `rising_above` or below
+`falling_below`. Fires when the condition starts to hold (once per episode, not per reading).
+Typical uses: coolant rising faster than 2 °C/min (`overheating`), tyre pressure falling
+faster than 0.5 kPa/min (`tyre_leak`). Key: the signal and the firing event id.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+from pydantic import Field, model_validator
+
+from detectors.alert import Alert, Evidence
+from detectors.frames import EVENT_ID, EVENT_TIME, Columns, per_entity
+from detectors.params import Thresholds
+from detectors.series import SeriesState, series_rows
+from detectors.windows import window_bounds
+
+RULE = "trend"
+
+
+class TrendParams(Thresholds):
+    """Thresholds of `trend`. Set `rising_above`, `falling_below` or both."""
+
+    window_s: float = Field(300.0, gt=0, le=7 * 86_400, description="Window length, seconds.")
+    rising_above: float | None = Field(
+        None, description="Fire when the slope (units per minute) is above this."
+    )
+    falling_below: float | None = Field(
+        None, description="Fire when the slope (units per minute) is below this."
+    )
+    min_points: int = Field(5, ge=2, le=1_000_000, description="Readings the window needs.")
+    min_span_s: float = Field(
+        60.0, ge=0, description="Seconds the window's readings must span (first to last)."
+    )
+
+    @model_validator(mode="after")
+    def _has_limit(self) -> TrendParams:
+        if self.rising_above is None and self.falling_below is None:
+            raise ValueError("set at least one of rising_above, falling_below")
+        if self.min_span_s > self.window_s:
+            raise ValueError("min_span_s must not exceed window_s")
+        return self
+
+    @property
+    def window_ms(self) -> int:
+        return max(1, round(self.window_s * 1000))
+
+
+def trending(slope: Any, points: Any, span_s: Any, params: TrendParams) -> Any:
+    """The trend condition, on floats or numpy arrays alike (a NaN slope never holds)."""
+    steep: Any = False
+    if params.rising_above is not None:
+        steep = steep | (slope > params.rising_above)
+    if params.falling_below is not None:
+        steep = steep | (slope < params.falling_below)
+    return (points >= params.min_points) & (span_s >= params.min_span_s) & steep
+
+
+def trend_evidence(
+    signal: str, value: float, slope: float, points: int, span_s: float, params: TrendParams
+) -> Evidence:
+    return {
+        "signal": signal,
+        "value": float(value),
+        "slope_per_min": float(slope),
+        "points": int(points),
+        "span_s": float(span_s),
+        **params.model_dump(),
+    }
+
+
+def rolling_slope(times_ms: np.ndarray, values: np.ndarray, window_ms: int) -> np.ndarray:
+    """Least-squares slope per minute over each reading's window (NaN when undefined)."""
+    index = pd.to_datetime(times_ms, unit="ms")
+    seconds = pd.Series((times_ms - times_ms[0]) / 1000.0, index=index)
+    series = pd.Series(values, index=index)
+    window = f"{window_ms}ms"
+    cov = series.rolling(window).cov(seconds)
+    var = seconds.rolling(window).var()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        slope = (cov / var).to_numpy() * 60.0
+    return np.where(var.to_numpy() > 0, slope, np.nan)
+
+
+def trend_alerts(
+    df: pd.DataFrame,
+    signal: str,
+    params: TrendParams,
+    *,
+    label: str | None = None,
+    columns: Columns = None,
+) -> pd.DataFrame:
+    """Vectorised form over readings with a `signal` column.
+
+    >>> rows = pd.DataFrame({"entity_id": "v1", "event_id": [f"e{i:02}" for i in range(10)],
+    ...     "event_time": [i * 30_000 for i in range(10)],
+    ...     "coolant_c": [90.0] * 5 + [92.0, 94.0, 96.0, 98.0, 100.0]})
+    >>> p = TrendParams(rising_above=2.0)
+    >>> trend_alerts(rows, "coolant_c", p, label="overheating")["event_time"].tolist()
+    [270000]
+    """
+
+    def rule_for(entity_id: str, readings: pd.DataFrame) -> list[Alert]:
+        times = readings[EVENT_TIME].to_numpy(np.int64)
+        values = readings[signal].to_numpy(float)
+        left, _ = window_bounds(times, params.window_ms)
+        index = np.arange(len(times))
+        points = index - left + 1
+        span_s = (times - times[left]) / 1000.0
+        slope = rolling_slope(times, values, params.window_ms)
+        holds = trending(slope, points, span_s, params)
+        fires = holds & ~np.concatenate([[False], holds[:-1]])
+        ids = readings[EVENT_ID].tolist()
+        alerts = []
+        for i in np.flatnonzero(fires):
+            evidence = trend_evidence(signal, values[i], slope[i], points[i], span_s[i], params)
+            key = (signal, ids[i])
+            window_ids = ids[left[i] : i + 1]
+            alerts.append(Alert.make(RULE, entity_id, times[i], window_ids, evidence, key, label))
+        return alerts
+
+    return per_entity(series_rows(df, signal, (), columns), rule_for)
+
+
+class TrendState(SeriesState):
+    """Stateful form: the window's readings per vehicle and signal (`detectors.series`).
+
+    >>> state = TrendState("v1", "coolant_c", TrendParams(rising_above=2.0))
+    >>> values = [90.0] * 5 + [92.0, 94.0, 96.0, 98.0, 100.0]
+    >>> [len(state.update(f"e{i}", i * 30_000, v)) for i, v in enumerate(values)]
+    [0, 0, 0, 0, 0, 0, 0, 0, 0, 1]
+    """
+
+    rule: ClassVar[str] = RULE
+
+    def __init__(
+        self,
+        entity_id: str,
+        signal: str,
+        params: TrendParams,
+        *,
+        label: str | None = None,
+        max_seen: int = 1024,
+    ) -> None:
+        super().__init__(entity_id, signal, label, max_seen)
+        self.params = params
+        self.window: deque[tuple[int, float, str]] = deque()
+        self.holding = False
+
+    def update(self, event_id: str, event_time: int, value: float | None) -> list[Alert]:
+        return self.push(event_id, event_time, [value])
+
+    def step(self, event_id: str, event_time: int, values: Sequence[float]) -> Alert | None:
+        self.window.append((event_time, values[0], event_id))
+        while self.window[0][0] <= event_time - self.params.window_ms:
+            self.window.popleft()
+        slope = _slope(self.window)
+        points, span_s = len(self.window), (event_time - self.window[0][0]) / 1000.0
+        was, self.holding = self.holding, bool(trending(slope, points, span_s, self.params))
+        if was or not self.holding:
+            return None
+        evidence = trend_evidence(self.signal, values[0], slope, points, span_s, self.params)
+        ids = [e for _, _, e in self.window]
+        key = (self.signal, event_id)
+        return Alert.make(self.rule, self.entity_id, event_time, ids, evidence, key, self.label)
+
+    def _snapshot(self) -> dict[str, Any]:
+        return {"window": [list(r) for r in self.window], "holding": self.holding}
+
+    def _restore(self, data: Mapping[str, Any]) -> None:
+        self.window = deque((int(t), float(v), str(e)) for t, v, e in data["window"])
+        self.holding = bool(data["holding"])
+
+
+def _slope(window: deque[tuple[int, float, str]]) -> float:
+    """Least-squares slope per minute, two-pass (NaN for fewer than two distinct times)."""
+    n = len(window)
+    t0 = window[0][0]
+    mean_t = sum(t - t0 for t, _, _ in window) / n / 1000.0
+    mean_v = sum(v for _, v, _ in window) / n
+    sxx = sum(((t - t0) / 1000.0 - mean_t) ** 2 for t, _, _ in window)
+    sxy = sum(((t - t0) / 1000.0 - mean_t) * (v - mean_v) for t, v, _ in window)
+    return sxy / sxx * 60.0 if sxx > 0 else float("nan")

@@ -1,0 +1,402 @@
+"""Velocity (card testing): too many transactions on one card in a short window.
+
+Card testers run many small transactions to learn whether stolen numbers work. The rule fires
+when the window ending at a transaction holds
+
+    tx_count >= min_count  and  small_count >= min_small_count
+    and  distinct_merchants >= min_distinct_merchants
+
+where `small_count` counts amounts below `small_amount`. Three forms share that predicate
+(`velocity_fires`):
+
+- **per event** (`VelocityState`, `velocity_alerts`): the window `(t - window_s, t]` ending at
+  each transaction's own event time. `VelocityState` keeps a bounded, event-time-sorted ring of
+  the card's recent transactions; the endpoint calls `check` per request. The count only grows
+  when events are added, so a late event re-checks the later events whose windows it joins:
+  `update` then returns their alerts too, and the stateful and vectorised forms fire for the
+  same events whatever the arrival order. Key: the firing event id.
+- **per window** (`check_velocity_window`, `velocity_window_alerts`): aggregates Spark SQL
+  computes natively over `window()` (count, sum, small count, approx distinct merchants); only
+  the predicate runs in Python. Key: the window bounds, so an update-mode re-emission of a
+  window keeps its id. `velocity_window_features` computes the same aggregates in pandas.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pydantic import Field, model_validator
+
+from detectors.alert import Alert, Evidence, alerts_to_frame
+from detectors.dedup import SeenIds
+from detectors.features import ids_of, optional_value, prepare_windows, tumbling_start
+from detectors.frames import ENTITY, EVENT_ID, EVENT_TIME, Columns, per_entity, prepare
+from detectors.params import Thresholds
+from detectors.windows import window_bounds, window_distinct, window_sum
+
+RULE = "velocity"
+LABEL = "card_testing"
+
+
+class VelocityParams(Thresholds):
+    """Thresholds of `velocity`."""
+
+    window_s: float = Field(600.0, gt=0, le=7 * 86_400, description="Window length, seconds.")
+    min_count: int = Field(5, ge=1, le=100_000, description="Transactions in the window to fire.")
+    small_amount: float = Field(
+        5.0, ge=0, description="Amounts strictly below this count as small (card testing)."
+    )
+    min_small_count: int = Field(3, ge=0, le=100_000, description="Small ones needed to fire.")
+    min_distinct_merchants: int = Field(
+        1, ge=1, le=100_000, description="Distinct merchants needed to fire (1: any)."
+    )
+
+    @property
+    def window_ms(self) -> int:
+        """The window in whole milliseconds."""
+        return max(1, round(self.window_s * 1000))
+
+    @model_validator(mode="after")
+    def _reachable(self) -> VelocityParams:
+        if max(self.min_small_count, self.min_distinct_merchants) > self.min_count:
+            raise ValueError("min_small_count and min_distinct_merchants must be <= min_count")
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class VelocityFeatures:
+    """What a window holds."""
+
+    tx_count: int
+    small_count: int
+    amount_sum: float | None = None
+    distinct_merchants: int | None = None
+
+
+def velocity_fires(
+    tx_count: Any, small_count: Any, distinct_merchants: Any, params: VelocityParams
+) -> Any:
+    """The rule, on ints or numpy arrays alike."""
+    return (
+        (tx_count >= params.min_count)
+        & (small_count >= params.min_small_count)
+        & (distinct_merchants >= params.min_distinct_merchants)
+    )
+
+
+def velocity_evidence(features: VelocityFeatures, params: VelocityParams) -> Evidence:
+    amount_sum = features.amount_sum
+    merchants = features.distinct_merchants
+    return {
+        "tx_count": int(features.tx_count),
+        "small_count": int(features.small_count),
+        "amount_sum": None if amount_sum is None else round(float(amount_sum), 6),
+        "distinct_merchants": None if merchants is None else int(merchants),
+        **params.model_dump(),
+    }
+
+
+def _fires(features: VelocityFeatures, params: VelocityParams) -> bool:
+    merchants = features.distinct_merchants
+    if merchants is None:
+        if params.min_distinct_merchants > 1:
+            raise ValueError("min_distinct_merchants > 1 needs the distinct_merchants feature")
+        merchants = params.min_distinct_merchants
+    return bool(velocity_fires(features.tx_count, features.small_count, merchants, params))
+
+
+def check_velocity(
+    entity_id: str,
+    event_id: str,
+    event_time: int,
+    features: VelocityFeatures,
+    params: VelocityParams,
+    event_ids: Sequence[str] = (),
+) -> Alert | None:
+    """Per-event form on the features of the window ending at this event.
+
+    >>> f = VelocityFeatures(tx_count=6, small_count=5, amount_sum=12.0, distinct_merchants=1)
+    >>> check_velocity("card-1", "tx-6", 1_000, f, VelocityParams()).rule
+    'velocity'
+    """
+    if not _fires(features, params):
+        return None
+    ids = tuple(event_ids) or (event_id,)
+    evidence = velocity_evidence(features, params)
+    return Alert.make(RULE, entity_id, event_time, ids, evidence, key=(event_id,), label=LABEL)
+
+
+def check_velocity_window(
+    entity_id: str,
+    window_start: int,
+    window_end: int,
+    features: VelocityFeatures,
+    params: VelocityParams,
+    event_ids: Sequence[str] = (),
+    event_time: int | None = None,
+) -> Alert | None:
+    """Per-window form on aggregates computed elsewhere (e.g. Spark SQL over `window()`).
+
+    `event_time` defaults to the window's last millisecond; pass `max(event_time)` if known.
+
+    >>> f = VelocityFeatures(tx_count=3, small_count=3)
+    >>> check_velocity_window("card-1", 0, 600_000, f, VelocityParams()) is None
+    True
+    """
+    if not _fires(features, params):
+        return None
+    evidence = {**velocity_evidence(features, params), "window_start": int(window_start)}
+    evidence["window_end"] = int(window_end)
+    time = int(window_end) - 1 if event_time is None else int(event_time)
+    key = ("window", int(window_start), int(window_end))
+    return Alert.make(RULE, entity_id, time, event_ids, evidence, key=key, label=LABEL)
+
+
+WINDOW_FEATURES = ("tx_count", "small_count")
+OPTIONAL_WINDOW_FEATURES = ("amount_sum", "distinct_merchants", "last_event_time", "event_ids")
+
+
+def velocity_window_alerts(
+    windows: pd.DataFrame, params: VelocityParams | None = None, columns: Columns = None
+) -> pd.DataFrame:
+    """`check_velocity_window` over a frame of window aggregates.
+
+    Columns: `entity_id`, `window_start`, `window_end`, `tx_count`, `small_count`; optional
+    `amount_sum`, `distinct_merchants`, `last_event_time` and `event_ids` (a list).
+    """
+    p = params or VelocityParams()
+    rows = prepare_windows(windows, WINDOW_FEATURES, OPTIONAL_WINDOW_FEATURES, columns)
+    merchants = rows.get("distinct_merchants", pd.Series(np.nan, index=rows.index))
+    if p.min_distinct_merchants > 1 and merchants.isna().any():
+        raise ValueError("min_distinct_merchants > 1 needs the distinct_merchants column")
+    filled = merchants.fillna(p.min_distinct_merchants).to_numpy()
+    fired = velocity_fires(rows["tx_count"].to_numpy(), rows["small_count"].to_numpy(), filled, p)
+    alerts = []
+    for row in rows.loc[fired].to_dict("records"):
+        features = VelocityFeatures(
+            int(row["tx_count"]),
+            int(row["small_count"]),
+            optional_value(row, "amount_sum"),
+            optional_value(row, "distinct_merchants"),
+        )
+        alert = check_velocity_window(
+            str(row[ENTITY]),
+            int(row["window_start"]),
+            int(row["window_end"]),
+            features,
+            p,
+            ids_of(optional_value(row, "event_ids")),
+            optional_value(row, "last_event_time"),
+        )
+        alerts.append(alert)
+    return alerts_to_frame(a for a in alerts if a is not None)
+
+
+def velocity_window_features(
+    df: pd.DataFrame, params: VelocityParams | None = None, columns: Columns = None
+) -> pd.DataFrame:
+    """Tumbling-window aggregates in pandas: what Spark's `groupBy(window(...))` computes.
+
+    Input: transactions with `amount` and optional `merchant_id`. Output: one row per entity
+    and window with the columns `velocity_window_alerts` takes (`event_ids` sorted).
+    """
+    p = params or VelocityParams()
+    rows = prepare(df, ["amount"], ["merchant_id"], columns)
+    window_ms = p.window_ms
+    rows["window_start"] = tumbling_start(rows[EVENT_TIME], window_ms)
+    rows["small"] = rows["amount"] < p.small_amount
+    if "merchant_id" not in rows.columns:
+        rows["merchant_id"] = ""
+    grouped = rows.groupby([ENTITY, "window_start"], sort=True)
+    out = grouped.agg(
+        tx_count=(EVENT_ID, "size"),
+        small_count=("small", "sum"),
+        amount_sum=("amount", "sum"),
+        distinct_merchants=("merchant_id", lambda m: m.fillna("").nunique()),
+        last_event_time=(EVENT_TIME, "max"),
+        event_ids=(EVENT_ID, lambda ids: sorted(ids)),
+    ).reset_index()
+    out["window_end"] = out["window_start"] + window_ms
+    return out
+
+
+def velocity_alerts(
+    df: pd.DataFrame, params: VelocityParams | None = None, columns: Columns = None
+) -> pd.DataFrame:
+    """Per-event vectorised form over transactions (`amount`, optional `merchant_id`).
+
+    Sorts by event time and drops duplicate event ids first.
+
+    >>> tx = pd.DataFrame({"entity_id": "c1", "event_id": [f"t{i}" for i in range(5)],
+    ...     "event_time": [i * 60_000 for i in range(5)], "amount": [1.0] * 5})
+    >>> velocity_alerts(tx)["event_ids"].map(len).tolist()
+    [5]
+    """
+    p = params or VelocityParams()
+    rows = prepare(df, ["amount"], ["merchant_id"], columns)
+
+    def rule_for(entity_id: str, tx: pd.DataFrame) -> list[Alert]:
+        times = tx[EVENT_TIME].to_numpy(np.int64)
+        amounts = tx["amount"].to_numpy(float)
+        left, right = window_bounds(times, p.window_ms)
+        small = window_sum(amounts < p.small_amount, left, right).round().astype(np.int64)
+        merchants = _merchant_codes(tx)
+        distinct = window_distinct(merchants, left, right)
+        total = window_sum(amounts, left, right)
+        fired = np.flatnonzero(velocity_fires(right - left, small, distinct, p))
+        ids = tx[EVENT_ID].tolist()
+        return [
+            _event_alert(
+                entity_id,
+                ids[i],
+                int(times[i]),
+                VelocityFeatures(
+                    int(right[i] - left[i]), int(small[i]), float(total[i]), int(distinct[i])
+                ),
+                p,
+                ids[left[i] : right[i]],
+            )
+            for i in fired
+        ]
+
+    return per_entity(rows, rule_for)
+
+
+def _merchant_codes(tx: pd.DataFrame) -> np.ndarray:
+    if "merchant_id" not in tx.columns:
+        return np.zeros(len(tx), dtype=np.int64)
+    return tx["merchant_id"].fillna("").astype(str).to_numpy()
+
+
+def _event_alert(
+    entity_id: str,
+    event_id: str,
+    event_time: int,
+    features: VelocityFeatures,
+    params: VelocityParams,
+    window_ids: Sequence[str],
+) -> Alert:
+    evidence = velocity_evidence(features, params)
+    return Alert.make(
+        RULE, entity_id, event_time, window_ids, evidence, key=(event_id,), label=LABEL
+    )
+
+
+Tx = tuple[int, str, float, str]  # event_time, event_id, amount, merchant_id
+
+
+class VelocityState:
+    """Stateful per-card form: a bounded ring of recent transactions in event-time order.
+
+    - `check(...)`: the alert this transaction would raise, state unchanged (the endpoint).
+    - `add(...)`: remember it (the last-use updater).
+    - `update(...)`: both, plus re-checks of later transactions a late one lands before
+      (Spark). A repeated event id is ignored.
+
+    Keeps the `max_events` latest transactions; windows holding more saturate there.
+
+    >>> state = VelocityState("card-1")
+    >>> [len(state.update(f"t{i}", i * 1_000, 1.0)) for i in range(6)]
+    [0, 0, 0, 0, 1, 1]
+    """
+
+    __slots__ = ("entity_id", "fired", "max_events", "params", "seen", "tx")
+
+    def __init__(
+        self,
+        entity_id: str,
+        params: VelocityParams | None = None,
+        *,
+        max_events: int = 256,
+        max_seen: int = 1024,
+    ) -> None:
+        self.entity_id = entity_id
+        self.params = params or VelocityParams()
+        self.max_events = max(max_events, self.params.min_count)
+        self.tx: list[Tx] = []
+        self.fired: set[str] = set()
+        self.seen = SeenIds(max_seen)
+
+    def check(
+        self, event_id: str, event_time: int, amount: float, merchant_id: str | None = None
+    ) -> Alert | None:
+        """The alert for this transaction given the stored ones; the state is unchanged."""
+        new = (int(event_time), str(event_id), float(amount), merchant_id or "")
+        window = [t for t in self._window(new[0]) if t[1] != new[1]]
+        window.append(new)
+        window.sort(key=_order)
+        return self._judge(new, window)
+
+    def add(
+        self, event_id: str, event_time: int, amount: float, merchant_id: str | None = None
+    ) -> None:
+        """Remember a transaction (a repeated event id is ignored)."""
+        if self.seen.add(str(event_id)):
+            self._insert((int(event_time), str(event_id), float(amount), merchant_id or ""))
+
+    def update(
+        self, event_id: str, event_time: int, amount: float, merchant_id: str | None = None
+    ) -> list[Alert]:
+        """Add the transaction; the alerts of it and of later ones whose window it joins."""
+        if not self.seen.add(str(event_id)):
+            return []
+        new = (int(event_time), str(event_id), float(amount), merchant_id or "")
+        self._insert(new)
+        horizon = new[0] + self.params.window_ms
+        alerts = []
+        for tx in self.tx[bisect.bisect_left(self.tx, _order(new), key=_order) :]:
+            if tx[0] >= horizon:
+                break
+            if tx[1] in self.fired:
+                continue
+            alert = self._judge(tx, self._window(tx[0]))
+            if alert is not None:
+                self.fired.add(tx[1])
+                alerts.append(alert)
+        return alerts
+
+    def _window(self, time_ms: int) -> list[Tx]:
+        lo = bisect.bisect_right(self.tx, time_ms - self.params.window_ms, key=_time)
+        return self.tx[lo : bisect.bisect_right(self.tx, time_ms, key=_time)]
+
+    def _judge(self, tx: Tx, window: list[Tx]) -> Alert | None:
+        small = sum(1 for t in window if t[2] < self.params.small_amount)
+        features = VelocityFeatures(
+            len(window), small, sum(t[2] for t in window), len({t[3] for t in window})
+        )
+        if not _fires(features, self.params):
+            return None
+        ids = [t[1] for t in window]
+        return _event_alert(self.entity_id, tx[1], tx[0], features, self.params, ids)
+
+    def _insert(self, tx: Tx) -> None:
+        bisect.insort(self.tx, tx, key=_order)
+        for old in self.tx[: max(0, len(self.tx) - self.max_events)]:
+            self.fired.discard(old[1])
+        del self.tx[: max(0, len(self.tx) - self.max_events)]
+
+    def snapshot(self) -> dict[str, Any]:
+        """A JSON-able snapshot (store it in Spark state, restore with `restore`)."""
+        return {
+            "tx": [list(t) for t in self.tx],
+            "fired": sorted(self.fired),
+            "seen": self.seen.to_list(),
+        }
+
+    def restore(self, data: Mapping[str, Any]) -> None:
+        self.tx = [(int(t), str(i), float(a), str(m)) for t, i, a, m in data["tx"]]
+        self.fired = {str(i) for i in data["fired"]}
+        self.seen = SeenIds(self.seen.capacity, data["seen"])
+
+
+def _order(tx: Tx) -> tuple[int, str]:
+    return tx[0], tx[1]
+
+
+def _time(tx: Tx) -> int:
+    return tx[0]
