@@ -1,0 +1,1 @@
+"""Domain scenarios: what entities exist and what they truly do, with faults and labels."""

@@ -1,0 +1,163 @@
+"""A scenario file (kind: scenario): the engine's common knobs plus one domain section.
+
+    kind: scenario
+    name: sensor_fleet
+    seed: 7
+    entities: 10000
+    classes: [{name: meter, share: 0.7}, {name: tracker, share: 0.3, delivery: {...}}]
+    clock: {...}        # defaults for every class
+    delivery: {...}
+    pacing: {speed: max}
+    domain: {type: sensor_fleet, ...}
+
+New domains add their section model to `Domain` (a union discriminated by `type`).
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BeforeValidator,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from scenarios.sensor_fleet_config import SensorFleetDomain
+from simulators.settings import (
+    DEFAULT_START,
+    ClockSettings,
+    DeliverySettings,
+    EntityClass,
+    PacingSettings,
+    _aware,
+)
+from simulators.tagged import require_tag, untagged
+from streamsim.config.base import Settings
+
+_DOMAINS = ("sensor_fleet",)
+
+Domain = Annotated[
+    SensorFleetDomain,
+    Field(discriminator="type"),
+    untagged(_DOMAINS),
+    BeforeValidator(require_tag(_DOMAINS)),
+]
+
+_INHERITED = ("clock", "delivery")
+
+
+def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """`over` wins key by key; nested mappings merge, except tagged ones whose `type` changes."""
+    out = dict(base)
+    for key, value in over.items():
+        old = out.get(key)
+        same_kind = isinstance(old, dict) and old.get("type") == (
+            value.get("type", old.get("type")) if isinstance(value, dict) else None
+        )
+        if isinstance(old, dict) and isinstance(value, dict) and same_kind:
+            out[key] = deep_merge(old, value)
+        else:
+            out[key] = value
+    return out
+
+
+class ScenarioConfig(Settings):
+    """Everything that decides a scenario's stream; with the seed, it fixes the content."""
+
+    kind: Literal["scenario"] = "scenario"
+    name: str = Field(
+        "", pattern=r"^([a-z][a-z0-9_]*)?$", description="Names truth.<name>; default: domain.type."
+    )
+    seed: int = Field(0, ge=0, le=2**63 - 1, description="Seed of every random choice.")
+    start: datetime = Field(DEFAULT_START, description="True time at simulation start (ISO 8601).")
+    duration_s: float = Field(
+        600.0, gt=0, description="Simulated seconds to generate readings for."
+    )
+    tick_s: float = Field(
+        1.0, gt=0, le=60, description="Engine step in simulated seconds (batching granularity)."
+    )
+    entities: int = Field(1000, ge=1, le=10_000_000, description="Number of devices/entities.")
+    clock: ClockSettings = Field(
+        default_factory=ClockSettings, description="Device clocks (all classes)."
+    )
+    delivery: DeliverySettings = Field(
+        default_factory=DeliverySettings, description="Delivery model (all classes)."
+    )
+    classes: list[EntityClass] = Field(
+        default_factory=lambda: [{"name": "default"}],  # type: ignore[arg-type]  # validated
+        min_length=1,
+        description="Entity classes with a share each; their clock/delivery merge over the top.",
+    )
+    pacing: PacingSettings = Field(default_factory=PacingSettings, description="Wall-time pacing.")
+    domain: Domain = Field(
+        default_factory=SensorFleetDomain, description="The domain model and its own knobs."
+    )
+
+    _aware_start = field_validator("start")(_aware)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_name(cls, data: Any) -> Any:
+        if isinstance(data, dict) and not data.get("name"):
+            domain = data.get("domain")
+            kind = domain.get("type") if isinstance(domain, dict) else None
+            data = {**data, "name": kind or "sensor_fleet"}
+        return data
+
+    @field_validator("classes", mode="before")
+    @classmethod
+    def _inherit(cls, classes: Any, info: ValidationInfo) -> Any:
+        """Merge the top-level clock/delivery under each class (unless the top level is bad)."""
+        if not isinstance(classes, list):
+            return classes
+        names = [c.get("name", "default") for c in classes if isinstance(c, dict)]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"class names must be unique; repeated: {', '.join(dupes)}")
+        for key in _INHERITED:
+            if key not in info.data:
+                continue  # invalid at the top level: reported there, once
+            base = info.data[key].model_dump(mode="json")
+            classes = [
+                {**c, key: deep_merge(base, c.get(key) or {})} if isinstance(c, dict) else c
+                for c in classes
+            ]
+        return classes
+
+    @field_validator("domain")
+    @classmethod
+    def _known_classes(cls, domain: Any, info: ValidationInfo) -> Any:
+        names = [c.name for c in info.data.get("classes", [])]
+        unknown = sorted(set(getattr(domain, "interval_s_by_class", {})) - set(names))
+        if names and unknown:
+            raise ValueError(
+                f"interval_s_by_class names unknown classes {unknown}; the classes are {names}"
+            )
+        return domain
+
+    @property
+    def start_ms(self) -> int:
+        return int(self.start.timestamp() * 1000)
+
+    def class_counts(self) -> list[int]:
+        """Entities per class by largest remainder, so counts add up to `entities` exactly."""
+        total = sum(c.share for c in self.classes)
+        exact = [self.entities * c.share / total for c in self.classes]
+        counts = [math.floor(x) for x in exact]
+        by_remainder = sorted(range(len(exact)), key=lambda i: (counts[i] - exact[i], i))
+        for i in by_remainder[: self.entities - sum(counts)]:
+            counts[i] += 1
+        return counts
+
+    def with_overrides(self, **changes: Any) -> ScenarioConfig:
+        """A copy with top-level keys replaced (e.g. seed, duration_s); revalidated."""
+        data = self.model_dump(mode="json")
+        for key, value in changes.items():
+            if value is not None:
+                data[key] = value
+        return ScenarioConfig.model_validate(data)

@@ -1,0 +1,76 @@
+"""Knobs of the sensor-fleet domain: smart meters and environmental sensors reporting readings."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from simulators.distributions import Distribution, Exponential, Normal, Uniform
+from streamsim.config.base import Settings
+
+SENSOR_FAULTS = ("stuck_sensor", "spike")
+FaultType = Literal["stuck_sensor", "spike"]
+
+
+def _even_mix() -> dict[FaultType, float]:
+    return {"stuck_sensor": 0.5, "spike": 0.5}
+
+
+class SensorFaults(Settings):
+    """Injected sensor faults; each incident labels the readings it affects."""
+
+    rate_per_hour: float = Field(
+        0.0, ge=0, description="Expected faults per sensor-hour (Poisson); 0 turns them off."
+    )
+    duration_s: Distribution = Field(
+        Exponential(mean=120.0), description="Fault length in seconds (negative -> 0)."
+    )
+    mix: dict[FaultType, float] = Field(
+        default_factory=lambda: _even_mix(),
+        description="Relative weight of each fault type.",
+    )
+    spike_c: float = Field(25.0, description="Degrees added to temperature during a spike.")
+
+    @model_validator(mode="after")
+    def _some_weight(self) -> SensorFaults:
+        if any(w < 0 for w in self.mix.values()) or sum(self.mix.values()) <= 0:
+            raise ValueError("mix weights must be >= 0 with a positive sum")
+        return self
+
+
+class SensorFleetDomain(Settings):
+    """Sensors that report temperature, humidity and battery every few seconds."""
+
+    type: Literal["sensor_fleet"] = "sensor_fleet"
+    topic: str = Field(
+        "sensors.readings", pattern=r"^[a-zA-Z0-9._-]+$", description="Kafka topic of readings."
+    )
+    id_prefix: str = Field(
+        "sf", pattern=r"^[a-z0-9]+$", description="Prefix of event, outage and incident ids."
+    )
+    interval_s: Distribution = Field(
+        Uniform(low=4.0, high=6.0),
+        description="Per-sensor reporting interval in seconds, drawn once per sensor.",
+    )
+    interval_s_by_class: dict[str, Distribution] = Field(
+        default_factory=dict, description="Reporting interval per entity class, overriding."
+    )
+    jitter_s: float = Field(
+        0.1, ge=0, description="Each report is early or late by up to this many seconds."
+    )
+    sites: int = Field(200, ge=1, le=100_000, description="Number of distinct site names.")
+    temperature_c: Distribution = Field(
+        Normal(mean=21.0, std=3.0), description="Per-sensor baseline temperature."
+    )
+    daily_amplitude_c: float = Field(4.0, ge=0, description="Day/night temperature swing.")
+    noise_c: float = Field(0.3, ge=0, description="Std of temperature noise per reading.")
+    humidity_pct: Distribution = Field(
+        Normal(mean=45.0, std=10.0), description="Per-sensor baseline relative humidity."
+    )
+    battery_v: Distribution = Field(
+        Uniform(low=3.5, high=4.2), description="Per-sensor battery voltage at start."
+    )
+    battery_drain_v_per_day: float = Field(0.02, ge=0, description="Battery voltage lost per day.")
+    low_battery_v: float = Field(3.4, description="Below this the status is 'low_battery'.")
+    faults: SensorFaults = Field(default_factory=SensorFaults, description="Injected faults.")

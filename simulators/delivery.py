@@ -1,0 +1,151 @@
+"""The delivery model: from a reading's true time to its emit time, or to its loss.
+
+Per event: a network delay; a chance of loss (at-most-once) or of a retry (at-least-once).
+Per device: connectivity outages. During one the device stores readings (up to a cap, dropping
+the oldest or the newest beyond it) and flushes the backlog on reconnect, in order or shuffled.
+Every draw is made for every reading, in generation order, so the stream depends on config and
+seed only. Everything is vectorised; the buffer of held readings is bounded by the caps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from simulators.distributions import sample_per_group
+from simulators.entities import EntityTable
+from simulators.intervals import IntervalSchedule
+from simulators.records import BUFFER_OVERFLOW, NETWORK, NO_ID, group_ranks
+
+
+@dataclass
+class Routed:
+    """What one step of the delivery model decided: sends (with emit_ms) and losses."""
+
+    sends: np.ndarray
+    drops: np.ndarray
+
+
+class DeliveryModel:
+    def __init__(
+        self, table: EntityTable, rng: np.random.Generator, start_ms: int, dtype: np.dtype
+    ):
+        settings = [c.delivery for c in table.classes]
+        self._rng = rng
+        self._class_of = table.class_of
+        self._delays = [s.delay_s for s in settings]
+        self._retries = [s.duplicates.retry_delay_s for s in settings]
+        self._max_delay_s = np.array([s.max_delay_s for s in settings])
+        self._p_drop = table.per_entity([s.drops.probability for s in settings])
+        self._p_dup = table.per_entity([s.duplicates.probability for s in settings])
+        self._cap = np.array([s.outages.buffer_cap for s in settings], dtype=np.int64)
+        self._drop_newest = np.array([s.outages.drop_policy == "drop_newest" for s in settings])
+        self._shuffled = np.array([s.outages.flush == "shuffled" for s in settings])
+        self._flush_ms = np.array([1000.0 / s.outages.flush_rate for s in settings])
+        self.outages = IntervalSchedule(
+            table.per_entity([s.outages.rate_per_hour for s in settings]),
+            table.class_of,
+            [s.outages.duration_s for s in settings],
+            rng,
+            start_ms,
+        )
+        self.held = np.zeros(0, dtype=dtype)
+        self._last_outage = np.full(len(table), NO_ID, dtype=np.int64)
+        self.outages_seen = 0
+
+    def route(self, rows: np.ndarray) -> Routed:
+        """Decide the fate of freshly generated rows (sorted by true time)."""
+        self._draw(rows)
+        episodes = self.outages.classify(rows["ent"], rows["true_ms"])
+        rows["outage"] = episodes.id
+        rows["reconnect_ms"] = np.where(episodes.id != NO_ID, episodes.end_ms, NO_ID)
+        buffered = rows["outage"] != NO_ID
+        direct = rows[~buffered]
+        sends, drops = self._transmit(direct, direct["true_ms"] + direct["delay_ms"])
+        overflow = self._hold(rows[buffered])
+        return Routed(sends, _concat([drops, overflow], rows.dtype))
+
+    def release(self, now_ms: int) -> Routed:
+        """Flush the backlogs of outages that ended before `now_ms`."""
+        due = self.held["reconnect_ms"] < now_ms
+        if not due.any():
+            return Routed(self.held[:0], self.held[:0])
+        rows, self.held = self.held[due], self.held[~due]
+        rows = rows[np.lexsort((rows["true_ms"], rows["outage"]))]
+        cls = self._class_of[rows["ent"]]
+        shuffle_key = self._rng.random(rows.shape[0])
+        order_key = np.where(self._shuffled[cls], shuffle_key, 0.0)
+        slot = np.empty(rows.shape[0], dtype=np.int64)
+        by_slot = np.lexsort((np.arange(rows.shape[0]), order_key, rows["outage"]))
+        slot[by_slot] = group_ranks(rows["outage"][by_slot])
+        first = np.r_[True, rows["outage"][1:] != rows["outage"][:-1]]
+        base_delay = rows["delay_ms"][first][np.cumsum(first) - 1]
+        emit = (
+            rows["reconnect_ms"]
+            + base_delay
+            + np.floor(slot * self._flush_ms[cls]).astype(np.int64)
+        )
+        sends, drops = self._transmit(rows, emit)
+        return Routed(sends, drops)
+
+    @property
+    def backlog(self) -> int:
+        return int(self.held.shape[0])
+
+    def _draw(self, rows: np.ndarray) -> None:
+        n = rows.shape[0]
+        ent = rows["ent"]
+        cls = self._class_of[ent]
+        lost = self._rng.random(n) < self._p_drop[ent]
+        retried = ~lost & (self._rng.random(n) < self._p_dup[ent])
+        delay_s = np.clip(sample_per_group(self._rng, self._delays, cls), 0, self._max_delay_s[cls])
+        retry_s = np.maximum(sample_per_group(self._rng, self._retries, cls), 0)
+        rows["lost"], rows["retried"] = lost, retried
+        rows["delay_ms"] = np.rint(delay_s * 1000).astype(np.int64)
+        rows["retry_ms"] = np.rint(retry_s * 1000).astype(np.int64)
+
+    def _transmit(self, rows: np.ndarray, emit_ms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Send rows at `emit_ms`: lost ones become drops, retried ones are sent again."""
+        lost = rows["lost"]
+        drops = rows[lost]
+        drops["dropped"] = NETWORK
+        sent = rows[~lost]
+        sent["emit_ms"] = emit_ms[~lost]
+        retries = sent[sent["retried"]]
+        retries["emit_ms"] += retries["retry_ms"]
+        retries["dup"] = True
+        return _concat([sent, retries], rows.dtype), drops
+
+    def _hold(self, rows: np.ndarray) -> np.ndarray:
+        """Add rows to their outage's buffer; return what the caps push out."""
+        if rows.shape[0] == 0:
+            return rows
+        self._count_outages(rows)
+        touched = np.isin(self.held["outage"], rows["outage"])
+        group = _concat([self.held[touched], rows], rows.dtype)
+        keep_others = self.held[~touched]
+        outage = group["outage"]
+        cls = self._class_of[group["ent"]]
+        from_start = group_ranks(outage)
+        from_end = group_ranks(outage[::-1])[::-1]
+        cap = self._cap[cls]
+        over = np.where(self._drop_newest[cls], from_start >= cap, from_end >= cap)
+        overflow = group[over]
+        overflow["dropped"] = BUFFER_OVERFLOW
+        self.held = _concat([keep_others, group[~over]], rows.dtype)
+        return overflow
+
+    def _count_outages(self, rows: np.ndarray) -> None:
+        """Count outages that buffered at least one reading (ids only grow per device)."""
+        ids, first = np.unique(rows["outage"], return_index=True)
+        owners = rows["ent"][first]
+        self.outages_seen += int((ids != self._last_outage[owners]).sum())
+        self._last_outage[owners] = ids
+
+
+def _concat(parts: list[np.ndarray], dtype: np.dtype) -> np.ndarray:
+    parts = [p for p in parts if p.shape[0]]
+    if not parts:
+        return np.zeros(0, dtype=dtype)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)

@@ -1,0 +1,97 @@
+"""Columnar batches: a scenario's true-time readings, and the engine's per-delivery rows.
+
+Rows are numpy structured arrays, never Python objects per event. The engine's columns come
+first; a scenario's payload columns are appended to the same dtype.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+NO_ID = -1
+
+# Why a delivery did not happen (truth `dropped`).
+KEPT, NETWORK, BUFFER_OVERFLOW = 0, 1, 2
+DROP_REASONS = (None, "network", "buffer_overflow")
+
+ENGINE_COLUMNS: list[tuple[str, str]] = [
+    ("gen", "i8"),  # generation index: makes the event_id
+    ("ent", "i4"),  # entity index
+    ("seq", "i8"),  # per-entity sequence number
+    ("true_ms", "i8"),
+    ("event_ms", "i8"),  # the device clock's stamp
+    ("emit_ms", "i8"),  # when transmitted (-1 until known)
+    ("label", "i2"),  # index into the scenario's labels; 0 is "none"
+    ("incident", "i8"),  # NO_ID or the incident number
+    ("outage", "i8"),  # NO_ID or the outage number that buffered it
+    ("reconnect_ms", "i8"),  # end of that outage
+    ("delay_ms", "i8"),  # network delay drawn for it
+    ("retry_ms", "i8"),  # retry delay drawn for it
+    ("lost", "?"),  # drawn: lost in transit (at-most-once)
+    ("retried", "?"),  # drawn: sent twice (at-least-once)
+    ("dup", "?"),  # this row is the retry
+    ("dropped", "i1"),  # KEPT, NETWORK or BUFFER_OVERFLOW
+]
+
+
+def row_dtype(payload: Sequence[tuple[str, str]]) -> np.dtype:
+    names = {name for name, _ in ENGINE_COLUMNS}
+    clash = [name for name, _ in payload if name in names]
+    if clash:
+        raise ValueError(f"payload columns {clash} clash with engine columns")
+    return np.dtype(ENGINE_COLUMNS + list(payload))
+
+
+@dataclass
+class Readings:
+    """What a scenario produces: true-time readings with labels and payload columns."""
+
+    ent: np.ndarray  # int32 entity index
+    true_ms: np.ndarray  # int64 epoch ms
+    label: np.ndarray  # int16
+    incident: np.ndarray  # int64, NO_ID when none
+    payload: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return int(self.ent.shape[0])
+
+
+def to_rows(batches: Sequence[Readings], dtype: np.dtype) -> np.ndarray:
+    """Pack readings into rows sorted by (true time, entity): the canonical generation order."""
+    n = sum(len(b) for b in batches)
+    rows = np.zeros(n, dtype=dtype)
+    if n == 0:
+        return rows
+    for name in ("ent", "true_ms", "label", "incident"):
+        rows[name] = np.concatenate([getattr(b, name) for b in batches])
+    for name in batches[0].payload:
+        rows[name] = np.concatenate([b.payload[name] for b in batches])
+    for name in ("emit_ms", "outage", "reconnect_ms"):
+        rows[name] = NO_ID
+    order = np.lexsort((rows["ent"], rows["true_ms"]))
+    return rows[order]
+
+
+def group_ranks(keys: np.ndarray) -> np.ndarray:
+    """Each element's position among equal keys, in array order (0, 1, 2, ... per key)."""
+    n = keys.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+    run_start = np.repeat(starts, np.diff(np.r_[starts, n]))
+    ranks = np.empty(n, dtype=np.int64)
+    ranks[order] = np.arange(n) - run_start
+    return ranks
+
+
+def group_sizes(keys: np.ndarray) -> np.ndarray:
+    """For each element, how many elements share its key."""
+    if keys.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64)
+    _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+    return counts[inverse]

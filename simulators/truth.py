@@ -1,0 +1,111 @@
+"""Truth records: one JSON object per delivery attempt, keyed by event_id.
+
+Keys (the data contract): event_id, entity_id, scenario, true_time, event_time, emit_time,
+clock_offset_ms, delay_ms, outage_id, duplicate_of, dropped, label, incident_id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from simulators.encoding import json_bytes, string_table
+from simulators.entities import EntityTable
+from simulators.records import DROP_REASONS, NO_ID
+
+TRUTH_KEYS = (
+    "event_id",
+    "entity_id",
+    "scenario",
+    "true_time",
+    "event_time",
+    "emit_time",
+    "clock_offset_ms",
+    "delay_ms",
+    "outage_id",
+    "duplicate_of",
+    "dropped",
+    "label",
+    "incident_id",
+)
+
+NULL = b"null"
+
+
+class TruthEncoder:
+    """Builds (keys, values, timestamps) for sent and for dropped rows."""
+
+    def __init__(
+        self, scenario: str, id_prefix: str, table: EntityTable, labels: Sequence[str]
+    ) -> None:
+        prefix = id_prefix.encode()
+        self._event_id = prefix + b"%x"
+        self._quoted_id = b'"' + prefix + b'%x"'
+        self._outage_id = b'"' + prefix + b'o%d"'
+        self._incident_id = b'"' + prefix + b'i%d"'
+        self._ids = table.json_ids
+        self._labels = string_table(labels)
+        self._reasons = np.array(
+            [NULL if r is None else json_bytes(r) for r in DROP_REASONS], dtype=object
+        )
+        head = b'{"event_id":"' + prefix + b'%x","entity_id":%s,"scenario":' + json_bytes(scenario)
+        self._sent = (
+            head + b',"true_time":%d,"event_time":%d,"emit_time":%d,"clock_offset_ms":%d,'
+            b'"delay_ms":%d,"outage_id":%s,"duplicate_of":%s,"dropped":null,"label":%s,'
+            b'"incident_id":%s}'
+        )
+        self._dropped = (
+            head + b',"true_time":%d,"event_time":%d,"emit_time":null,"clock_offset_ms":%d,'
+            b'"delay_ms":null,"outage_id":%s,"duplicate_of":null,"dropped":%s,"label":%s,'
+            b'"incident_id":%s}'
+        )
+
+    def keys(self, rows: np.ndarray) -> list[bytes]:
+        return list(map(self._event_id.__mod__, rows["gen"].tolist()))
+
+    def sent(self, rows: np.ndarray) -> list[bytes]:
+        true_ms, event_ms, emit_ms = rows["true_ms"], rows["event_ms"], rows["emit_ms"]
+        columns = (
+            rows["gen"].tolist(),
+            self._ids[rows["ent"]].tolist(),
+            true_ms.tolist(),
+            event_ms.tolist(),
+            emit_ms.tolist(),
+            (event_ms - true_ms).tolist(),
+            (emit_ms - true_ms).tolist(),
+            self._optional(rows["outage"], self._outage_id),
+            self._duplicate_of(rows),
+            self._labels[rows["label"]].tolist(),
+            self._optional(rows["incident"], self._incident_id),
+        )
+        return list(map(self._sent.__mod__, zip(*columns, strict=True)))
+
+    def dropped(self, rows: np.ndarray) -> list[bytes]:
+        columns = (
+            rows["gen"].tolist(),
+            self._ids[rows["ent"]].tolist(),
+            rows["true_ms"].tolist(),
+            rows["event_ms"].tolist(),
+            (rows["event_ms"] - rows["true_ms"]).tolist(),
+            self._optional(rows["outage"], self._outage_id),
+            self._reasons[rows["dropped"]].tolist(),
+            self._labels[rows["label"]].tolist(),
+            self._optional(rows["incident"], self._incident_id),
+        )
+        return list(map(self._dropped.__mod__, zip(*columns, strict=True)))
+
+    @staticmethod
+    def _optional(ids: np.ndarray, template: bytes) -> list[bytes]:
+        out = np.full(ids.shape[0], NULL, dtype=object)
+        present = np.flatnonzero(ids != NO_ID)
+        if present.size:
+            out[present] = list(map(template.__mod__, ids[present].tolist()))
+        return out.tolist()
+
+    def _duplicate_of(self, rows: np.ndarray) -> list[bytes]:
+        out = np.full(rows.shape[0], NULL, dtype=object)
+        dup = np.flatnonzero(rows["dup"])
+        if dup.size:
+            out[dup] = list(map(self._quoted_id.__mod__, rows["gen"][dup].tolist()))
+        return out.tolist()
