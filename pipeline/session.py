@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
 from streamsim.config import StackConfig
 from streamsim.errors import StreamsimError
 from streamsim.jvm import RESOLVE_HINT, spark_kafka_jars
+
+LOG4J2 = Path(__file__).with_name("log4j2.properties")
 
 
 def spark_conf(stack: StackConfig, app: str) -> dict[str, str]:
@@ -37,7 +40,8 @@ def spark_conf(stack: StackConfig, app: str) -> dict[str, str]:
         "spark.sql.adaptive.enabled": "false",  # streaming ignores AQE; keep batch plans comparable
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
-        "spark.driver.extraJavaOptions": "-Dderby.system.home=" + str(stack.dirs.data.resolve()),
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J2.resolve()} "
+        f"-Dderby.system.home={stack.dirs.data.resolve()}",
     }
     conf.update(spark.conf)
     return conf
