@@ -1,0 +1,5 @@
+"""`python -m streamsim` is the `streamsim` command."""
+
+from streamsim.cli import main
+
+main()

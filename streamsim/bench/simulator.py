@@ -1,0 +1,90 @@
+"""`bench simulator`: the simulator into Kafka vs Kafka's ProducerPerformance, same run.
+
+Method: the scenario is first run into JSONL to take a sample of its real records; then the
+simulator sends N events into the broker (`simulate --sink kafka --speed max`, as a child process
+so its peak RSS is its own), and ProducerPerformance sends N records drawn from that sample with
+the same producer settings (acks=all, idempotence, lz4, linger, batch size). The ratio is the
+simulator's events/s over ProducerPerformance's records/s.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+
+from streamsim.bench.process import run_measured
+from streamsim.bench.producer_perf import run_producer_perf
+from streamsim.bench.report import BenchReport
+from streamsim.config import StackConfig
+from streamsim.config.loader import read_yaml
+from streamsim.errors import StreamsimError
+from streamsim.kafka import ensure_topics, producer_config
+
+REFERENCE_TOPIC = "bench.producer-perf"
+SAMPLE_EVENTS = 20_000
+
+
+def streamsim_command() -> list[str]:
+    return [sys.executable, "-m", "streamsim"]
+
+
+def simulate(args: list[str]) -> dict[str, Any]:
+    run = run_measured([*streamsim_command(), "simulate", *args, "--json"])
+    if run.returncode != 0:
+        raise StreamsimError(f"simulate failed ({run.returncode}):\n{run.stderr[-3000:]}")
+    result: dict[str, Any] = orjson.loads(run.stdout.strip().splitlines()[-1])
+    result["peak_rss_mb"] = run.peak_rss_mb
+    return result
+
+
+def scenario_with(scenario: Path, work: Path, entities: int | None) -> Path:
+    """The scenario file, with the entity count overridden when asked."""
+    if entities is None:
+        return scenario
+    data = read_yaml(scenario)
+    data["entities"] = entities
+    path = work / scenario.name
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def bench_simulator(
+    stack: StackConfig, scenario: Path, events: int, rounds: int = 1, entities: int | None = None
+) -> BenchReport:
+    with tempfile.TemporaryDirectory(prefix="streamsim-bench-") as tmp:
+        work = Path(tmp)
+        stack_file = work / "stack.yaml"
+        stack_file.write_text(yaml.safe_dump(stack.model_dump(mode="json")))
+        scenario = scenario_with(scenario, work, entities)
+        common = [str(scenario), "--seed", "1", "--config", str(stack_file)]
+
+        simulate([*common, "--events", str(SAMPLE_EVENTS), "--sink", "jsonl", "--out", str(work)])
+        payload = work / "events.jsonl"
+        record_bytes = payload.stat().st_size / SAMPLE_EVENTS
+        ensure_topics(stack, [REFERENCE_TOPIC])
+
+        subject_rates, reference_rates, rss = [], [], []
+        for _ in range(rounds):
+            run = simulate([*common, "--events", str(events), "--speed", "max", "--sink", "kafka"])
+            subject_rates.append(run["events_per_s"])
+            rss.append(run["peak_rss_mb"])
+            perf = run_producer_perf(
+                stack, REFERENCE_TOPIC, events, payload, producer_config(stack)
+            )
+            reference_rates.append(perf.records_per_s)
+
+    return BenchReport(
+        subject=f"simulator:{scenario.stem}",
+        rate_key="events_per_s",
+        rate=statistics.median(subject_rates),
+        reference="kafka ProducerPerformance",
+        reference_rate=statistics.median(reference_rates),
+        peak_rss_mb=max(rss),
+        extra={"events": events, "rounds": rounds, "record_bytes": round(record_bytes, 1)},
+    )
