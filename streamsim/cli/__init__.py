@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from streamsim.cli import config, doctor, kafka, pipeline
+from streamsim.cli import bench, config, doctor, kafka, pipeline
 from streamsim.cli.common import fail
 from streamsim.config import ConfigError
 from streamsim.errors import StreamsimError
@@ -21,6 +21,7 @@ app = typer.Typer(
 app.add_typer(kafka.app, name="kafka")
 app.add_typer(config.app, name="config")
 app.add_typer(pipeline.app, name="pipeline")
+app.add_typer(bench.app, name="bench")
 app.command()(doctor.doctor)
 
 
