@@ -69,7 +69,7 @@ def anchor_starts(
     step = np.abs(np.diff(values)) > 2.000001 * params.epsilon + 1e-12
     starts = run_starts(is_moving, times, gap_ms, np.concatenate([[False], step]))
     bounds = np.flatnonzero(starts)
-    ends = np.append(bounds[1:], len(values))
+    ends = np.append(bounds[1:], len(values)) if bounds.size else bounds
     for lo, hi in zip(bounds, ends, strict=True):
         hi = lo + int(np.argmin(is_moving[lo:hi])) if not is_moving[lo:hi].all() else hi
         if times[hi - 1] - times[lo] < params.min_duration_s * 1000:

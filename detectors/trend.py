@@ -46,8 +46,8 @@ class TrendParams(Thresholds):
     def _has_limit(self) -> TrendParams:
         if self.rising_above is None and self.falling_below is None:
             raise ValueError("set at least one of rising_above, falling_below")
-        if self.min_span_s > self.window_s:
-            raise ValueError("min_span_s must not exceed window_s")
+        if self.min_span_s >= self.window_s:
+            raise ValueError("min_span_s must be below window_s (a window spans less)")
         return self
 
     @property
