@@ -89,6 +89,10 @@ class DeliveryModel:
         sends, drops = self._transmit(rows, emit)
         return Routed(sends, drops)
 
+    def reconnect_all(self, at_ms: int) -> None:
+        """The run is over: every outage still going ends now, so backlogs flush."""
+        self.held["reconnect_ms"] = np.minimum(self.held["reconnect_ms"], at_ms)
+
     @property
     def backlog(self) -> int:
         return int(self.held.shape[0])
@@ -100,7 +104,9 @@ class DeliveryModel:
         lost = self._rng.random(n) < self._p_drop[ent]
         retried = ~lost & (self._rng.random(n) < self._p_dup[ent])
         delay_s = np.clip(sample_per_group(self._rng, self._delays, cls), 0, self._max_delay_s[cls])
-        retry_s = np.maximum(sample_per_group(self._rng, self._retries, cls), 0)
+        retry_s = np.clip(
+            sample_per_group(self._rng, self._retries, cls), 0, self._max_delay_s[cls]
+        )
         rows["lost"], rows["retried"] = lost, retried
         rows["delay_ms"] = np.rint(delay_s * 1000).astype(np.int64)
         rows["retry_ms"] = np.rint(retry_s * 1000).astype(np.int64)

@@ -192,10 +192,14 @@ class Engine:
         done: simpy.Event,
         progress: ProgressFn | None,
     ) -> Generator[simpy.Event, Any, None]:
+        ended = False
         while True:
             yield env.timeout(0)  # scheduled after this instant's cohort steps: they go first
             now_ms = self._ms(env.now)
             self._ingest()
+            if self._generating == 0 and not ended:
+                self.delivery.reconnect_all(self._ms(end_s))
+                ended = True
             flushed = self.delivery.release(now_ms)
             self.queue.push(flushed.sends)
             self._write_drops(flushed.drops)

@@ -91,7 +91,7 @@ class Duplicates(Settings):
     probability: Probability = Field(0.0, description="Chance a delivered event is sent again.")
     retry_delay_s: Distribution = Field(
         LogNormal(median=2.0, sigma=0.5),
-        description="Seconds between the send and its retry (negative -> 0).",
+        description="Seconds between the send and its retry (clipped to 0..max_delay_s).",
     )
 
 
@@ -106,10 +106,10 @@ class DeliverySettings(Settings):
 
     delay_s: Distribution = Field(
         LogNormal(median=0.08, sigma=0.6),
-        description="Per-event network delay in seconds (negative -> 0).",
+        description="Per-event network delay in seconds (clipped to 0..max_delay_s).",
     )
     max_delay_s: float = Field(
-        30.0, gt=0, description="Network delays are capped here; it bounds the pending buffer."
+        30.0, gt=0, description="Cap on network and retry delays; it bounds the pending buffer."
     )
     outages: Outages = Field(default_factory=Outages, description="Connectivity outages.")
     duplicates: Duplicates = Field(default_factory=Duplicates, description="Retried sends.")

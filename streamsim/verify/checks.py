@@ -1,0 +1,213 @@
+"""Compare measured disorder with a scenario's configured parameters, within statistical bounds.
+
+Expected figures come from the configured distributions' exact quantiles (`ppf`), not from
+sampling them, so a broken sampler cannot vouch for itself. Tolerances:
+- a sample p-quantile of n values lies, with high probability, between the true quantiles at
+  p -+ 4*sqrt(p(1-p)/n), widened by 1 ms for millisecond rounding;
+- a fraction of n trials lies within 4 binomial standard deviations (+1/n).
+Checks are per entity class, named "<class>.<figure>", plus whole-stream integrity checks.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from scenarios.config import ScenarioConfig
+from scenarios.registry import build_scenario
+from simulators.settings import EntityClass
+from streamsim.verify.measure import NO_MATCH, Joined, backlogs, device_skews_ms
+
+Z = 4.0
+MS = 0.001
+
+Check = dict[str, Any]
+
+
+def check(expected: float, measured: float, low: float, high: float) -> Check:
+    return {
+        "expected": round(expected, 6),
+        "measured": round(measured, 6),
+        "ok": bool(low - 1e-9 <= measured <= high + 1e-9),
+        "tolerance": [round(low, 6), round(high, 6)],
+    }
+
+
+def quantile_check(
+    dist: Any, p: float, values: np.ndarray, clip: tuple[float, float], slack: float, extra: float
+) -> Check:
+    """Is the sample's p-quantile where the (clipped) distribution puts it? `extra` widens the
+    rank band by a share of values known to be off-distribution."""
+    n = values.shape[0]
+    band = Z * math.sqrt(p * (1 - p) / n) + 1 / n + extra
+    low = dist.clipped_quantile(max(p - band, 0.0), *clip) - slack
+    high = dist.clipped_quantile(min(p + band, 1.0), *clip) + slack
+    measured = float(np.quantile(values, p))
+    return check(dist.clipped_quantile(p, *clip), measured, low, high)
+
+
+def fraction_check(p: float, hits: int, n: int) -> Check:
+    tol = Z * math.sqrt(p * (1 - p) / n) + 1 / n
+    return check(p, hits / n, p - tol, p + tol)
+
+
+class ClassChecks:
+    """The checks for one entity class, over the joined stream restricted to it."""
+
+    def __init__(self, j: Joined, entity_class: np.ndarray, c: int, cls: EntityClass) -> None:
+        self.j, self.cls, self.c = j, cls, c
+        self.entity_class = entity_class
+        self.truth_rows = np.flatnonzero(entity_class[j.entity_of_truth] == c)
+        mine = np.zeros(len(j.truth.event_id) + 1, dtype=bool)  # last slot: NO_MATCH
+        mine[self.truth_rows] = True
+        self.deliveries = j.delivery[mine[j.delivery]]  # matched stream records of this class
+
+    def run(self) -> dict[str, Check]:
+        if self.truth_rows.size == 0:
+            return {}
+        return {
+            **self.delay(),
+            **self.skew(),
+            **self.duplicates(),
+            **self.drops(),
+            **self.outages(),
+            **self.backlog(),
+        }
+
+    def delay(self) -> dict[str, Check]:
+        t, d = self.j.truth, self.deliveries
+        direct = d[~t.buffered[d] & ~t.duplicate[d]]
+        if direct.size == 0:
+            return {}
+        delays = (t.emit_time[direct] - t.true_time[direct]) / 1000
+        settings = self.cls.delivery
+        clip = (0.0, settings.max_delay_s)
+        return {
+            name: quantile_check(settings.delay_s, p, delays, clip, MS, 0.0)
+            for p, name in ((0.5, "delay_p50_s"), (0.99, "delay_p99_s"))
+        }
+
+    def skew(self) -> dict[str, Check]:
+        """Per-device median clock offset against the offset distribution; drift is slack, and
+        devices whose clock jumped or reset widen the band by their share."""
+        medians_ms, entities = device_skews_ms(self.j)
+        mine = self.entity_class[entities] == self.c
+        if not mine.any():
+            return {}
+        clock, t = self.cls.clock, self.j.truth
+        elapsed_s = float(t.true_time.max() - t.true_time.min()) / 1000
+        drift = max(abs(clock.drift_ppm.ppf(0.0005)), abs(clock.drift_ppm.ppf(0.9995)))
+        slack = drift * 1e-6 * elapsed_s + MS
+        counts = np.bincount(self.j.entity_of_truth, minlength=len(self.j.entities))
+        per_reading = clock.jumps.probability + clock.resets.probability
+        moved = 1 - (1 - per_reading) ** float(np.median(counts[entities[mine]]))
+        values = medians_ms[mine] / 1000
+        clip = (-math.inf, math.inf)
+        return {
+            f"skew_{name}_s": quantile_check(clock.offset_s, p, values, clip, slack, moved)
+            for p, name in ((0.25, "p25"), (0.5, "p50"), (0.75, "p75"))
+        }
+
+    def duplicates(self) -> dict[str, Check]:
+        records = int(self.deliveries.shape[0])
+        events = int(np.unique(self.j.event_of_truth[self.deliveries]).shape[0])
+        if events == 0:
+            return {}
+        p = self.cls.delivery.duplicates.probability
+        return {"duplicate_fraction": fraction_check(p, records - events, events)}
+
+    def drops(self) -> dict[str, Check]:
+        """Events lost in transit: in truth, not lost to a full buffer, and not in the stream."""
+        t, rows = self.j.truth, self.truth_rows
+        events = self.j.event_of_truth
+        eligible = np.setdiff1d(events[rows], events[rows[t.overflow[rows]]])
+        if eligible.size == 0:
+            return {}
+        missing = np.setdiff1d(eligible, events[self.deliveries]).shape[0]
+        p = self.cls.delivery.drops.probability
+        return {"drop_fraction": fraction_check(p, int(missing), int(eligible.shape[0]))}
+
+    def outages(self) -> dict[str, Check]:
+        """Share of readings an outage buffered vs. the share of time a device is offline,
+        r*E[D] / (1 + r*E[D]). Outages come in clusters, so the tolerance uses the variance of
+        time offline (r*E[D^2] / (N*T)) and the spread across devices, whichever is larger."""
+        t, j = self.j.truth, self.j
+        _, first = np.unique(j.event_of_truth[self.truth_rows], return_index=True)
+        rows = self.truth_rows[first]  # one truth record per event
+        buffered = t.buffered[rows]
+        settings = self.cls.delivery.outages
+        rate = settings.rate_per_hour / 3600
+        mean = settings.duration_s.clipped_mean(0.0, math.inf)
+        expected = rate * mean / (1 + rate * mean)
+        entity = j.entity_of_truth[rows]
+        devices = np.unique(entity)
+        span_s = max(float(t.true_time.max() - t.true_time.min()) / 1000, 1.0)
+        model_var = rate * _second_moment(settings.duration_s) / (devices.shape[0] * span_s)
+        shares = np.bincount(entity, weights=buffered)[devices] / np.bincount(entity)[devices]
+        data_var = float(shares.var()) / devices.shape[0]
+        tol = Z * math.sqrt(max(model_var, data_var)) + 1 / rows.shape[0]
+        measured = float(buffered.mean())
+        return {"outage_fraction": check(expected, measured, expected - tol, expected + tol)}
+
+    def backlog(self) -> dict[str, Check]:
+        t = self.j.truth
+        mine = {t.outage_id[i] for i in self.truth_rows[t.buffered[self.truth_rows]].tolist()}
+        sizes = [n for outage, n in backlogs(self.j).items() if outage in mine]
+        if not sizes:
+            return {}
+        cap = self.cls.delivery.outages.buffer_cap
+        return {"max_backlog": check(cap, max(sizes), 0, cap)}
+
+
+def _second_moment(dist: Any, points: int = 4000) -> float:
+    qs = (np.arange(points) + 0.5) / points
+    return float(np.mean([dist.clipped_quantile(float(q), 0.0, math.inf) ** 2 for q in qs]))
+
+
+def integrity_checks(measured: dict[str, Any], config: ScenarioConfig) -> dict[str, Check]:
+    """Nothing lost or invented by the sink, duplicates identical, timestamps = emit times."""
+    out = {
+        name: check(0, measured[name], 0, 0)
+        for name in ("lost", "unexpected", "event_time_mismatches", "timestamp_mismatches")
+    }
+    if not has_disorder(config):
+        out["out_of_order_fraction"] = check(0, measured["out_of_order_fraction"], 0, 0)
+    return out
+
+
+def has_disorder(config: ScenarioConfig) -> bool:
+    """False when every event arrives in true-time order, stamped by one exact shared clock."""
+    offsets, delays = set(), set()
+    for c in config.classes:
+        clock, delivery = c.clock, c.delivery
+        constant = (clock.offset_s, clock.drift_ppm, delivery.delay_s)
+        if not all(d.is_constant for d in constant) or clock.drift_ppm.ppf(0.5) != 0:
+            return True
+        faults = (
+            clock.jumps.probability,
+            clock.resets.probability,
+            delivery.outages.rate_per_hour,
+            delivery.duplicates.probability,
+        )
+        if any(faults):
+            return True
+        offsets.add(clock.offset_s.ppf(0.5))
+        delays.add(min(max(delivery.delay_s.ppf(0.5), 0), delivery.max_delay_s))
+    return len(offsets) > 1 or len(delays) > 1
+
+
+def run_checks(j: Joined, measured: dict[str, Any], config: ScenarioConfig) -> dict[str, Check]:
+    ids = build_scenario(config).entity_ids
+    counts = config.class_counts()
+    class_of_id = dict(zip(ids, np.repeat(np.arange(len(counts)), counts).tolist(), strict=True))
+    entity_class = np.array([class_of_id.get(e, -1) for e in j.entities], dtype=np.int64)
+    checks = integrity_checks(measured, config)
+    for c, cls in enumerate(config.classes):
+        for name, result in ClassChecks(j, entity_class, c, cls).run().items():
+            checks[f"{cls.name}.{name}"] = result
+    return checks
+
+
+__all__ = ["NO_MATCH", "run_checks"]
