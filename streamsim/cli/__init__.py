@@ -6,7 +6,8 @@ import sys
 
 import typer
 
-from streamsim.cli import bench, config, doctor, kafka, pipeline
+from streamsim.cli import bench, config, doctor, kafka, pipeline, simulate
+from streamsim.cli import verify as verify_cli
 from streamsim.cli.common import fail
 from streamsim.config import ConfigError
 from streamsim.errors import StreamsimError
@@ -23,6 +24,8 @@ app.add_typer(config.app, name="config")
 app.add_typer(pipeline.app, name="pipeline")
 app.add_typer(bench.app, name="bench")
 app.command()(doctor.doctor)
+app.command()(simulate.simulate)
+app.command(name="verify-stream")(verify_cli.verify_stream)
 
 
 def main() -> None:
