@@ -1,12 +1,13 @@
 """Flatline (stuck sensor): a signal that stops changing while the vehicle moves.
 
-A run is a stretch of consecutive moving readings (`speed_kmh >= min_speed_kmh`; every reading
-counts as moving when there is no speed column) whose values all stay within `epsilon` of the
-run's first value (its anchor). A value further than `epsilon` from the anchor starts a new run
-anchored on itself; a stationary reading or a gap longer than `max_gap_s` ends the run. Fires
-once per run, when it has lasted `min_duration_s`. Anchoring (rather than comparing each value
-with the previous one) keeps a slow, steady drift, such as a tyre losing pressure, from
-looking stuck. Key: the signal and the run's first event id.
+A run is a stretch of consecutive moving readings whose values all stay within `epsilon` of
+the run's first value (its anchor). Moving means `speed_kmh >= min_speed_kmh` (a missing speed
+is not moving; with `speed_col=None` every reading counts as moving). A value further than
+`epsilon` from the anchor starts a new run anchored on itself; a stationary reading or a gap
+longer than `max_gap_s` ends the run. Fires once per run, when it has lasted
+`min_duration_s`. Anchoring (rather than comparing each value with the previous one) keeps a
+slow, steady drift, such as a tyre losing pressure, from looking stuck.
+Key: the signal and the run's first event id.
 """
 
 from __future__ import annotations
@@ -89,11 +90,11 @@ def flatline_alerts(
     signal: str,
     params: FlatlineParams | None = None,
     *,
-    speed_col: str = SPEED,
+    speed_col: str | None = SPEED,
     label: str | None = LABEL,
     columns: Columns = None,
 ) -> pd.DataFrame:
-    """Vectorised form over readings with `signal` and (optionally) a speed column.
+    """Vectorised form over readings with `signal` and `speed_col` (None: no speed column).
 
     >>> rows = pd.DataFrame({"entity_id": "v1", "event_id": [f"e{i:02}" for i in range(12)],
     ...     "event_time": [i * 30_000 for i in range(12)], "tyre_kpa": 230.0, "speed_kmh": 80.0})
@@ -106,13 +107,16 @@ def flatline_alerts(
     def rule_for(entity_id: str, readings: pd.DataFrame) -> list[Alert]:
         values = readings[signal].to_numpy(float)
         times = readings[EVENT_TIME].to_numpy(np.int64)
-        speeds = readings[speed_col].to_numpy(float) if speed_col in readings else None
-        is_moving = np.ones(len(values), bool) if speeds is None else moving(speeds, p)
+        if speed_col is None:
+            is_moving = np.ones(len(values), bool)
+        else:
+            is_moving = moving(readings[speed_col].to_numpy(float), p)
         starts = anchor_starts(values, times, is_moving, p)
         fires, start = run_fires(is_moving, times, 1, p.min_duration_s * 1000, gap_ms, starts)
         return run_alerts(RULE, entity_id, signal, label, readings, fires, start, p)
 
-    return per_entity(series_rows(df, signal, (speed_col,), columns), rule_for)
+    required = () if speed_col is None else (speed_col,)
+    return per_entity(series_rows(df, signal, (), columns, required), rule_for)
 
 
 class FlatlineState(SeriesState):
@@ -132,7 +136,7 @@ class FlatlineState(SeriesState):
         signal: str,
         params: FlatlineParams | None = None,
         *,
-        speed_col: str = SPEED,
+        speed_col: str | None = SPEED,
         label: str | None = LABEL,
         max_seen: int = 1024,
     ) -> None:
@@ -144,15 +148,17 @@ class FlatlineState(SeriesState):
         self.anchor = 0.0
 
     def fields(self) -> tuple[str, ...]:
-        return (self.signal, self.speed_col)
+        return (self.signal,) if self.speed_col is None else (self.signal, self.speed_col)
 
     def update(
-        self, event_id: str, event_time: int, value: float | None, speed: float | None
+        self, event_id: str, event_time: int, value: float | None, speed: float | None = None
     ) -> list[Alert]:
-        return self.push(event_id, event_time, [value, speed])
+        """One reading (`speed` is ignored when the state was made with `speed_col=None`)."""
+        return self.push(event_id, event_time, [value, speed][: len(self.fields())])
 
     def step(self, event_id: str, event_time: int, values: Sequence[float]) -> Alert | None:
-        value, speed = values
+        value = values[0]
+        speed = values[1] if self.speed_col is not None else self.params.min_speed_kmh
         run, p = self.run, self.params
         gap = run.last_time is not None and p.max_gap_s is not None
         gap = gap and event_time - (run.last_time or 0) > (p.max_gap_s or 0) * 1000

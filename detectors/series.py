@@ -31,12 +31,17 @@ from detectors.reorder import EventTimeBuffer
 
 
 def series_rows(
-    df: pd.DataFrame, signal: str, optional: Sequence[str] = (), columns: Columns = None
+    df: pd.DataFrame,
+    signal: str,
+    optional: Sequence[str] = (),
+    columns: Columns = None,
+    required: Sequence[str] = (),
 ) -> pd.DataFrame:
-    """Prepared readings with a numeric, non-missing `signal` (see `detectors.frames`)."""
-    rows = prepare(df, [signal], optional, columns)
+    """Prepared readings with a numeric, non-missing `signal` (see `detectors.frames`);
+    `required` and `optional` columns are made numeric too (NaN where missing)."""
+    rows = prepare(df, [signal, *required], optional, columns)
     rows[signal] = pd.to_numeric(rows[signal], errors="coerce").astype(float)
-    for name in optional:
+    for name in (*required, *optional):
         if name in rows.columns:
             rows[name] = pd.to_numeric(rows[name], errors="coerce").astype(float)
     return rows.loc[rows[signal].notna()].reset_index(drop=True)
@@ -64,8 +69,12 @@ class SeriesState:
         return self.late_ignored + self.buffer.late_dropped
 
     def fields(self) -> tuple[str, ...]:
-        """The frame columns a reading needs, the signal first."""
+        """The frame columns a reading uses, the signal first."""
         return (self.signal,)
+
+    def optional_fields(self) -> tuple[str, ...]:
+        """Those of `fields()` a frame may lack (read as missing values)."""
+        return ()
 
     def step(self, event_id: str, event_time: int, values: Sequence[float]) -> Alert | None:
         raise NotImplementedError
@@ -91,9 +100,11 @@ class SeriesState:
         if columns:
             rows = rows.rename(columns={actual: canonical for canonical, actual in columns.items()})
         wanted = [EVENT_ID, EVENT_TIME, *self.fields()]
-        missing = [name for name in wanted if name not in rows.columns]
+        absent = [name for name in wanted if name not in rows.columns]
+        missing = [name for name in absent if name not in self.optional_fields()]
         if missing:
             raise ValueError(f"missing columns {missing}; the frame has {list(rows.columns)}")
+        rows = rows.assign(**dict.fromkeys(absent, None)) if absent else rows
         for event_id, event_time, *values in rows[wanted].itertuples(index=False):
             payload = [None if v is None or v != v else float(v) for v in values]
             self.buffer.push(int(event_time), str(event_id), payload)

@@ -117,6 +117,9 @@ class SpeedingState(SeriesState):
     def fields(self) -> tuple[str, ...]:
         return (self.signal, LIMIT)
 
+    def optional_fields(self) -> tuple[str, ...]:
+        return (LIMIT,)
+
     def update(
         self, event_id: str, event_time: int, speed: float | None, limit: float | None = None
     ) -> list[Alert]:

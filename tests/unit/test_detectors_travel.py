@@ -1,0 +1,266 @@
+"""Impossible travel (cards), GPS jump (vehicles) and the geodesic they rest on."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from detectors import (
+    GpsJumpState,
+    Position,
+    TravelParams,
+    TravelState,
+    check_travel,
+    geodesic_km,
+    geodesic_km_array,
+    gps_jump_alerts,
+    haversine_km,
+    travel_alerts,
+)
+from detectors.geo import HAVERSINE_HIGH, HAVERSINE_LOW
+from detectors.travel import fastest_s, is_impossible
+
+LONDON = (51.5074, -0.1278)
+NEW_YORK = (40.7128, -74.0060)
+SYDNEY = (-33.8688, 151.2093)
+STRASBOURG = (48.5734, 7.7521)
+KEHL = (48.5729, 7.8155)
+PARIS = (48.8566, 2.3522)
+LYON = (45.7640, 4.8357)
+MIN = 60_000
+HOUR = 3_600_000
+P = TravelParams()
+
+
+def pos(event_id: str, t: int, place: tuple[float, float]) -> Position:
+    return Position(event_id, t, *place)
+
+
+# --- geodesic ---------------------------------------------------------------------------
+
+
+def test_vectorised_geodesic_matches_geopy() -> None:
+    rng = np.random.default_rng(7)
+    n = 400
+    lat1, lon1 = rng.uniform(-90, 90, n), rng.uniform(-180, 180, n)
+    lat2, lon2 = rng.uniform(-90, 90, n), rng.uniform(-180, 180, n)
+    lat2[:100] = np.clip(lat1[:100] + rng.normal(0, 0.01, 100), -90, 90)  # short lines
+    lon2[:100] = lon1[:100] + rng.normal(0, 0.01, 100)
+    lat2[100:120] = -lat1[100:120]  # nearly antipodal: Vincenty falls back to geopy
+    lon2[100:120] = lon1[100:120] + 179.9
+    got = geodesic_km_array(lat1, lon1, lat2, lon2)
+    want = np.array([geodesic_km(*p) for p in zip(lat1, lon1, lat2, lon2, strict=True)])
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-6)
+
+
+def test_vectorised_geodesic_handles_nan_and_identical_points() -> None:
+    got = geodesic_km_array(
+        [0.0, math.nan, 45.0], [0.0, 1.0, 7.0], [0.0, 1.0, 45.0], [0.0, 1.0, 7.0]
+    )
+    assert got[0] == 0.0 and math.isnan(got[1]) and got[2] == 0.0
+
+
+def test_haversine_bounds_the_geodesic() -> None:
+    rng = np.random.default_rng(3)
+    n = 3000
+    lat1, lon1 = rng.uniform(-89.9, 89.9, n), rng.uniform(-180, 180, n)
+    lat2 = np.clip(lat1 + rng.normal(0, 0.5, n), -90, 90)  # short, mostly meridional lines
+    lon2 = lon1 + rng.normal(0, 0.05, n)
+    lat2[:1000], lon2[:1000] = rng.uniform(-90, 90, 1000), rng.uniform(-180, 180, 1000)
+    exact = geodesic_km_array(lat1, lon1, lat2, lon2)
+    sphere = np.array([haversine_km(*p) for p in zip(lat1, lon1, lat2, lon2, strict=True)])
+    ratio = exact[sphere > 0] / sphere[sphere > 0]
+    assert ratio.min() >= HAVERSINE_LOW and ratio.max() <= HAVERSINE_HIGH
+
+
+# --- the rule -----------------------------------------------------------------------------
+
+
+def test_london_to_sydney_in_three_minutes_alerts_with_evidence() -> None:
+    alert = check_travel("card-1", pos("a", 0, LONDON), pos("b", 3 * MIN, SYDNEY), P)
+    assert alert is not None
+    assert alert.rule == "impossible_travel" and alert.label == "impossible_travel"
+    assert alert.event_ids == ("a", "b") and alert.event_time == 3 * MIN
+    ev = alert.evidence
+    assert ev["distance_km"] == pytest.approx(geodesic_km(*LONDON, *SYDNEY))
+    assert ev["gap_s"] == 180 and ev["speed_kmh"] > 300_000
+    assert ev["max_speed_kmh"] == P.max_speed_kmh and ev["skew_allowance_s"] == 120
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "gap_ms"),
+    [
+        (LONDON, NEW_YORK, 8 * HOUR),  # a real flight
+        (NEW_YORK, LONDON, 6 * HOUR + 30 * MIN),  # a fast eastbound one
+        (STRASBOURG, KEHL, 10 * MIN),  # across the Rhine
+        (STRASBOURG, KEHL, -45_000),  # nearby, clocks disagree: negative gap
+        (PARIS, LYON, 2 * HOUR),  # high-speed train
+    ],
+)
+def test_hard_negatives_do_not_alert(
+    a: tuple[float, float], b: tuple[float, float], gap_ms: int
+) -> None:
+    assert check_travel("card-1", pos("a", 0, a), pos("b", gap_ms, b), P) is None
+
+
+def test_fast_but_not_impossible_boundary_uses_skew_allowance() -> None:
+    distance = geodesic_km(*PARIS, *LYON)
+    limit_ms = (fastest_s(distance, P) - P.skew_allowance_s) * 1000
+    just_in, just_out = math.floor(limit_ms), math.ceil(limit_ms)
+    assert just_in < limit_ms < just_out
+    assert check_travel("c", pos("a", 0, PARIS), pos("b", just_in, LYON), P) is not None
+    assert check_travel("c", pos("a", 0, PARIS), pos("b", just_out, LYON), P) is None
+
+
+def test_rule_boundaries_are_strict() -> None:
+    p = TravelParams(
+        min_distance_km=100, skew_allowance_s=0, overhead_s=0, max_ground_speed_kmh=None
+    )
+    assert not is_impossible(100.0, 0.0, p)  # distance must exceed min_distance_km
+    assert is_impossible(100.001, 0.0, p)
+    needed = 200.0 * 3600 / p.max_speed_kmh
+    assert not is_impossible(200.0, needed, p)  # exactly fast enough
+    assert is_impossible(200.0, needed - 1e-6, p)
+
+
+def test_card_not_present_never_alerts_or_moves_the_last_position() -> None:
+    state = TravelState("card-1")
+    assert state.update("a", 0, *LONDON) == []
+    assert state.update("web", 1 * HOUR, None, None) == []
+    assert state.update("web2", 2 * HOUR, *SYDNEY, card_present=False) == []
+    assert state.last() == pos("a", 0, LONDON)
+    assert state.update("b", 8 * HOUR, *NEW_YORK) == []  # flew, bought online en route
+
+
+def test_online_use_while_travelling_vectorised() -> None:
+    uses = pd.DataFrame(
+        {
+            "entity_id": "card-1",
+            "event_id": ["a", "web", "b"],
+            "event_time": [0, 1 * HOUR, 8 * HOUR],
+            "lat": [LONDON[0], SYDNEY[0], NEW_YORK[0]],
+            "lon": [LONDON[1], SYDNEY[1], NEW_YORK[1]],
+            "card_present": [True, False, True],
+        }
+    )
+    assert travel_alerts(uses).empty
+    uses.loc[1, "card_present"] = True
+    assert travel_alerts(uses)["event_ids"].tolist() == [["a", "web"], ["web", "b"]]
+
+
+def test_duplicates_are_ignored() -> None:
+    state = TravelState("card-1")
+    state.update("a", 0, *LONDON)
+    assert len(state.update("b", 3 * MIN, *SYDNEY)) == 1
+    assert state.update("b", 3 * MIN, *SYDNEY) == []
+    frame = pd.DataFrame(
+        {
+            "entity_id": "card-1",
+            "event_id": ["b", "a", "b"],
+            "event_time": [3 * MIN, 0, 3 * MIN],
+            "lat": [SYDNEY[0], LONDON[0], SYDNEY[0]],
+            "lon": [SYDNEY[1], LONDON[1], SYDNEY[1]],
+        }
+    )
+    assert len(travel_alerts(frame)) == 1
+
+
+def test_late_event_is_judged_against_its_event_time_neighbours() -> None:
+    # London at 0, New York at 8 h (fine). A late use in Sydney stamped 4 h arrives last:
+    # it is impossible against both neighbours, and names the later event of each pair.
+    state = TravelState("card-1")
+    state.update("lon", 0, *LONDON)
+    state.update("nyc", 8 * HOUR, *NEW_YORK)
+    alerts = state.update("syd", 4 * HOUR, *SYDNEY)
+    assert sorted(a.event_ids for a in alerts) == [("lon", "syd"), ("syd", "nyc")]
+    assert sorted(a.event_time for a in alerts) == [4 * HOUR, 8 * HOUR]
+    # A late use in London stamped 1 h is fine against London at 0 and is compared with
+    # Sydney (its later neighbour now), not with New York.
+    assert [a.event_ids for a in state.update("lon2", 1 * HOUR, *LONDON)] == [("lon2", "syd")]
+
+
+def test_check_does_not_change_state() -> None:
+    state = TravelState("card-1")
+    state.update("a", 0, *LONDON)
+    assert len(state.check("b", 3 * MIN, *SYDNEY)) == 1
+    assert len(state.check("b", 3 * MIN, *SYDNEY)) == 1
+    assert state.last() == pos("a", 0, LONDON)
+
+
+def test_state_snapshot_round_trip() -> None:
+    state = TravelState("card-1", max_positions=2)
+    for i, place in enumerate([LONDON, PARIS, NEW_YORK]):
+        state.update(f"e{i}", i * 24 * HOUR, *place)
+    again = TravelState("card-1", max_positions=2)
+    again.restore(state.snapshot())
+    assert (
+        again.positions
+        == state.positions
+        == [
+            pos("e1", 24 * HOUR, PARIS),
+            pos("e2", 48 * HOUR, NEW_YORK),
+        ]
+    )
+    assert again.update("e2", 0, *SYDNEY) == []  # still remembered as seen
+
+
+def _random_uses(rng: np.random.Generator, n: int) -> pd.DataFrame:
+    cities = np.array([LONDON, NEW_YORK, SYDNEY, STRASBOURG, KEHL, PARIS, LYON])
+    idx = rng.integers(0, len(cities), n)
+    lat = cities[idx, 0] + rng.normal(0, 0.01, n)
+    lon = cities[idx, 1] + rng.normal(0, 0.01, n)
+    lat[rng.random(n) < 0.15] = np.nan  # online
+    return pd.DataFrame(
+        {
+            "entity_id": "card-1",
+            "event_id": [f"t{i:03}" for i in range(n)],
+            "event_time": np.cumsum(rng.integers(1, 12 * HOUR, n)),
+            "lat": lat,
+            "lon": lon,
+        }
+    )
+
+
+def _stateful(rows: pd.DataFrame, state: TravelState) -> set[str]:
+    ids: set[str] = set()
+    for r in rows.itertuples(index=False):
+        lat = None if math.isnan(r.lat) else r.lat
+        for alert in state.update(r.event_id, r.event_time, lat, r.lon):
+            ids.add(alert.alert_id)
+    return ids
+
+
+def test_stateful_and_vectorised_agree_in_order_and_on_disorder() -> None:
+    rng = np.random.default_rng(11)
+    for _ in range(5):
+        uses = _random_uses(rng, 60)
+        vectorised = set(travel_alerts(uses)["alert_id"])
+        assert vectorised  # the random walk does contain impossible pairs
+        assert _stateful(uses, TravelState("card-1")) == vectorised
+        shuffled = pd.concat([uses, uses.sample(10, random_state=1)]).sample(frac=1, random_state=2)
+        late = _stateful(shuffled, TravelState("card-1", max_positions=100))
+        assert late >= vectorised  # every final neighbour pair is checked; early pairs may add
+
+
+def test_gps_jump_skips_tunnels_and_flags_jumps() -> None:
+    rows = pd.DataFrame(
+        {
+            "entity_id": "v1",
+            "event_id": list("abcde"),
+            "event_time": [0, 1_000, 60_000, 61_000, 62_000],
+            "lat": [48.0, np.nan, 48.01, 48.5, 48.501],
+            "lon": [7.0, np.nan, 7.0, 7.0, 7.0],
+        }
+    )
+    # a -> c: 1.1 km in 60 s is 67 km/h (the tunnel's missing fix is skipped); c -> d jumps 54 km
+    alerts = gps_jump_alerts(rows)
+    assert alerts["event_ids"].tolist() == [["c", "d"]]
+    assert alerts["rule"].tolist() == ["gps_jump"]
+    state = GpsJumpState("v1")
+    fired = [
+        a for r in rows.itertuples() for a in state.update(r.event_id, r.event_time, r.lat, r.lon)
+    ]
+    assert [a.alert_id for a in fired] == alerts["alert_id"].tolist()
