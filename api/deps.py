@@ -1,0 +1,38 @@
+"""What routes share: the service of the app, and the bearer-token check of control routes."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request, status
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from api.service import FraudService
+
+_bearer = HTTPBearer(auto_error=False, description="STREAMSIM_API_TOKEN")
+
+
+def service_of(request: Request) -> FraudService:
+    service: FraudService = request.app.state.service
+    return service
+
+
+def require_token(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> None:
+    """Control routes: `Authorization: Bearer <STREAMSIM_API_TOKEN>`; disabled when unset."""
+    expected = service_of(request).secrets.api_token
+    if expected is None:
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN,
+            "control routes are disabled: start the API with STREAMSIM_API_TOKEN set",
+        )
+    given = "" if credentials is None else credentials.credentials
+    if not secrets.compare_digest(given.encode(), expected.encode()):
+        raise HTTPException(
+            status.HTTP_401_UNAUTHORIZED,
+            "missing or wrong bearer token",
+            headers={"WWW-Authenticate": "Bearer"},
+        )

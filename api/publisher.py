@@ -1,0 +1,146 @@
+"""Publishing decisions to `cards.activity` without ever blocking a request.
+
+`KafkaPublisher.publish` only enqueues (librdkafka's `produce` is asynchronous); a background
+thread serves the delivery callbacks with `poll`. While Kafka is unreachable, records wait in
+librdkafka's queue and are retried until `message.timeout.ms`; whatever still fails is counted
+(`failed`, `last_error`) and logged, never dropped silently. Records never hold a PAN.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any, Protocol
+
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
+
+from streamsim.config import StackConfig
+from streamsim.kafka import producer_config
+
+log = logging.getLogger("api.publisher")
+
+
+class Publisher(Protocol):
+    def start(self) -> None: ...
+
+    def publish(self, key: str, value: bytes) -> None: ...
+
+    def counters(self) -> dict[str, Any]: ...
+
+    def connected(self) -> bool: ...
+
+    def close(self, timeout_s: float) -> int: ...
+
+
+class KafkaPublisher:
+    def __init__(self, stack: StackConfig, topic: str) -> None:
+        self.topic = topic
+        self.bootstrap = stack.kafka.bootstrap_servers
+        self.sent = 0  # enqueued (event loop thread)
+        self.delivered = 0  # acknowledged (poll thread)
+        self.failed = 0  # rejected at enqueue or failed delivery
+        self.last_error: str | None = None
+        self._probe: tuple[float, bool] = (0.0, False)
+        self._stop = threading.Event()
+        self._producer = Producer(
+            producer_config(
+                stack,
+                **{
+                    "client.id": "streamsim-api",
+                    "linger.ms": 5,
+                    "error_cb": self._on_error,
+                    "logger": log,
+                },
+            )
+        )
+        self._thread = threading.Thread(target=self._poll_loop, name="publisher", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def publish(self, key: str, value: bytes) -> None:
+        try:
+            self._producer.produce(self.topic, value, key, on_delivery=self._on_delivery)
+        except BufferError:
+            self._fail("local queue full (Kafka unreachable for long?)")
+            return
+        except KafkaException as exc:
+            self._fail(str(exc.args[0]))
+            return
+        self.sent += 1
+
+    def counters(self) -> dict[str, Any]:
+        return {
+            "sent": self.sent,
+            "delivered": self.delivered,
+            "failed": self.failed,
+            "queued": len(self._producer),
+            "last_error": self.last_error,
+        }
+
+    def connected(self, timeout_s: float = 1.0, max_age_s: float = 1.0) -> bool:
+        """A metadata request answered within `timeout_s` (cached for `max_age_s`); blocks."""
+        at, ok = self._probe
+        if time.monotonic() - at < max_age_s:
+            return ok
+        try:
+            self._producer.list_topics(self.topic, timeout=timeout_s)
+            ok = True
+        except KafkaException:
+            ok = False
+        self._probe = (time.monotonic(), ok)
+        return ok
+
+    def close(self, timeout_s: float) -> int:
+        """Stop polling and flush; returns the records left undelivered (also logged)."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        left = int(self._producer.flush(timeout_s))
+        if left:
+            self.failed += left
+            log.error("%d records to %s not delivered at shutdown", left, self.topic)
+        return left
+
+    def _fail(self, reason: str) -> None:
+        self.failed += 1
+        self.last_error = reason
+        log.warning("publish to %s failed: %s", self.topic, reason)
+
+    def _on_delivery(self, err: KafkaError | None, msg: Message) -> None:
+        if err is not None:
+            self._fail(err.str())
+        else:
+            self.delivered += 1
+
+    def _on_error(self, err: KafkaError) -> None:
+        # Connection trouble is retried by librdkafka; health probes connectivity itself.
+        self.last_error = err.str()
+
+    def _poll_loop(self) -> None:
+        while not self._stop.is_set():
+            self._producer.poll(0.1)
+
+
+class MemoryPublisher:
+    """Keeps what it is given (unit tests, and runs without Kafka)."""
+
+    def __init__(self) -> None:
+        self.records: list[tuple[str, bytes]] = []
+
+    def start(self) -> None:
+        pass
+
+    def publish(self, key: str, value: bytes) -> None:
+        self.records.append((key, value))
+
+    def counters(self) -> dict[str, Any]:
+        n = len(self.records)
+        return {"sent": n, "delivered": n, "failed": 0, "queued": 0, "last_error": None}
+
+    def connected(self) -> bool:
+        return True
+
+    def close(self, timeout_s: float) -> int:
+        return 0

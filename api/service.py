@@ -1,0 +1,94 @@
+"""The fraud service: state, decider, publisher, updater and counters, started and stopped
+with the app (see `api.main`)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from api.decision import Decider, wall_clock_ms
+from api.models import TransactionRequest
+from api.pan import PanTokenizer
+from api.publisher import KafkaPublisher, MemoryPublisher, Publisher
+from api.settings import ApiSecrets, ApiSettings
+from api.state import LastUseState
+from api.stats import RequestStats
+from api.updater import ActivityUpdater
+from streamsim.config import StackConfig
+
+log = logging.getLogger("api.service")
+
+
+class FraudService:
+    """With `stack`: publishes to and rebuilds from Kafka. Without: in memory only (tests)."""
+
+    def __init__(
+        self,
+        settings: ApiSettings,
+        secrets: ApiSecrets,
+        stack: StackConfig | None = None,
+        *,
+        publisher: Publisher | None = None,
+        clock: Callable[[], int] = wall_clock_ms,
+    ) -> None:
+        self.settings = settings
+        self.secrets = secrets
+        self.stack = stack
+        self.state = LastUseState(settings, clock)
+        self.tokenizer = PanTokenizer(secrets.pan_secret, settings.token_hex_chars)
+        self.updater = ActivityUpdater(stack, settings.topic, self.state) if stack else None
+        if publisher is None:
+            publisher = KafkaPublisher(stack, settings.topic) if stack else MemoryPublisher()
+        self.publisher = publisher
+        self.decider = Decider(settings, self.tokenizer, self.state, clock, self.rebuilt)
+        self.stats = RequestStats()
+
+    def rebuilt(self) -> bool:
+        return self.updater is None or self.updater.rebuilt.is_set()
+
+    async def start(self) -> None:
+        self.publisher.start()
+        if self.updater is None:
+            return
+        self.updater.start()
+        timeout = self.settings.rebuild_timeout_s
+        done = await asyncio.to_thread(self.updater.rebuilt.wait, timeout)
+        if not done:
+            log.warning(
+                "state rebuild from %s not finished after %.0f s; serving anyway "
+                "(responses say state_incomplete until it is)",
+                self.settings.topic,
+                timeout,
+            )
+
+    async def stop(self) -> None:
+        if self.updater is not None:
+            await asyncio.to_thread(self.updater.stop)
+        left = await asyncio.to_thread(self.publisher.close, self.settings.flush_timeout_s)
+        log.info("publisher flushed (%d records left undelivered)", left)
+
+    def handle(self, tx: TransactionRequest) -> bytes:
+        """Decide (or replay) and publish; the response body."""
+        body, record = self.decider.decide(tx)
+        if record is None:
+            self.stats.replays += 1
+            return body
+        self.publisher.publish(record["card_token"], orjson.dumps(record))
+        self.stats.decisions[record["decision"]] += 1
+        return body
+
+    def state_stats(self) -> dict[str, Any]:
+        updater = self.updater
+        with self.state.lock:
+            cards, verdicts = len(self.state.cards), len(self.state.verdicts)
+        return {
+            "status": "disabled" if updater is None else updater.status,
+            "cards": cards,
+            "verdicts": verdicts,
+            "applied_from_topic": 0 if updater is None else updater.applied,
+            "malformed_records": 0 if updater is None else updater.malformed,
+        }

@@ -1,0 +1,149 @@
+"""Settings of the fraud endpoint: thresholds, scoring, state bounds, and the two secrets.
+
+Where they come from:
+- the stack config (`--config STACK_YAML`): Kafka, and `api.host` / `api.port`;
+- an optional API settings YAML (`streamsim api --settings FILE`, or $STREAMSIM_API_SETTINGS),
+  validated into `ApiSettings`; the rule thresholds are the detectors' own parameter models;
+- secrets from the environment only, never from YAML:
+  - `STREAMSIM_PAN_SECRET`: the HMAC key of card tokens. Unset: a random key is created once
+    in `<dirs.data>/api/pan-secret` (mode 0600) and reused, so tokens stay stable across
+    restarts on this machine. Every endpoint instance on one topic needs the same key.
+  - `STREAMSIM_API_TOKEN`: the bearer token of the control routes. Unset: they are disabled.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from detectors import TravelParams, VelocityParams
+from streamsim.config import StackConfig, load_model
+from streamsim.config.base import Settings
+from streamsim.errors import StreamsimError
+
+PAN_SECRET_ENV = "STREAMSIM_PAN_SECRET"
+API_TOKEN_ENV = "STREAMSIM_API_TOKEN"
+SETTINGS_ENV = "STREAMSIM_API_SETTINGS"
+
+Decision = Literal["approve", "review", "decline"]
+
+
+class Scoring(Settings):
+    """How fired rules become a score and a decision.
+
+    score = 1 - prod(1 - weight of each fired rule); decline at `decline_at`, review at
+    `review_at`, approve below. Defaults: impossible travel alone declines, velocity alone
+    sends to review, both decline.
+    """
+
+    weights: dict[str, float] = Field(
+        default_factory=lambda: {"impossible_travel": 0.9, "velocity": 0.6},
+        description="Score weight in [0, 1] of each rule when it fires.",
+    )
+    decline_at: float = Field(0.85, gt=0, le=1, description="Scores at or above: decline.")
+    review_at: float = Field(0.5, gt=0, le=1, description="Scores at or above: review.")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Scoring:
+        if self.review_at > self.decline_at:
+            raise ValueError("review_at must be <= decline_at")
+        for rule, weight in self.weights.items():
+            if not 0 <= weight <= 1:
+                raise ValueError(f"weights.{rule} must be in [0, 1], got {weight}")
+        return self
+
+
+class IdempotencySettings(Settings):
+    """The verdict cache: a repeated transaction_id gets the stored verdict."""
+
+    max_entries: int = Field(
+        200_000, ge=1, description="Verdicts kept (least recently used evicted first)."
+    )
+    ttl_s: float = Field(
+        2 * 86_400.0, gt=0, description="A verdict older than this (decided_at) is forgotten."
+    )
+
+
+class StateSettings(Settings):
+    """Bounds of the last-use state."""
+
+    max_cards: int = Field(
+        500_000, ge=1, description="Cards kept (least recently used evicted first)."
+    )
+    positions_per_card: int = Field(8, ge=1, le=1024, description="Located uses per card.")
+    transactions_per_card: int = Field(
+        256, ge=1, le=100_000, description="Recent transactions per card (velocity window)."
+    )
+    anchor_declined: bool = Field(
+        False,
+        description="Whether a declined card-present use becomes the card's last location. "
+        "False: a fraudulent use abroad does not make the owner's next use look impossible.",
+    )
+
+
+class ApiSettings(Settings):
+    """The `api` settings file; every key has a default."""
+
+    kind: Literal["api"] = "api"
+    topic: str = Field("cards.activity", min_length=1, description="Decisions go here.")
+    travel: TravelParams = Field(default_factory=TravelParams)
+    velocity: VelocityParams = Field(default_factory=VelocityParams)
+    scoring: Scoring = Field(default_factory=Scoring)
+    idempotency: IdempotencySettings = Field(default_factory=IdempotencySettings)
+    state: StateSettings = Field(default_factory=StateSettings)
+    token_hex_chars: int = Field(32, ge=16, le=64, description="Hex digits of a card token.")
+    rebuild_timeout_s: float = Field(
+        60.0,
+        ge=0,
+        description="How long start-up waits for the state rebuild from the topic before "
+        "serving anyway (health then says `rebuilding`).",
+    )
+    flush_timeout_s: float = Field(10.0, ge=0, description="Producer flush on shutdown.")
+
+
+@dataclass(frozen=True)
+class ApiSecrets:
+    pan_secret: bytes
+    api_token: str | None
+
+    def __repr__(self) -> str:
+        return f"ApiSecrets(api_token={'set' if self.api_token else 'unset'})"
+
+
+def load_settings(path: str | Path | None = None) -> ApiSettings:
+    """`path`, else $STREAMSIM_API_SETTINGS, else defaults."""
+    chosen = path or os.environ.get(SETTINGS_ENV) or None
+    return load_model(ApiSettings, chosen) if chosen else ApiSettings()
+
+
+def load_secrets(stack: StackConfig) -> ApiSecrets:
+    pan = os.environ.get(PAN_SECRET_ENV)
+    if pan:
+        if len(pan.encode()) < 16:
+            raise StreamsimError(f"{PAN_SECRET_ENV} must be at least 16 bytes long")
+        pan_secret = pan.encode()
+    else:
+        pan_secret = _stored_secret(Path(stack.dirs.data) / "api" / "pan-secret")
+    return ApiSecrets(pan_secret=pan_secret, api_token=os.environ.get(API_TOKEN_ENV) or None)
+
+
+def _stored_secret(path: Path) -> bytes:
+    if path.exists():
+        secret = path.read_bytes().strip()
+        if len(secret) < 16:
+            raise StreamsimError(f"{path} holds a PAN secret shorter than 16 bytes; delete it")
+        return secret
+    path.parent.mkdir(parents=True, exist_ok=True)
+    secret = secrets.token_hex(32).encode()
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another instance created it first
+        return path.read_bytes().strip()
+    with os.fdopen(fd, "wb") as out:
+        out.write(secret)
+    return secret

@@ -1,0 +1,141 @@
+"""The last-use state: per card token, what the detectors need, plus the verdict cache.
+
+The state is only ever derived from `cards.activity` records: the endpoint applies the record
+of each decision it makes as soon as it makes it (so the card's next request sees it), and the
+updater applies the records it consumes from the topic (other instances' decisions, and on
+start everything the topic holds). A record is applied once: the verdict cache, keyed by
+transaction_id, says which records are in, and the detectors' states ignore a repeated id too.
+
+Per card (`CardState`):
+- `travel`: the detectors' `TravelState` (the last located, card-present uses);
+- `velocity`: the detectors' `VelocityState` (recent transaction times, amounts, merchants);
+- `last_use`: the latest use in event time, any channel, with its decision.
+
+All access goes through `lock`: the event loop decides, the updater thread applies.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from api.settings import ApiSettings
+from detectors import TravelState, VelocityState
+
+Record = Mapping[str, Any]
+
+#: Fields of a record kept as the card's last use.
+LAST_USE_FIELDS = (
+    "transaction_id",
+    "event_time",
+    "channel",
+    "amount",
+    "currency",
+    "merchant_id",
+    "country",
+    "lat",
+    "lon",
+    "decision",
+    "decided_at",
+)
+
+
+@dataclass(slots=True)
+class CardState:
+    travel: TravelState
+    velocity: VelocityState
+    last4: str
+    last_use: dict[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class VerdictCache:
+    """transaction_id -> the verdict body; bounded by count (LRU) and age (decided_at)."""
+
+    max_entries: int
+    ttl_ms: int
+    entries: OrderedDict[str, tuple[int, bytes]] = field(default_factory=OrderedDict)
+
+    def get(self, transaction_id: str, now_ms: int) -> bytes | None:
+        entry = self.entries.get(transaction_id)
+        if entry is None:
+            return None
+        expires_at, body = entry
+        if expires_at <= now_ms:
+            del self.entries[transaction_id]
+            return None
+        self.entries.move_to_end(transaction_id)
+        return body
+
+    def __contains__(self, transaction_id: object) -> bool:
+        return transaction_id in self.entries
+
+    def put(self, transaction_id: str, body: bytes, decided_at: int, now_ms: int) -> None:
+        expires_at = decided_at + self.ttl_ms
+        if expires_at <= now_ms:
+            return
+        self.entries[transaction_id] = (expires_at, body)
+        self.entries.move_to_end(transaction_id)
+        while len(self.entries) > self.max_entries:
+            self.entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+
+class LastUseState:
+    def __init__(self, settings: ApiSettings, clock: Callable[[], int]) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.lock = threading.Lock()
+        self.cards: OrderedDict[str, CardState] = OrderedDict()
+        self.verdicts = VerdictCache(
+            settings.idempotency.max_entries, round(settings.idempotency.ttl_s * 1000)
+        )
+
+    def card(self, token: str) -> CardState | None:
+        """The card's state, marked as recently used (call with `lock` held)."""
+        card = self.cards.get(token)
+        if card is not None:
+            self.cards.move_to_end(token)
+        return card
+
+    def knows(self, transaction_id: str) -> bool:
+        """Whether the record of this transaction is in (call with `lock` held)."""
+        return transaction_id in self.verdicts
+
+    def apply(self, record: Record, body: bytes) -> None:
+        """Apply one decision record and remember its verdict body (call with `lock` held)."""
+        token = record["card_token"]
+        card = self.card(token)
+        if card is None:
+            card = self._new_card(token, record["card_last4"])
+        txid = record["transaction_id"]
+        event_time = int(record["event_time"])
+        anchor = record["card_present"] and (
+            record["decision"] != "decline" or self.settings.state.anchor_declined
+        )
+        card.travel.add(txid, event_time, record["lat"], record["lon"], card_present=anchor)
+        card.velocity.add(txid, event_time, float(record["amount"]), record["merchant_id"])
+        last = card.last_use
+        if last is None or (event_time, txid) >= (last["event_time"], last["transaction_id"]):
+            card.last_use = {k: record[k] for k in LAST_USE_FIELDS}
+        self.verdicts.put(txid, body, int(record["decided_at"]), self.clock())
+
+    def _new_card(self, token: str, last4: str) -> CardState:
+        s = self.settings
+        history = s.state.transactions_per_card
+        card = CardState(
+            travel=TravelState(
+                token, s.travel, max_positions=s.state.positions_per_card, max_seen=history
+            ),
+            velocity=VelocityState(token, s.velocity, max_events=history, max_seen=history),
+            last4=last4,
+        )
+        self.cards[token] = card
+        while len(self.cards) > s.state.max_cards:
+            self.cards.popitem(last=False)
+        return card

@@ -1,0 +1,158 @@
+"""The last-use updater: `cards.activity` -> the last-use state, in a background thread.
+
+On start it reads every partition of the topic from the beginning up to the end offsets it
+found (`rebuilt` is set then, and the endpoint starts serving), and then keeps consuming, so
+decisions made by other endpoint instances reach this one's state too. Records this endpoint
+made itself were applied when it made them; they are skipped when they come back (by
+transaction_id). Malformed records are counted and skipped, never fatal.
+
+The consumer is assigned all partitions (no consumer group, nothing committed): every instance
+holds the whole state, rebuilt from the topic on each start.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from typing import Any, Literal
+
+import orjson
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+
+from api.decision import RECORD_KEYS, response_body
+from api.state import LastUseState
+from streamsim.config import StackConfig
+from streamsim.kafka import consumer_config, ensure_topics
+
+log = logging.getLogger("api.updater")
+
+Status = Literal["starting", "rebuilding", "live", "stopped"]
+
+
+class ActivityUpdater:
+    def __init__(self, stack: StackConfig, topic: str, state: LastUseState) -> None:
+        self.stack = stack
+        self.topic = topic
+        self.state = state
+        self.status: Status = "starting"
+        self.rebuilt = threading.Event()
+        self.applied = 0  # records applied from the topic
+        self.skipped = 0  # records already in (this endpoint's own decisions, repeats)
+        self.malformed = 0
+        self.rebuild_s: float | None = None
+        self.last_error: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="updater", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout_s)
+        self.status = "stopped"
+
+    def _run(self) -> None:
+        started = time.monotonic()
+        consumer = self._connect()
+        if consumer is None:
+            return
+        try:
+            pending = self._assign(consumer)
+            self.status = "rebuilding"
+            while not self._stop.is_set():
+                if not pending and not self.rebuilt.is_set():
+                    self.rebuild_s = round(time.monotonic() - started, 3)
+                    self.status = "live"
+                    self.rebuilt.set()
+                    log.info(
+                        "state rebuilt from %s: %d records in %.2f s",
+                        self.topic,
+                        self.applied,
+                        self.rebuild_s,
+                    )
+                for msg in consumer.consume(1000, 0.2):
+                    partition, offset, err = msg.partition() or 0, msg.offset() or 0, msg.error()
+                    if err is not None:
+                        if err.code() == KafkaError._PARTITION_EOF:
+                            pending.pop(partition, None)
+                        else:
+                            self.last_error = err.str()
+                        continue
+                    self._apply(msg.value(), partition, offset)
+                    end = pending.get(partition)
+                    if end is not None and offset + 1 >= end:
+                        del pending[partition]
+        except Exception as exc:  # keep the endpoint up; health shows the updater stopped
+            self.last_error = f"{type(exc).__name__}: {exc}"
+            log.exception("updater stopped")
+        finally:
+            consumer.close()
+            self.status = "stopped"
+
+    def _connect(self) -> Consumer | None:
+        """The topic exists (created if missing) and a consumer is up; retries until stopped."""
+        while not self._stop.is_set():
+            try:
+                ensure_topics(self.stack, [self.topic], timeout_s=5.0)
+                config = consumer_config(
+                    self.stack,
+                    f"streamsim-api-{uuid.uuid4().hex[:12]}",
+                    **{"enable.partition.eof": True, "logger": log},
+                )
+                return Consumer(config)
+            except (KafkaException, TimeoutError) as exc:
+                self.last_error = str(exc.args[0]) if exc.args else type(exc).__name__
+                log.warning("cannot reach Kafka yet (%s); retrying", self.last_error)
+                self._stop.wait(1.0)
+        return None
+
+    def _assign(self, consumer: Consumer) -> dict[int, int]:
+        """Assign every partition from the beginning; returns partition -> end offset for the
+        partitions that hold records."""
+        while True:
+            try:
+                meta = consumer.list_topics(self.topic, timeout=10.0).topics[self.topic]
+                if meta.error is not None:
+                    raise KafkaException(meta.error)
+                pending = {}
+                for partition in meta.partitions:
+                    tp = TopicPartition(self.topic, partition)
+                    low, high = consumer.get_watermark_offsets(tp, timeout=10.0)
+                    if high > low:
+                        pending[partition] = high
+                break
+            except KafkaException as exc:
+                self.last_error = str(exc.args[0])
+                log.warning("cannot read %s offsets yet (%s); retrying", self.topic, exc)
+                if self._stop.wait(1.0):
+                    return {}
+        consumer.assign(
+            [TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in sorted(meta.partitions)]
+        )
+        return pending
+
+    def _apply(self, value: bytes | None, partition: int, offset: int) -> None:
+        try:
+            record: dict[str, Any] = orjson.loads(value or b"")
+            if not isinstance(record, dict) or any(k not in record for k in RECORD_KEYS):
+                raise ValueError("not a cards.activity record")
+            body = response_body(record)
+            with self.state.lock:
+                if self.state.knows(record["transaction_id"]):
+                    self.skipped += 1
+                    return
+                self.state.apply(record, body)
+            self.applied += 1
+        except (ValueError, TypeError, KeyError) as exc:
+            self.malformed += 1
+            log.warning(
+                "skipped malformed record %s[%d]@%d: %s",
+                self.topic,
+                partition,
+                offset,
+                type(exc).__name__,
+            )
