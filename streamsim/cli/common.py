@@ -11,8 +11,8 @@ from rich.console import Console
 
 from streamsim.config import StackConfig, load_stack
 
-console = Console()
-err_console = Console(stderr=True)
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
 
 ConfigOpt = Annotated[
     Path | None,

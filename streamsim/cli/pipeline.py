@@ -18,68 +18,64 @@ PipelineOpt = Annotated[
     Path | None,
     typer.Option("--pipeline", help="Pipeline YAML. Default: config/pipelines/JOB.yaml."),
 ]
+DurationOpt = Annotated[
+    float | None,
+    typer.Option(help="Stop after this many wall seconds (default: run until Ctrl-C)."),
+]
 
 
 @app.command()
 def run(
     job: Annotated[str, typer.Argument(help="The job, e.g. window-counts.")],
     pipeline_file: PipelineOpt = None,
-    duration: Annotated[
-        float | None,
-        typer.Option(help="Stop after this many wall seconds (default: run until Ctrl-C)."),
-    ] = None,
+    duration: DurationOpt = None,
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Start JOB's streaming queries; print rows, rates, watermark and late drops per batch."""
     from pipeline.config import PipelineConfig
-    from pipeline.jobs import JOBS
-    from pipeline.progress import BatchReport
-    from pipeline.session import spark_session
-    from streamsim.kafka import ensure_topics
+    from pipeline.jobs import start_job
+    from pipeline.progress import BatchReport, ProgressTotals
 
-    if job not in JOBS:
-        raise StreamsimError(f"unknown job {job!r}; known jobs: {', '.join(sorted(JOBS))}")
     cfg = load_model(PipelineConfig, pipeline_file or Path("config/pipelines") / f"{job}.yaml")
-    stack = stack_from(config)
-    ensure_topics(stack, [*cfg.input_topics, cfg.output_topic, cfg.deadletter_topic])
-    queries = JOBS[job](spark_session(stack, app=job), stack, cfg)
+    if cfg.job != job:
+        raise StreamsimError(f"{pipeline_file} configures job {cfg.job!r}, not {job!r}")
+
+    def show(report: BatchReport) -> None:
+        if not as_json and report.input_rows:
+            console.print(
+                f"{report.query} batch {report.batch_id}: {report.input_rows} rows, "
+                f"{report.processed_rows_per_s:,.0f} rows/s, watermark {report.watermark}, "
+                f"dropped late {report.dropped_by_watermark}",
+                highlight=False,
+            )
+
+    totals = ProgressTotals(on_batch=show)
+    queries = start_job(stack_from(config), cfg, totals)
     console.print(
         f"started {len(queries)} queries ({cfg.trigger.mode} mode): "
-        + ", ".join(q.name for q in queries)
+        + ", ".join(str(q.name) for q in queries)
     )
-    seen: dict[str, int] = {}
-    totals = {"batches": 0, "input_rows": 0, "dropped_by_watermark": 0}
     deadline = time.monotonic() + duration if duration else None
     try:
         while deadline is None or time.monotonic() < deadline:
-            for query in queries:
-                if query.exception() is not None:
-                    raise StreamsimError(f"query {query.name} failed: {query.exception()}")
-                for progress in query.recentProgress:
-                    report = BatchReport.from_progress(progress)
-                    if report.batch_id <= seen.get(report.query, -1):
-                        continue
-                    seen[report.query] = report.batch_id
-                    totals["batches"] += 1
-                    totals["input_rows"] += report.input_rows
-                    totals["dropped_by_watermark"] += report.dropped_by_watermark
-                    if not as_json and report.input_rows:
-                        console.print(
-                            f"{report.query} batch {report.batch_id}: {report.input_rows} rows, "
-                            f"{report.processed_rows_per_s:,.0f} rows/s, watermark "
-                            f"{report.watermark}, dropped late {report.dropped_by_watermark}",
-                            highlight=False,
-                        )
-            time.sleep(1.0)
+            failed = [q for q in queries if q.exception() is not None]
+            if failed:
+                raise StreamsimError(f"query {failed[0].name} failed: {failed[0].exception()}")
+            time.sleep(0.5)
     except KeyboardInterrupt:
         pass
     finally:
         for query in queries:
             query.stop()
+    queries_totals = totals.to_dict()
     emit(
-        {"job": job, "mode": cfg.trigger.mode, **totals},
+        {"job": job, "mode": cfg.trigger.mode, "queries": queries_totals},
         as_json,
-        f"stopped {job}: {totals['batches']} batches, {totals['input_rows']} rows, "
-        f"{totals['dropped_by_watermark']} dropped as too late",
+        f"stopped {job}: "
+        + "; ".join(
+            f"{name}: {t['batches']} batches, {t['input_rows']:,} rows, "
+            f"{t['dropped_by_watermark']:,} dropped as too late"
+            for name, t in queries_totals.items()
+        ),
     )

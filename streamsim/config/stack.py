@@ -24,8 +24,11 @@ ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
 
 class TopicSettings(Settings):
     partitions: int = Field(3, ge=1, le=1024, description="Partitions per topic.")
-    retention_ms: int = Field(
-        7 * 24 * 3600 * 1000, ge=-1, description="retention.ms; -1 keeps records forever."
+    # Simulated streams carry simulated CreateTimes, often far in the past, so time-based
+    # retention would delete them on arrival: bound topics by size unless told otherwise.
+    retention_ms: int = Field(-1, ge=-1, description="retention.ms; -1: no time limit.")
+    retention_bytes: int = Field(
+        1 << 30, ge=-1, description="retention.bytes per partition; -1: no size limit."
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 
 from confluent_kafka import KafkaError, KafkaException
@@ -49,7 +50,10 @@ def ensure_topics(
                 name,
                 num_partitions=partitions or settings.partitions,
                 replication_factor=-1,  # the broker default: 1 locally, the cluster's otherwise
-                config={"retention.ms": str(settings.retention_ms)},
+                config={
+                    "retention.ms": str(settings.retention_ms),
+                    "retention.bytes": str(settings.retention_bytes),
+                },
             )
         )
     for future in admin.create_topics(new, operation_timeout=timeout_s).values():
@@ -58,7 +62,24 @@ def ensure_topics(
         except KafkaException as exc:
             if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise
+    _wait_for_leaders(admin, missing, timeout_s)
     return missing
+
+
+def _wait_for_leaders(admin: AdminClient, topics: list[str], timeout_s: float) -> None:
+    """A created topic serves reads and writes only once each partition has a leader."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        metadata = admin.list_topics(timeout=timeout_s).topics
+        if all(
+            t in metadata
+            and metadata[t].partitions
+            and all(p.leader >= 0 for p in metadata[t].partitions.values())
+            for t in topics
+        ):
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"topics {topics} have no partition leaders after {timeout_s:.0f}s")
 
 
 def delete_topics(stack: StackConfig, names: Iterable[str], timeout_s: float = 30.0) -> None:

@@ -149,6 +149,7 @@ class LocalBroker:
             "log.dirs": str(self.data_dir.resolve()),
             "num.partitions": str(self.stack.kafka.topics.partitions),
             "log.retention.ms": str(self.stack.kafka.topics.retention_ms),
+            "log.retention.bytes": str(self.stack.kafka.topics.retention_bytes),
             "auto.create.topics.enable": "false",
             "offsets.topic.replication.factor": "1",
             "offsets.topic.num.partitions": "4",

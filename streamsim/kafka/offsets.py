@@ -1,0 +1,40 @@
+"""Topic end offsets and counts, read through a consumer without joining a group."""
+
+from __future__ import annotations
+
+import time
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+from streamsim.config import StackConfig
+from streamsim.kafka.admin import admin_client
+from streamsim.kafka.clients import consumer_config
+
+
+def end_offsets(stack: StackConfig, topic: str, timeout_s: float = 30.0) -> dict[int, int]:
+    """Partition -> the offset the next record will get (the high watermark).
+
+    Retries retriable errors: a topic created a moment ago may not have its leader ready yet.
+    """
+    partitions = admin_client(stack).list_topics(topic, timeout=10).topics[topic].partitions
+    consumer = Consumer(consumer_config(stack, group_id="streamsim-offsets"))
+    deadline = time.monotonic() + timeout_s
+    try:
+        while True:
+            try:
+                return {
+                    p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                    for p in partitions
+                }
+            except KafkaException as exc:
+                if not exc.args[0].retriable() or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+    finally:
+        consumer.close()
+
+
+def records_since(stack: StackConfig, topic: str, start: dict[int, int]) -> int:
+    """How many records were appended to `topic` after the offsets in `start`."""
+    end = end_offsets(stack, topic)
+    return sum(offset - start.get(p, 0) for p, offset in end.items())
