@@ -6,6 +6,7 @@ requests, then the app's lifespan stops the updater and flushes the producer.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import uvicorn
@@ -46,7 +47,8 @@ def serve(
         timeout_graceful_shutdown=10,
     )
     server = uvicorn.Server(config)
-    server.run()
+    with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the Ctrl-C it handled
+        server.run()
     if not server.started:
         raise StreamsimError("the API did not start; see the log lines above")
     service: FraudService = app.state.service
