@@ -142,11 +142,15 @@ class Alert:
 
 def alerts_to_frame(alerts: Iterable[Alert]) -> pd.DataFrame:
     """Alerts as a DataFrame with `ALERT_COLUMNS`, sorted by (event_time, alert_id)."""
-    rows = [alert.to_row() for alert in alerts]
-    frame = pd.DataFrame(rows, columns=list(ALERT_COLUMNS))
+    rows = sorted((alert.to_row() for alert in alerts), key=_row_order)
+    columns = {name: [row[name] for row in rows] for name in ALERT_COLUMNS}
+    frame = pd.DataFrame(columns, columns=list(ALERT_COLUMNS), dtype=object)
     frame["event_time"] = frame["event_time"].astype("int64")
-    frame = frame.astype({"label": object})
-    return frame.sort_values(["event_time", "alert_id"], kind="stable").reset_index(drop=True)
+    return frame
+
+
+def _row_order(row: dict[str, Any]) -> tuple[int, str]:
+    return row["event_time"], row["alert_id"]
 
 
 def frame_to_alerts(frame: pd.DataFrame) -> list[Alert]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
 from detectors.alert import Alert, alerts_to_frame
@@ -42,12 +43,26 @@ def prepare(
             "Map other names with columns={canonical: actual}."
         )
     keep = [*dict.fromkeys([*wanted, *(c for c in optional if c in df.columns)])]
-    out = df.loc[df[EVENT_ID].notna() & df[EVENT_TIME].notna(), keep].copy()
+    out = df[keep]
+    valid = out[EVENT_ID].notna() & out[EVENT_TIME].notna()
+    out = out.loc[valid] if not valid.all() else out.copy()
     out[EVENT_ID] = out[EVENT_ID].astype(str)
     out[ENTITY] = out[ENTITY].astype(str)
     out[EVENT_TIME] = out[EVENT_TIME].astype("int64")
-    out = out.sort_values([EVENT_TIME, EVENT_ID], kind="stable")
-    return out.drop_duplicates(EVENT_ID, keep="first").reset_index(drop=True)
+    return _sorted_unique(out)
+
+
+def _sorted_unique(rows: pd.DataFrame) -> pd.DataFrame:
+    """Rows sorted by (event_time, event_id), first of each event_id kept, index reset."""
+    times = rows[EVENT_TIME].to_numpy()
+    if len(times) > 1 and not (np.diff(times) > 0).all():
+        if (np.diff(np.sort(times)) > 0).all():
+            rows = rows.iloc[np.argsort(times, kind="stable")]
+        else:
+            rows = rows.sort_values([EVENT_TIME, EVENT_ID], kind="stable")
+    if not rows[EVENT_ID].is_unique:
+        rows = rows.drop_duplicates(EVENT_ID, keep="first")
+    return rows.reset_index(drop=True)
 
 
 def per_entity(
@@ -55,6 +70,10 @@ def per_entity(
 ) -> pd.DataFrame:
     """Run `rule(entity_id, rows)` on each entity's prepared rows; all alerts as one frame."""
     alerts: list[Alert] = []
-    for entity, rows in df.groupby(ENTITY, sort=True):
-        alerts.extend(rule(str(entity), rows.reset_index(drop=True)))
+    entities = df[ENTITY]
+    if len(df) and (entities.iat[0] == entities).all():
+        alerts.extend(rule(str(entities.iat[0]), df))
+    else:
+        for entity, rows in df.groupby(ENTITY, sort=True):
+            alerts.extend(rule(str(entity), rows.reset_index(drop=True)))
     return alerts_to_frame(alerts)

@@ -17,7 +17,6 @@ Either way, a stateful form fed the same readings gives the same alerts as the v
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -28,6 +27,7 @@ from detectors.alert import Alert, alerts_to_frame
 from detectors.dedup import SeenIds
 from detectors.frames import EVENT_ID, EVENT_TIME, Columns, prepare
 from detectors.reorder import EventTimeBuffer
+from detectors.snapshot import Snapshottable
 
 
 def series_rows(
@@ -51,7 +51,7 @@ def _number(value: Any) -> float:
     return math.nan if value is None else float(value)
 
 
-class SeriesState:
+class SeriesState(Snapshottable):
     """Base of the stateful series rules: dedup, lateness, buffering and snapshots."""
 
     rule: ClassVar[str] = ""
@@ -133,12 +133,6 @@ class SeriesState:
         self.late_ignored = int(data["late_ignored"])
         self.buffer.restore(data["buffer"])
         self._restore(data["rule"])
-
-    def to_json(self) -> str:
-        return json.dumps(self.snapshot(), allow_nan=False)
-
-    def load_json(self, text: str) -> None:
-        self.restore(json.loads(text))
 
     def _snapshot(self) -> dict[str, Any]:
         return {}

@@ -33,6 +33,7 @@ from detectors.alert import Alert, Evidence, alerts_to_frame
 from detectors.dedup import SeenIds
 from detectors.frames import ENTITY, EVENT_ID, EVENT_TIME, Columns, prepare
 from detectors.params import Thresholds
+from detectors.snapshot import Snapshottable
 
 RULE = "spending_anomaly"
 LABEL = "account_takeover"
@@ -213,7 +214,7 @@ class SpendingProfile:
         self.amounts.append(float(amount))
 
 
-class SpendingState:
+class SpendingState(Snapshottable):
     """Stateful per-card form (endpoint and Spark).
 
     - `check(...)`: the alert this transaction would raise, state unchanged (the endpoint).

@@ -40,6 +40,7 @@ from detectors.dedup import SeenIds
 from detectors.frames import EVENT_TIME, Columns, per_entity, prepare
 from detectors.geo import HAVERSINE_HIGH, geodesic_km, geodesic_km_array, haversine_km
 from detectors.params import Thresholds
+from detectors.snapshot import Snapshottable
 
 RULE = "impossible_travel"
 
@@ -230,7 +231,7 @@ def _located(rows: pd.DataFrame) -> pd.Series:
     return ok
 
 
-class TravelState:
+class TravelState(Snapshottable):
     """Stateful form: one entity's recent positions, for the endpoint and Spark.
 
     - `check(...)`: the alerts a use would raise, without changing the state (the endpoint).

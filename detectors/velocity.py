@@ -37,6 +37,7 @@ from detectors.dedup import SeenIds
 from detectors.features import ids_of, optional_value, prepare_windows, tumbling_start
 from detectors.frames import ENTITY, EVENT_ID, EVENT_TIME, Columns, per_entity, prepare
 from detectors.params import Thresholds
+from detectors.snapshot import Snapshottable
 from detectors.windows import window_bounds, window_distinct, window_sum
 
 RULE = "velocity"
@@ -290,7 +291,7 @@ def _event_alert(
 Tx = tuple[int, str, float, str]  # event_time, event_id, amount, merchant_id
 
 
-class VelocityState:
+class VelocityState(Snapshottable):
     """Stateful per-card form: a bounded ring of recent transactions in event-time order.
 
     - `check(...)`: the alert this transaction would raise, state unchanged (the endpoint).
@@ -305,7 +306,7 @@ class VelocityState:
     [0, 0, 0, 0, 1, 1]
     """
 
-    __slots__ = ("entity_id", "fired", "max_events", "params", "seen", "tx")
+    __slots__ = ("entity_id", "fired", "max_events", "params", "seen", "times", "tx")
 
     def __init__(
         self,
@@ -318,7 +319,8 @@ class VelocityState:
         self.entity_id = entity_id
         self.params = params or VelocityParams()
         self.max_events = max(max_events, self.params.min_count)
-        self.tx: list[Tx] = []
+        self.tx: list[Tx] = []  # sorted by (event_time, event_id)
+        self.times: list[int] = []  # the event times of `tx`, for C-speed bisection
         self.fired: set[str] = set()
         self.seen = SeenIds(max_seen)
 
@@ -327,9 +329,10 @@ class VelocityState:
     ) -> Alert | None:
         """The alert for this transaction given the stored ones; the state is unchanged."""
         new = (int(event_time), str(event_id), float(amount), merchant_id or "")
-        window = [t for t in self._window(new[0]) if t[1] != new[1]]
+        window = self._window(new[0])
+        if new[1] in self.seen:
+            window = [t for t in window if t[1] != new[1]]
         window.append(new)
-        window.sort(key=_order)
         return self._judge(new, window)
 
     def add(
@@ -349,7 +352,7 @@ class VelocityState:
         self._insert(new)
         horizon = new[0] + self.params.window_ms
         alerts = []
-        for tx in self.tx[bisect.bisect_left(self.tx, _order(new), key=_order) :]:
+        for tx in self.tx[bisect.bisect_left(self.tx, new) :]:
             if tx[0] >= horizon:
                 break
             if tx[1] in self.fired:
@@ -361,24 +364,29 @@ class VelocityState:
         return alerts
 
     def _window(self, time_ms: int) -> list[Tx]:
-        lo = bisect.bisect_right(self.tx, time_ms - self.params.window_ms, key=_time)
-        return self.tx[lo : bisect.bisect_right(self.tx, time_ms, key=_time)]
+        lo = bisect.bisect_right(self.times, time_ms - self.params.window_ms)
+        return self.tx[lo : bisect.bisect_right(self.times, time_ms)]
 
     def _judge(self, tx: Tx, window: list[Tx]) -> Alert | None:
-        small = sum(1 for t in window if t[2] < self.params.small_amount)
+        small_amount = self.params.small_amount
+        small = sum(1 for t in window if t[2] < small_amount)
         features = VelocityFeatures(
             len(window), small, sum(t[2] for t in window), len({t[3] for t in window})
         )
         if not _fires(features, self.params):
             return None
-        ids = [t[1] for t in window]
+        ids = [t[1] for t in sorted(window)]
         return _event_alert(self.entity_id, tx[1], tx[0], features, self.params, ids)
 
     def _insert(self, tx: Tx) -> None:
-        bisect.insort(self.tx, tx, key=_order)
-        for old in self.tx[: max(0, len(self.tx) - self.max_events)]:
-            self.fired.discard(old[1])
-        del self.tx[: max(0, len(self.tx) - self.max_events)]
+        i = bisect.bisect_left(self.tx, tx)
+        self.tx.insert(i, tx)
+        self.times.insert(i, tx[0])
+        excess = len(self.tx) - self.max_events
+        if excess > 0:
+            for old in self.tx[:excess]:
+                self.fired.discard(old[1])
+            del self.tx[:excess], self.times[:excess]
 
     def snapshot(self) -> dict[str, Any]:
         """A JSON-able snapshot (store it in Spark state, restore with `restore`)."""
@@ -390,13 +398,6 @@ class VelocityState:
 
     def restore(self, data: Mapping[str, Any]) -> None:
         self.tx = [(int(t), str(i), float(a), str(m)) for t, i, a, m in data["tx"]]
+        self.times = [t[0] for t in self.tx]
         self.fired = {str(i) for i in data["fired"]}
         self.seen = SeenIds(self.seen.capacity, data["seen"])
-
-
-def _order(tx: Tx) -> tuple[int, str]:
-    return tx[0], tx[1]
-
-
-def _time(tx: Tx) -> int:
-    return tx[0]

@@ -195,7 +195,7 @@ def test_state_snapshot_round_trip() -> None:
     for i, place in enumerate([LONDON, PARIS, NEW_YORK]):
         state.update(f"e{i}", i * 24 * HOUR, *place)
     again = TravelState("card-1", max_positions=2)
-    again.restore(state.snapshot())
+    again.load_json(state.to_json())
     assert (
         again.positions
         == state.positions

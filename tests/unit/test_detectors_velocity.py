@@ -125,7 +125,8 @@ def test_state_is_bounded_and_restorable() -> None:
     run_state(tx([i * MIN for i in range(20)], [1.0] * 20), state)
     assert len(state.tx) == 8
     again = VelocityState("card-1", P, max_events=8)
-    again.restore(state.snapshot())
+    again.load_json(state.to_json())
+    assert again.tx == state.tx and again.times == [t for t, *_ in state.tx]
     assert again.update("t020", 20 * MIN, 1.0) == state.update("t020", 20 * MIN, 1.0)
 
 
