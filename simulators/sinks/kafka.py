@@ -9,6 +9,7 @@ which slows the simulator to the broker's pace with bounded memory.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
@@ -23,18 +24,36 @@ MAX_ERRORS_KEPT = 5
 
 class KafkaSink:
     def __init__(
-        self, stack: StackConfig, flush_timeout_s: float = 120.0, **producer_overrides: Any
+        self,
+        stack: StackConfig,
+        flush_timeout_s: float = 120.0,
+        create_topics: bool = True,
+        **producer_overrides: Any,
     ) -> None:
+        """`create_topics=False` for clusters where topics are managed elsewhere;
+        `producer_overrides` are librdkafka settings (e.g. {"linger.ms": 5})."""
         self.stack = stack
         self.flush_timeout_s = flush_timeout_s
+        self.create_topics = create_topics
         self.overrides = producer_overrides
         self.topics: Topics | None = None
         self._producer: Producer | None = None
         self._report = SinkReport()
+        self._failures: Counter[tuple[str, str]] = Counter()
         self._handed_over = 0
 
     def open(self, topics: Topics) -> None:
         self.topics = topics
+        if self.create_topics:
+            self._ensure(topics)
+        config = producer_config(
+            self.stack,
+            **{"delivery.report.only.error": True, "on_delivery": self._on_delivery},
+            **self.overrides,
+        )
+        self._producer = Producer(config)
+
+    def _ensure(self, topics: Topics) -> None:
         try:
             ensure_topics(self.stack, [topics.events, topics.truth])
         except KafkaException as exc:
@@ -43,18 +62,10 @@ class KafkaSink:
                 f"({exc.args[0].str() if exc.args else exc}); start it with `streamsim kafka up` "
                 "or set kafka.bootstrap"
             ) from None
-        config = producer_config(
-            self.stack,
-            **{"delivery.report.only.error": True, "on_delivery": self._on_delivery},
-            **self.overrides,
-        )
-        self._producer = Producer(config)
 
     def _on_delivery(self, err: KafkaError | None, msg: Message) -> None:
         if err is not None:
-            self._report.failed += 1
-            if len(self._report.errors) < MAX_ERRORS_KEPT:
-                self._report.errors.append(f"{msg.topic()}: {err.str()}")
+            self._failures[(str(msg.topic()), err.str())] += 1
 
     def write(self, events: Records, truth: Records) -> None:
         assert self._producer is not None and self.topics is not None, "open() first"
@@ -91,11 +102,16 @@ class KafkaSink:
         remaining = self._producer.flush(self.flush_timeout_s)
         while remaining and time.monotonic() < deadline:
             remaining = self._producer.flush(1.0)
+        failed = sum(self._failures.values())
+        self._report.errors = [
+            f"{topic}: {reason} ({n:,} records)"
+            for (topic, reason), n in self._failures.most_common(MAX_ERRORS_KEPT)
+        ]
         if remaining:
-            self._report.failed += remaining
             self._report.errors.append(
-                f"{remaining} records still unconfirmed after {self.flush_timeout_s:.0f}s"
+                f"{remaining:,} records still unconfirmed after {self.flush_timeout_s:.0f}s"
             )
+        self._report.failed = failed + remaining
         self._report.written = self._handed_over - self._report.failed
         self._producer = None
         return self._report
