@@ -1,13 +1,27 @@
 """Detection rules as plain Python, importable without Spark.
 
-One implementation per rule, used by both runtimes:
-- the fraud endpoint calls the per-request forms (`check_*`, and `*State.check`), which use
-  plain floats and small per-card state;
-- Spark calls the vectorised forms (`*_alerts`, pandas in, alert DataFrame out) from
-  `applyInPandas`, the stateful forms (`*State`) from `transformWithStateInPandas`, and the
-  window forms (`*_window_alerts`) on aggregates it computed natively with Spark SQL.
+One implementation per rule; each rule's predicate is a single function that works on floats
+and on numpy arrays, and every form below calls it:
 
-Every rule reports `Alert`s (or a DataFrame with `ALERT_COLUMNS`).
+- **Per request** (the fraud endpoint): `check_travel`, `check_velocity`, `check_spending`, or
+  the per-card states' `check(...)` (no mutation; microseconds, no pandas). The last-use
+  updater calls `add(...)` on the same states.
+- **Per key, vectorised** (`groupBy(key).applyInPandas(fn, ALERT_SPARK_DDL)`, batch oracles):
+  `travel_alerts`, `velocity_alerts`, `spending_alerts`, `gps_jump_alerts`,
+  `threshold_alerts`, `speeding_alerts`, `flatline_alerts`, `zscore_alerts`, `trend_alerts`,
+  `braking_alerts`. They sort by event time and drop duplicate event ids first.
+- **Stateful** (`transformWithStateInPandas`): `TravelState`, `VelocityState`,
+  `SpendingState`, `GpsJumpState` (per card or vehicle, `update(...)` per row) and the series
+  states (`update_frame(rows, watermark_ms)`, which buffers to the watermark). Keep a state in
+  one `ValueState` column `state STRING` with `to_json()` / `load_json()`.
+- **On Spark SQL aggregates** (`window()` + `count`, `sum`, `approx_count_distinct`):
+  `velocity_window_alerts`, `terminal_window_alerts`, and `spending_feature_alerts` (with a
+  `percentile_approx` median); `velocity_window_features` / `terminal_window_features`
+  compute the same aggregates in pandas.
+
+Every rule reports `Alert`s, or a DataFrame with `ALERT_COLUMNS` (schema `ALERT_SPARK_DDL`).
+Vectorised inputs use the canonical columns `entity_id`, `event_id`, `event_time` (epoch ms);
+map other names with `columns={"entity_id": "card_token"}`.
 """
 
 from detectors.alert import (

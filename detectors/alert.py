@@ -154,5 +154,10 @@ def _row_order(row: dict[str, Any]) -> tuple[int, str]:
 
 
 def frame_to_alerts(frame: pd.DataFrame) -> list[Alert]:
-    """The alerts of an alert DataFrame, in row order."""
+    """The alerts of an alert DataFrame, in row order.
+
+    >>> alert = Alert.make("threshold", "v1", 5, ["e1"], {"value": 1.5}, key=["e1"])
+    >>> frame_to_alerts(alerts_to_frame([alert])) == [alert]
+    True
+    """
     return [Alert.from_dict(row) for row in frame.to_dict("records")]

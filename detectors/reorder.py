@@ -48,6 +48,11 @@ class EventTimeBuffer:
         bisect.insort(self._events, (int(event_time), str(event_id), payload), key=_key)
         return True
 
+    @property
+    def latest_ms(self) -> int | None:
+        """The latest event time held (register an event-time timer for it), or None."""
+        return self._events[-1][0] if self._events else None
+
     def release(self, watermark_ms: int | None) -> list[Buffered]:
         """Events at or before `watermark_ms` in event-time order (all of them for None).
 

@@ -11,7 +11,9 @@ order. Feed them either
 - `update_frame(rows, watermark_ms)` per micro-batch (Spark `transformWithStateInPandas`):
   rows go through an `EventTimeBuffer` in the state and are processed once the watermark passes
   them, so disorder within the watermark delay is repaired, not dropped. `watermark_ms=None`
-  processes everything buffered now (batch use, tests, end of stream).
+  processes everything buffered now (batch use, tests, end of stream). Readings wait in the
+  buffer until a later watermark: register an event-time timer at `pending_ms()` and call
+  `flush(watermark_ms)` when it expires, so a vehicle that goes quiet still gets judged.
 Either way, a stateful form fed the same readings gives the same alerts as the vectorised one.
 """
 
@@ -67,6 +69,10 @@ class SeriesState(Snapshottable):
     def late(self) -> int:
         """Readings ignored as too late (older than one already processed)."""
         return self.late_ignored + self.buffer.late_dropped
+
+    def pending_ms(self) -> int | None:
+        """The latest buffered event time, or None when nothing waits for the watermark."""
+        return self.buffer.latest_ms
 
     def fields(self) -> tuple[str, ...]:
         """The frame columns a reading uses, the signal first."""

@@ -132,6 +132,12 @@ def spending_feature_alerts(
 
     Columns: `entity_id`, `event_id`, `event_time`, `amount`, `category`, `history_count`,
     `median_amount`, `category_count` (each describing the profile before the transaction).
+
+    >>> tx = pd.DataFrame({"entity_id": "c1", "event_id": ["t1"], "event_time": [0],
+    ...     "amount": [900.0], "category": ["jewelry"], "history_count": [40],
+    ...     "median_amount": [31.5], "category_count": [0]})
+    >>> spending_feature_alerts(tx)["rule"].tolist()
+    ['spending_anomaly']
     """
     p = params or SpendingParams()
     rows = prepare(df, FEATURE_COLUMNS, (), columns)
@@ -166,6 +172,11 @@ def spending_features(
     """Adds each transaction's profile features (from the card's earlier transactions).
 
     Sorts by event time and drops duplicate event ids first.
+
+    >>> tx = pd.DataFrame({"entity_id": "c1", "event_id": ["a", "b", "c"],
+    ...     "event_time": [0, 1, 2], "amount": [10.0, 30.0, 99.0], "category": ["x", "x", "y"]})
+    >>> spending_features(tx)[["history_count", "median_amount", "category_count"]].values.tolist()
+    [[0.0, nan, 0.0], [1.0, 10.0, 1.0], [2.0, 20.0, 0.0]]
     """
     p = params or SpendingParams()
     rows = prepare(df, ["amount", "category"], (), columns)

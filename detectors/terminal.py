@@ -79,6 +79,11 @@ def terminal_window_alerts(
 
     Columns: `entity_id` (the merchant), `window_start`, `window_end`, `distinct_cards`;
     optional `tx_count`, `last_event_time`, `event_ids`.
+
+    >>> windows = pd.DataFrame({"entity_id": ["m1", "m2"], "window_start": [0, 0],
+    ...     "window_end": [600_000, 600_000], "distinct_cards": [45, 3]})
+    >>> terminal_window_alerts(windows)["entity_id"].tolist()
+    ['m1']
     """
     p = params or TerminalParams()
     optional = ("tx_count", "last_event_time", "event_ids")

@@ -169,6 +169,11 @@ def velocity_window_alerts(
 
     Columns: `entity_id`, `window_start`, `window_end`, `tx_count`, `small_count`; optional
     `amount_sum`, `distinct_merchants`, `last_event_time` and `event_ids` (a list).
+
+    >>> windows = pd.DataFrame({"entity_id": ["c1", "c2"], "window_start": [0, 0],
+    ...     "window_end": [600_000, 600_000], "tx_count": [7, 2], "small_count": [6, 2]})
+    >>> velocity_window_alerts(windows)["entity_id"].tolist()
+    ['c1']
     """
     p = params or VelocityParams()
     rows = prepare_windows(windows, WINDOW_FEATURES, OPTIONAL_WINDOW_FEATURES, columns)
@@ -205,6 +210,11 @@ def velocity_window_features(
 
     Input: transactions with `amount` and optional `merchant_id`. Output: one row per entity
     and window with the columns `velocity_window_alerts` takes (`event_ids` sorted).
+
+    >>> tx = pd.DataFrame({"entity_id": "c1", "event_id": ["a", "b"], "event_time": [1, 700_000],
+    ...     "amount": [1.0, 50.0]})
+    >>> velocity_window_features(tx)[["window_start", "tx_count", "small_count"]].values.tolist()
+    [[0, 1, 1], [600000, 1, 0]]
     """
     p = params or VelocityParams()
     rows = prepare(df, ["amount"], ["merchant_id"], columns)

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from detectors import (
     ALERT_COLUMNS,
+    ALERT_SPARK_DDL,
     Alert,
     EventTimeBuffer,
     SeenIds,
@@ -69,6 +70,27 @@ def test_frame_round_trip_keeps_columns_and_order() -> None:
     assert back[0].label is None
     empty = alerts_to_frame([])
     assert list(empty.columns) == list(ALERT_COLUMNS) and len(empty) == 0
+
+
+def test_alert_frame_matches_the_spark_schema() -> None:
+    import pyarrow as pa
+
+    names = [field.split()[0] for field in ALERT_SPARK_DDL.split(", ")]
+    assert names == list(ALERT_COLUMNS)
+    schema = pa.schema(
+        [
+            ("alert_id", pa.string()),
+            ("rule", pa.string()),
+            ("label", pa.string()),
+            ("entity_id", pa.string()),
+            ("event_time", pa.int64()),
+            ("event_ids", pa.list_(pa.string())),
+            ("evidence", pa.string()),
+        ]
+    )
+    for alerts in ([_alert(), _alert(label=None, key=["z"])], []):
+        table = pa.Table.from_pandas(alerts_to_frame(alerts), schema=schema, preserve_index=False)
+        assert table.num_rows == len(alerts)
 
 
 def test_event_ids_are_capped_to_head_and_tail() -> None:
