@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
+from api.kafkalog import kafka_logger
 from streamsim.config import StackConfig
 from streamsim.kafka import producer_config
 
@@ -50,7 +51,7 @@ class KafkaPublisher:
                     "client.id": "streamsim-api",
                     "linger.ms": 5,
                     "error_cb": self._on_error,
-                    "logger": log,
+                    "logger": kafka_logger(),
                 },
             )
         )

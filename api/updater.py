@@ -22,6 +22,7 @@ import orjson
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from api.decision import RECORD_KEYS, response_body
+from api.kafkalog import kafka_logger
 from api.state import LastUseState
 from streamsim.config import StackConfig
 from streamsim.kafka import consumer_config, ensure_topics
@@ -67,6 +68,7 @@ class ActivityUpdater:
                 if not pending and not self.rebuilt.is_set():
                     self.rebuild_s = round(time.monotonic() - started, 3)
                     self.status = "live"
+                    self.last_error = None
                     self.rebuilt.set()
                     log.info(
                         "state rebuilt from %s: %d records in %.2f s",
@@ -94,21 +96,30 @@ class ActivityUpdater:
             self.status = "stopped"
 
     def _connect(self) -> Consumer | None:
-        """The topic exists (created if missing) and a consumer is up; retries until stopped."""
+        """A consumer, once Kafka answers and the topic exists (created if missing); retries
+        until stopped."""
+        config = consumer_config(
+            self.stack,
+            f"streamsim-api-{uuid.uuid4().hex[:12]}",
+            **{"enable.partition.eof": True, "logger": kafka_logger()},
+        )
+        consumer = Consumer(config)
         while not self._stop.is_set():
             try:
-                ensure_topics(self.stack, [self.topic], timeout_s=5.0)
-                config = consumer_config(
-                    self.stack,
-                    f"streamsim-api-{uuid.uuid4().hex[:12]}",
-                    **{"enable.partition.eof": True, "logger": log},
-                )
-                return Consumer(config)
+                if self.topic not in consumer.list_topics(timeout=5.0).topics:
+                    ensure_topics(self.stack, [self.topic], timeout_s=10.0)
+                return consumer
             except (KafkaException, TimeoutError) as exc:
-                self.last_error = str(exc.args[0]) if exc.args else type(exc).__name__
-                log.warning("cannot reach Kafka yet (%s); retrying", self.last_error)
+                self._retrying("cannot reach Kafka", exc)
                 self._stop.wait(1.0)
+        consumer.close()
         return None
+
+    def _retrying(self, what: str, exc: Exception) -> None:
+        error = str(exc.args[0]) if exc.args else type(exc).__name__
+        if error != self.last_error:  # say it once, not once a second
+            log.warning("%s (%s); retrying", what, error)
+        self.last_error = error
 
     def _assign(self, consumer: Consumer) -> dict[int, int]:
         """Assign every partition from the beginning; returns partition -> end offset for the
@@ -126,8 +137,7 @@ class ActivityUpdater:
                         pending[partition] = high
                 break
             except KafkaException as exc:
-                self.last_error = str(exc.args[0])
-                log.warning("cannot read %s offsets yet (%s); retrying", self.topic, exc)
+                self._retrying(f"cannot read the offsets of {self.topic} yet", exc)
                 if self._stop.wait(1.0):
                     return {}
         consumer.assign(

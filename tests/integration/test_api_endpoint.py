@@ -62,7 +62,9 @@ def tx(txid: str, card: str, at_ms: int, where: tuple[float, float] | None, **mo
 class Server:
     """`streamsim api` in a subprocess; its stdout and stderr go to one log file."""
 
-    def __init__(self, stack_file: Path, settings_file: Path, log: Path) -> None:
+    def __init__(
+        self, stack_file: Path, settings_file: Path, log: Path, wait_for: str = "live"
+    ) -> None:
         self.log = log
         port = int(stack_file.read_text().split("port: ")[-1].split()[0])
         self.url = f"http://127.0.0.1:{port}"
@@ -81,20 +83,20 @@ class Server:
                 cwd=REPO_ROOT,
             )
         self.http = httpx.Client(base_url=self.url, timeout=10)
-        self._wait_live()
+        self._wait(wait_for)
 
-    def _wait_live(self, timeout_s: float = 60) -> None:
+    def _wait(self, status: str, timeout_s: float = 60) -> None:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             assert self.proc.poll() is None, f"server exited: {self.log.read_text()}"
             try:
                 health = self.http.get("/v1/health").json()
-                if health["state"]["status"] == "live":
+                if health["state"]["status"] == status:
                     return
             except httpx.TransportError:
                 pass
             time.sleep(0.2)
-        raise AssertionError(f"server not live after {timeout_s}s: {self.log.read_text()}")
+        raise AssertionError(f"server not {status} after {timeout_s}s: {self.log.read_text()}")
 
     def post(self, body: dict) -> httpx.Response:
         return self.http.post("/v1/transactions", json=body)
@@ -243,3 +245,35 @@ def test_restart_rebuilds_the_state_from_the_topic(
 
     ids = sorted(orjson.loads(v)["transaction_id"] for _, v, _ in read_topic(kafka_stack, topic))
     assert ids == ["r1", "r2", "r3"]  # r1 was not republished
+
+
+def test_decides_while_kafka_is_unreachable_and_counts_what_it_could_not_publish(
+    tmp_path: Path,
+) -> None:
+    stack_file = tmp_path / "stack.yaml"
+    stack_file.write_text(
+        f"kafka:\n  bootstrap: 127.0.0.1:{free_port()}\n"  # nothing listens there
+        f"dirs:\n  data: {tmp_path / 'data'}\n"
+        f"api:\n  port: {free_port()}\n"
+    )
+    settings_file = tmp_path / "api.yaml"
+    settings_file.write_text("kind: api\nrebuild_timeout_s: 1\nflush_timeout_s: 1\n")
+    log = tmp_path / "server.log"
+    server = Server(stack_file, settings_file, log, wait_for="starting")
+    try:
+        verdict = server.post(tx("k1", PANS[0], T0, LONDON))
+        assert verdict.status_code == 200
+        assert verdict.json()["decision"] == "approve"
+        assert verdict.json()["reasons"] == ["no_history", "state_incomplete"]
+        health = server.http.get("/v1/health").json()
+        assert health["status"] == "degraded"
+        assert health["kafka"]["connected"] is False
+        assert health["publish"]["queued"] == 1
+        assert health["publish"]["failed"] == 0
+    finally:
+        code = server.stop()
+    assert code == 0, log.read_text()
+    output = log.read_text()
+    assert "1 records to cards.activity not delivered at shutdown" in output
+    assert "1 publish failures" in output
+    assert PANS[0] not in output
