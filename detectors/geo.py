@@ -58,9 +58,10 @@ def geodesic_km_array(
     la1, lo1, la2, lo2 = (a.ravel() for a in arrays)
     out = np.full(la1.shape, np.nan)
     ok = np.isfinite(la1) & np.isfinite(lo1) & np.isfinite(la2) & np.isfinite(lo2)
-    dist, converged = _vincenty(la1[ok], lo1[ok], la2[ok], lo2[ok])
+    pairs = la1[ok], lo1[ok], la2[ok], lo2[ok]
+    dist, converged = _vincenty(*pairs)
     for i in np.flatnonzero(~converged):
-        dist[i] = geodesic_km(la1[ok][i], lo1[ok][i], la2[ok][i], lo2[ok][i])
+        dist[i] = geodesic_km(*(float(a[i]) for a in pairs))
     out[ok] = dist
     return out.reshape(arrays[0].shape)
 

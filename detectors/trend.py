@@ -39,7 +39,7 @@ class TrendParams(Thresholds):
     )
     min_points: int = Field(5, ge=2, le=1_000_000, description="Readings the window needs.")
     min_span_s: float = Field(
-        60.0, ge=0, description="Seconds the window's readings must span (first to last)."
+        60.0, gt=0, description="Seconds the window's readings must span (first to last)."
     )
 
     @model_validator(mode="after")

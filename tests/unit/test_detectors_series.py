@@ -412,6 +412,17 @@ def test_stateful_matches_vectorised_under_disorder(
     assert total >= 2, "the generated series should exercise the rule"
 
 
+def test_readings_wait_for_the_watermark_then_flush() -> None:
+    state = ThresholdState("v1", "coolant_c", ThresholdParams(above=110, min_count=2))
+    rows = readings([2 * S, 0, S], coolant_c=[112.0, 100.0, 111.0])
+    assert state.update_frame(rows, watermark_ms=0).empty
+    assert state.pending_ms() == 2 * S
+    again = ThresholdState("v1", "coolant_c", ThresholdParams(above=110, min_count=2))
+    again.load_json(state.to_json())
+    assert fired_times(again.flush(watermark_ms=2 * S)) == [2 * S]
+    assert again.pending_ms() is None
+
+
 def test_late_reading_beyond_the_watermark_is_dropped_and_counted() -> None:
     state = ThresholdState("v1", "coolant_c", ThresholdParams(above=110, min_count=2))
     first = readings([0, S, 2 * S], coolant_c=[100.0, 111.0, 100.0])
