@@ -1,7 +1,9 @@
-"""Sends waiting for their emit time, kept sorted by it (ties keep generation order).
+"""Sends waiting for their emit time: a calendar queue of buckets one tick wide.
 
-Its size is bounded by the event rate times the delay horizon (delays are capped), not by the
-run length.
+A push splits rows into buckets by emit time; a pop takes the due buckets and sorts just those
+(stable, so equal emit times keep push order, which is deterministic). Each row is copied twice,
+however long it waits. The size is bounded by the event rate times the delay horizon (delays are
+capped), not by the run length.
 """
 
 from __future__ import annotations
@@ -10,21 +12,42 @@ import numpy as np
 
 
 class EmitQueue:
-    def __init__(self, dtype: np.dtype) -> None:
-        self._rows = np.zeros(0, dtype=dtype)
+    def __init__(self, dtype: np.dtype, origin_ms: int, bucket_ms: int) -> None:
+        self._dtype = dtype
+        self._origin = origin_ms
+        self._width = max(int(bucket_ms), 1)
+        self._buckets: dict[int, list[np.ndarray]] = {}
+        self._count = 0
 
     def __len__(self) -> int:
-        return int(self._rows.shape[0])
+        return self._count
+
+    def _bucket(self, t_ms: np.ndarray | int) -> np.ndarray | int:
+        return (t_ms - self._origin) // self._width
 
     def push(self, rows: np.ndarray) -> None:
         if rows.shape[0] == 0:
             return
-        merged = np.concatenate([self._rows, rows])
-        # Stable: the queue is already sorted, so timsort merges two runs in linear time.
-        self._rows = merged[np.argsort(merged["emit_ms"], kind="stable")]
+        keys = self._bucket(rows["emit_ms"])
+        assert isinstance(keys, np.ndarray)
+        order = np.argsort(keys, kind="stable")
+        keys, rows = keys[order], rows[order]
+        firsts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+        for key, part in zip(keys[firsts].tolist(), np.split(rows, firsts[1:]), strict=True):
+            self._buckets.setdefault(key, []).append(part)
+        self._count += rows.shape[0]
 
     def pop_before(self, t_ms: int) -> np.ndarray:
         """Remove and return the sends with emit_ms < t_ms, in emit order."""
-        cut = int(np.searchsorted(self._rows["emit_ms"], t_ms, side="left"))
-        out, self._rows = self._rows[:cut], self._rows[cut:]
-        return out
+        last = int(self._bucket(t_ms))
+        due = sorted(k for k in self._buckets if k <= last)
+        parts = [part for k in due for part in self._buckets.pop(k)]
+        if not parts:
+            return np.zeros(0, dtype=self._dtype)
+        rows = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        rows = rows[np.argsort(rows["emit_ms"], kind="stable")]
+        cut = int(np.searchsorted(rows["emit_ms"], t_ms, side="left"))
+        if cut < rows.shape[0]:  # the bucket holding t_ms keeps its later rows
+            self._buckets[last] = [rows[cut:]]
+        self._count -= cut
+        return rows[:cut]

@@ -114,7 +114,7 @@ class Engine:
         self.delivery = DeliveryModel(
             self.table, rng_for(config.seed, "delivery"), self.start_ms, self.dtype
         )
-        self.queue = EmitQueue(self.dtype)
+        self.queue = EmitQueue(self.dtype, self.start_ms, round(config.tick_s * 1000))
         self.events = EventEncoder(
             self.scenario.schema,
             self.scenario.entity_field,
