@@ -115,7 +115,7 @@ class BrakingState(SeriesState):
         *,
         signal: str = SIGNAL,
         label: str | None = RULE,
-        max_seen: int = 1024,
+        max_seen: int = 256,
     ) -> None:
         super().__init__(entity_id, signal, label, max_seen)
         self.params = params or BrakingParams()

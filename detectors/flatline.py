@@ -138,7 +138,7 @@ class FlatlineState(SeriesState):
         *,
         speed_col: str | None = SPEED,
         label: str | None = LABEL,
-        max_seen: int = 1024,
+        max_seen: int = 256,
     ) -> None:
         super().__init__(entity_id, signal, label, max_seen)
         self.params = params or FlatlineParams()

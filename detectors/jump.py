@@ -68,7 +68,7 @@ class GpsJumpState(TravelState):
         *,
         label: str | None = RULE,
         max_positions: int = 8,
-        max_seen: int = 1024,
+        max_seen: int = 64,
     ) -> None:
         super().__init__(
             entity_id,

@@ -108,7 +108,7 @@ class SpeedingState(SeriesState):
         *,
         signal: str = "speed_kmh",
         label: str | None = RULE,
-        max_seen: int = 1024,
+        max_seen: int = 256,
     ) -> None:
         super().__init__(entity_id, signal, label, max_seen)
         self.params = params or SpeedingParams()

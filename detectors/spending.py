@@ -242,7 +242,7 @@ class SpendingState(Snapshottable):
     __slots__ = ("entity_id", "params", "profile", "seen")
 
     def __init__(
-        self, entity_id: str, params: SpendingParams | None = None, *, max_seen: int = 1024
+        self, entity_id: str, params: SpendingParams | None = None, *, max_seen: int = 64
     ) -> None:
         self.entity_id = entity_id
         self.params = params or SpendingParams()

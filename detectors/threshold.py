@@ -148,7 +148,7 @@ class ThresholdState(SeriesState):
         params: ThresholdParams,
         *,
         label: str | None = None,
-        max_seen: int = 1024,
+        max_seen: int = 256,
     ) -> None:
         super().__init__(entity_id, signal, label, max_seen)
         self.params = params

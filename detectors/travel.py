@@ -260,7 +260,7 @@ class TravelState(Snapshottable):
         rule: str = RULE,
         label: str | None = RULE,
         max_positions: int = 8,
-        max_seen: int = 1024,
+        max_seen: int = 64,
     ) -> None:
         self.entity_id, self.rule, self.label = entity_id, rule, label
         self.params = params or TravelParams()

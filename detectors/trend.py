@@ -149,7 +149,7 @@ class TrendState(SeriesState):
         params: TrendParams,
         *,
         label: str | None = None,
-        max_seen: int = 1024,
+        max_seen: int = 256,
     ) -> None:
         super().__init__(entity_id, signal, label, max_seen)
         self.params = params

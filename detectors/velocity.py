@@ -309,14 +309,26 @@ class VelocityState(Snapshottable):
     - `update(...)`: both, plus re-checks of later transactions a late one lands before
       (Spark). A repeated event id is ignored.
 
-    Keeps the `max_events` latest transactions; windows holding more saturate there.
+    Keeps the `max_events` latest transactions within `retention_s` (default: three windows)
+    of the latest one; a window holding more saturates there, and an event later than the
+    retention is judged on the transactions still held. Also remembers the last `max_seen`
+    event ids (stored transactions are always recognised as duplicates).
 
     >>> state = VelocityState("card-1")
     >>> [len(state.update(f"t{i}", i * 1_000, 1.0)) for i in range(6)]
     [0, 0, 0, 0, 1, 1]
     """
 
-    __slots__ = ("entity_id", "fired", "max_events", "params", "seen", "times", "tx")
+    __slots__ = (
+        "entity_id",
+        "fired",
+        "max_events",
+        "params",
+        "retention_ms",
+        "seen",
+        "times",
+        "tx",
+    )
 
     def __init__(
         self,
@@ -324,11 +336,14 @@ class VelocityState(Snapshottable):
         params: VelocityParams | None = None,
         *,
         max_events: int = 256,
-        max_seen: int = 1024,
+        retention_s: float | None = None,
+        max_seen: int = 64,
     ) -> None:
         self.entity_id = entity_id
         self.params = params or VelocityParams()
         self.max_events = max(max_events, self.params.min_count)
+        retention = 3 * self.params.window_s if retention_s is None else retention_s
+        self.retention_ms = max(self.params.window_ms, round(retention * 1000))
         self.tx: list[Tx] = []  # sorted by (event_time, event_id)
         self.times: list[int] = []  # the event times of `tx`, for C-speed bisection
         self.fired: set[str] = set()
@@ -340,7 +355,7 @@ class VelocityState(Snapshottable):
         """The alert for this transaction given the stored ones; the state is unchanged."""
         new = (int(event_time), str(event_id), float(amount), merchant_id or "")
         window = self._window(new[0])
-        if new[1] in self.seen:
+        if self._known(new):
             window = [t for t in window if t[1] != new[1]]
         window.append(new)
         return self._judge(new, window)
@@ -349,16 +364,19 @@ class VelocityState(Snapshottable):
         self, event_id: str, event_time: int, amount: float, merchant_id: str | None = None
     ) -> None:
         """Remember a transaction (a repeated event id is ignored)."""
-        if self.seen.add(str(event_id)):
-            self._insert((int(event_time), str(event_id), float(amount), merchant_id or ""))
+        new = (int(event_time), str(event_id), float(amount), merchant_id or "")
+        if not self._known(new):
+            self.seen.add(new[1])
+            self._insert(new)
 
     def update(
         self, event_id: str, event_time: int, amount: float, merchant_id: str | None = None
     ) -> list[Alert]:
         """Add the transaction; the alerts of it and of later ones whose window it joins."""
-        if not self.seen.add(str(event_id)):
-            return []
         new = (int(event_time), str(event_id), float(amount), merchant_id or "")
+        if self._known(new):
+            return []
+        self.seen.add(new[1])
         self._insert(new)
         horizon = new[0] + self.params.window_ms
         alerts = []
@@ -372,6 +390,12 @@ class VelocityState(Snapshottable):
                 self.fired.add(tx[1])
                 alerts.append(alert)
         return alerts
+
+    def _known(self, tx: Tx) -> bool:
+        if tx[1] in self.seen:
+            return True
+        i = bisect.bisect_left(self.tx, tx[:2])
+        return i < len(self.tx) and self.tx[i][1] == tx[1]
 
     def _window(self, time_ms: int) -> list[Tx]:
         lo = bisect.bisect_right(self.times, time_ms - self.params.window_ms)
@@ -392,7 +416,8 @@ class VelocityState(Snapshottable):
         i = bisect.bisect_left(self.tx, tx)
         self.tx.insert(i, tx)
         self.times.insert(i, tx[0])
-        excess = len(self.tx) - self.max_events
+        oldest = bisect.bisect_right(self.times, self.times[-1] - self.retention_ms)
+        excess = max(len(self.tx) - self.max_events, oldest)
         if excess > 0:
             for old in self.tx[:excess]:
                 self.fired.discard(old[1])

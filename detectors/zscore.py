@@ -125,7 +125,7 @@ class ZScoreState(SeriesState):
         params: ZScoreParams | None = None,
         *,
         label: str | None = None,
-        max_seen: int = 1024,
+        max_seen: int = 256,
     ) -> None:
         super().__init__(entity_id, signal, label, max_seen)
         self.params = params or ZScoreParams()

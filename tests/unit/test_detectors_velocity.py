@@ -120,6 +120,13 @@ def test_check_matches_update_and_leaves_state_alone() -> None:
     assert state.update("t4", 4 * MIN, 1.0) == [probe]
 
 
+def test_state_keeps_only_the_retention_and_still_knows_stored_duplicates() -> None:
+    state = VelocityState("card-1", P, max_seen=1)  # retention: three 10-minute windows
+    run_state(tx([i * MIN for i in range(60)], [1.0] * 60), state)
+    assert [t for t, *_ in state.tx] == [i * MIN for i in range(30, 60)]
+    assert state.update("t050", 50 * MIN, 1.0) == []  # forgotten by `seen`, but stored
+
+
 def test_state_is_bounded_and_restorable() -> None:
     state = VelocityState("card-1", P, max_events=8)
     run_state(tx([i * MIN for i in range(20)], [1.0] * 20), state)
@@ -154,7 +161,8 @@ def test_stateful_and_vectorised_agree_on_shuffled_duplicated_input() -> None:
         noisy = pd.concat([rows, rows.sample(30, random_state=seed)]).sample(
             frac=1, random_state=seed
         )
-        got = run_state(noisy, VelocityState("card-1", p, max_events=1000))
+        state = VelocityState("card-1", p, max_events=1000, retention_s=10**7)
+        got = run_state(noisy, state)
         assert sorted(got) == sorted(want["alert_id"])
     assert total > 20
 
