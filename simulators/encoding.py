@@ -6,19 +6,21 @@
     {"schema":"sensor.reading/1","event_id":"sf-3f2a9c1b-1e240","sensor_id":"sensor-004731",
      "event_time":1767226366202,"seq":0,"site":"Port Jennifer","temperature_c":14.47,...}
 
-Strings come from tables encoded once at set-up (orjson), so escaping is always right.
+Strings come from tables encoded once at set-up (json), so escaping is always right.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-import orjson
 
-from simulators.entities import EntityTable
+if TYPE_CHECKING:
+    from simulators.entities import EntityTable
+
 
 _DTYPES = {"int": "i8", "float": "f8", "enum": "i4"}
 
@@ -42,7 +44,9 @@ class PayloadField:
 
 
 def json_bytes(value: object) -> bytes:
-    return orjson.dumps(value)
+    """Compact JSON. Not orjson: its results keep a ~4 KB buffer each, which matters for
+    tables with an entry per entity."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def string_table(values: Sequence[str]) -> np.ndarray:

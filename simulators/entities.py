@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import orjson
 
+from simulators.encoding import json_bytes
 from simulators.settings import EntityClass
 
 
@@ -29,7 +29,7 @@ class EntityTable:
         bounds = np.r_[0, np.cumsum(counts)].astype(np.int64)
         class_of = np.repeat(np.arange(len(counts), dtype=np.int16), counts)
         keys = np.array([i.encode() for i in ids], dtype=object)
-        json_ids = np.array([orjson.dumps(i) for i in ids], dtype=object)
+        json_ids = np.array([json_bytes(i) for i in ids], dtype=object)
         return cls(list(ids), list(classes), bounds, class_of, keys, json_ids)
 
     def __len__(self) -> int:
