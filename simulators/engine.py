@@ -8,6 +8,10 @@ At each tick T (SimPy time, seconds since `start`):
 Sends are released only once SimPy time has passed their emit time, and nothing can be emitted
 earlier than its true time, so the stream is in exact emit-time order and depends only on the
 config and seed, never on speed, sink or machine.
+
+A run with a duration generates readings for that long, then delivers what is still pending:
+outages still going at the end end then (their backlogs flush), so a run ends within about
+max_delay_s of its duration. A run with an event count stops right after that many sends.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from simulators.sinks.base import Records, SinkReport, Topics
 from streamsim.config import StackConfig
 from streamsim.errors import StreamsimError
 from streamsim.kafka import ensure_topics, producer_config
+from streamsim.kafka.admin import is_reachable
 
 MAX_ERRORS_KEPT = 5
 
@@ -28,6 +29,7 @@ class KafkaSink:
         stack: StackConfig,
         flush_timeout_s: float = 120.0,
         create_topics: bool = True,
+        connect_timeout_s: float = 5.0,
         **producer_overrides: Any,
     ) -> None:
         """`create_topics=False` for clusters where topics are managed elsewhere;
@@ -35,6 +37,7 @@ class KafkaSink:
         self.stack = stack
         self.flush_timeout_s = flush_timeout_s
         self.create_topics = create_topics
+        self.connect_timeout_s = connect_timeout_s
         self.overrides = producer_overrides
         self.topics: Topics | None = None
         self._producer: Producer | None = None
@@ -54,6 +57,15 @@ class KafkaSink:
         self._producer = Producer(config)
 
     def _ensure(self, topics: Topics) -> None:
+        if not is_reachable(self.stack, timeout_s=self.connect_timeout_s):
+            fix = (
+                "check kafka.bootstrap and that the cluster is up"
+                if self.stack.kafka.external
+                else "start the local broker with `streamsim kafka up` (same --config)"
+            )
+            raise StreamsimError(
+                f"Kafka at {self.stack.kafka.bootstrap_servers} does not answer; {fix}"
+            )
         try:
             ensure_topics(self.stack, [topics.events, topics.truth])
         except KafkaException as exc:

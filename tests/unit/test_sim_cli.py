@@ -92,3 +92,21 @@ def test_bad_scenario_files_are_config_errors(tmp_path: Path) -> None:
         )
         assert result.returncode == 2, result.stderr
         assert message in " ".join(result.stderr.split())
+
+
+def test_an_unreachable_broker_is_a_clear_error_not_a_hang(tmp_path: Path) -> None:
+    import socket
+
+    from scenarios.config import ScenarioConfig
+    from simulators import run_scenario
+    from simulators.sinks.kafka import KafkaSink
+    from streamsim.config import StackConfig
+    from streamsim.errors import StreamsimError
+
+    with socket.socket() as sock:  # a free port, where no broker listens
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    stack = StackConfig.model_validate({"kafka": {"bootstrap": f"127.0.0.1:{port}"}})
+    sink = KafkaSink(stack, connect_timeout_s=1.0)
+    with pytest.raises(StreamsimError, match=r"does not answer"):
+        run_scenario(ScenarioConfig.model_validate(SMALL), sink, speed="max")
