@@ -69,7 +69,7 @@ def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 class ScenarioConfig(Settings):
     """Everything that decides a scenario's stream; with the seed, it fixes the content."""
 
-    kind: Literal["scenario"] = "scenario"
+    kind: Literal["scenario"] = Field("scenario", description="Marks a scenario file.")
     name: str = Field(
         "", pattern=r"^([a-z][a-z0-9_]*)?$", description="Names truth.<name>; default: domain.type."
     )
