@@ -16,7 +16,7 @@ import numpy as np
 from simulators.distributions import sample_per_group
 from simulators.entities import EntityTable
 from simulators.intervals import IntervalSchedule
-from simulators.records import BUFFER_OVERFLOW, NETWORK, NO_ID, group_ranks
+from simulators.records import BUFFER_OVERFLOW, NETWORK, NO_ID, concat, group_ranks
 
 
 @dataclass
@@ -64,7 +64,7 @@ class DeliveryModel:
         direct = rows[~buffered]
         sends, drops = self._transmit(direct, direct["true_ms"] + direct["delay_ms"])
         overflow = self._hold(rows[buffered])
-        return Routed(sends, _concat([drops, overflow], rows.dtype))
+        return Routed(sends, concat([drops, overflow], rows.dtype))
 
     def release(self, now_ms: int) -> Routed:
         """Flush the backlogs of outages that ended before `now_ms`."""
@@ -121,7 +121,7 @@ class DeliveryModel:
         retries = sent[sent["retried"]]
         retries["emit_ms"] += retries["retry_ms"]
         retries["dup"] = True
-        return _concat([sent, retries], rows.dtype), drops
+        return concat([sent, retries], rows.dtype), drops
 
     def _hold(self, rows: np.ndarray) -> np.ndarray:
         """Add rows to their outage's buffer; return what the caps push out."""
@@ -129,7 +129,7 @@ class DeliveryModel:
             return rows
         self._count_outages(rows)
         touched = np.isin(self.held["outage"], rows["outage"])
-        group = _concat([self.held[touched], rows], rows.dtype)
+        group = concat([self.held[touched], rows], rows.dtype)
         keep_others = self.held[~touched]
         outage = group["outage"]
         cls = self._class_of[group["ent"]]
@@ -139,7 +139,7 @@ class DeliveryModel:
         over = np.where(self._drop_newest[cls], from_start >= cap, from_end >= cap)
         overflow = group[over]
         overflow["dropped"] = BUFFER_OVERFLOW
-        self.held = _concat([keep_others, group[~over]], rows.dtype)
+        self.held = concat([keep_others, group[~over]], rows.dtype)
         return overflow
 
     def _count_outages(self, rows: np.ndarray) -> None:
@@ -148,10 +148,3 @@ class DeliveryModel:
         owners = rows["ent"][first]
         self.outages_seen += int((ids != self._last_outage[owners]).sum())
         self._last_outage[owners] = ids
-
-
-def _concat(parts: list[np.ndarray], dtype: np.dtype) -> np.ndarray:
-    parts = [p for p in parts if p.shape[0]]
-    if not parts:
-        return np.zeros(0, dtype=dtype)
-    return parts[0] if len(parts) == 1 else np.concatenate(parts)

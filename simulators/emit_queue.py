@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from simulators.records import concat
+
 
 class EmitQueue:
     def __init__(self, dtype: np.dtype, origin_ms: int, bucket_ms: int) -> None:
@@ -44,7 +46,7 @@ class EmitQueue:
         parts = [part for k in due for part in self._buckets.pop(k)]
         if not parts:
             return np.zeros(0, dtype=self._dtype)
-        rows = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        rows = concat(parts, self._dtype)
         rows = rows[np.argsort(rows["emit_ms"], kind="stable")]
         cut = int(np.searchsorted(rows["emit_ms"], t_ms, side="left"))
         if cut < rows.shape[0]:  # the bucket holding t_ms keeps its later rows

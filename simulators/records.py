@@ -75,6 +75,19 @@ def to_rows(batches: Sequence[Readings], dtype: np.dtype) -> np.ndarray:
     return rows[order]
 
 
+def concat(parts: Sequence[np.ndarray], dtype: np.dtype) -> np.ndarray:
+    """Concatenate rows of one dtype (np.concatenate re-derives struct dtypes: ~20 us a call)."""
+    parts = [p for p in parts if p.shape[0]]
+    if len(parts) == 1:
+        return parts[0]
+    out = np.empty(sum(p.shape[0] for p in parts), dtype=dtype)
+    at = 0
+    for part in parts:
+        out[at : at + part.shape[0]] = part
+        at += part.shape[0]
+    return out
+
+
 def group_ranks(keys: np.ndarray) -> np.ndarray:
     """Each element's position among equal keys, in array order (0, 1, 2, ... per key)."""
     n = keys.shape[0]
