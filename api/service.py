@@ -4,6 +4,8 @@ with the app (see `api.main`)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -46,26 +48,42 @@ class FraudService:
         self.publisher = publisher
         self.decider = Decider(settings, self.tokenizer, self.state, clock, self.rebuilt)
         self.stats = RequestStats()
+        self._gc_task: asyncio.Task[None] | None = None
 
     def rebuilt(self) -> bool:
         return self.updater is None or self.updater.rebuilt.is_set()
 
     async def start(self) -> None:
         self.publisher.start()
-        if self.updater is None:
-            return
-        self.updater.start()
-        timeout = self.settings.rebuild_timeout_s
-        done = await asyncio.to_thread(self.updater.rebuilt.wait, timeout)
-        if not done:
-            log.warning(
-                "state rebuild from %s not finished after %.0f s; serving anyway "
-                "(responses say state_incomplete until it is)",
-                self.settings.topic,
-                timeout,
-            )
+        if self.updater is not None:
+            self.updater.start()
+            timeout = self.settings.rebuild_timeout_s
+            done = await asyncio.to_thread(self.updater.rebuilt.wait, timeout)
+            if not done:
+                log.warning(
+                    "state rebuild from %s not finished after %.0f s; serving anyway "
+                    "(responses say state_incomplete until it is)",
+                    self.settings.topic,
+                    timeout,
+                )
+        interval = self.settings.gc_freeze_interval_s
+        if interval is not None:
+            gc.collect()
+            gc.freeze()
+            self._gc_task = asyncio.create_task(self._freeze_every(interval))
+
+    async def _freeze_every(self, interval_s: float) -> None:
+        while True:
+            await asyncio.sleep(interval_s)
+            gc.collect(1)  # young generations only: well under a millisecond
+            gc.freeze()
 
     async def stop(self) -> None:
+        if self._gc_task is not None:
+            self._gc_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._gc_task
+            gc.unfreeze()
         if self.updater is not None:
             await asyncio.to_thread(self.updater.stop)
         left = await asyncio.to_thread(self.publisher.close, self.settings.flush_timeout_s)

@@ -77,7 +77,8 @@ class VerdictCache:
         expires_at = decided_at + self.ttl_ms
         if expires_at <= now_ms:
             return
-        self.entries[transaction_id] = (expires_at, body)
+        # orjson's output keeps a ~4 KiB buffer whatever its length: keep an exact-size copy.
+        self.entries[transaction_id] = (expires_at, bytes(memoryview(body)))
         self.entries.move_to_end(transaction_id)
         while len(self.entries) > self.max_entries:
             self.entries.popitem(last=False)

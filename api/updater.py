@@ -76,7 +76,10 @@ class ActivityUpdater:
                         self.applied,
                         self.rebuild_s,
                     )
-                for msg in consumer.consume(1000, 0.2):
+                # Small batches once live: the event loop waits for the GIL while a batch
+                # is applied.
+                batch = 100 if self.rebuilt.is_set() else 1000
+                for msg in consumer.consume(batch, 0.2):
                     partition, offset, err = msg.partition() or 0, msg.offset() or 0, msg.error()
                     if err is not None:
                         if err.code() == KafkaError._PARTITION_EOF:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -58,7 +59,7 @@ class Harness:
         self.clock = FakeClock()
         self.publisher = MemoryPublisher()
         self.service = FraudService(
-            settings or ApiSettings(),
+            settings or ApiSettings(gc_freeze_interval_s=None),
             ApiSecrets(SECRET, token),
             publisher=self.publisher,
             clock=self.clock,
@@ -371,3 +372,17 @@ def test_health_and_docs(h: Harness) -> None:
     assert "/v1/transactions" in spec["paths"]
     assert "/v1/cards/{token}/last-use" in spec["paths"]
     assert "TransactionRequest" in spec["components"]["schemas"]
+
+
+def test_the_state_is_frozen_out_of_the_cyclic_gc_while_serving() -> None:
+    import gc
+
+    harness = Harness(ApiSettings(gc_freeze_interval_s=0.05))
+    with harness.client:
+        assert gc.get_freeze_count() > 0
+        harness.post(tx("t1", T0))
+        frozen = gc.get_freeze_count()
+        time.sleep(0.2)
+        harness.client.get("/v1/stats")  # lets the event loop run the periodic freeze
+        assert gc.get_freeze_count() > frozen
+    assert gc.get_freeze_count() == 0  # unfrozen on shutdown

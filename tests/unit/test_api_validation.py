@@ -46,7 +46,9 @@ def publisher() -> MemoryPublisher:
 @pytest.fixture
 def client(publisher: MemoryPublisher) -> Iterator[TestClient]:
     service = FraudService(
-        ApiSettings(), ApiSecrets(b"unit-test-secret-0123456789", None), publisher=publisher
+        ApiSettings(gc_freeze_interval_s=None),
+        ApiSecrets(b"unit-test-secret-0123456789", None),
+        publisher=publisher,
     )
     with TestClient(create_app(service)) as test_client:
         yield test_client
