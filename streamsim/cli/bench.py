@@ -45,7 +45,8 @@ def simulator(
         r,
         as_json,
         f"simulator: {r['events_per_s']:,.0f} events/s; ProducerPerformance: "
-        f"{r['reference_rate']:,.0f} records/s; ratio {r['ratio']:.2f}; "
+        f"{r['reference_rate']:,.0f} records/s; ratio {r['ratio']:.2f} "
+        f"(with truth: {r['records_per_s']:,.0f} records/s, ratio {r['records_ratio']:.2f}); "
         f"peak RSS {r['peak_rss_mb']:,.0f} MB "
         f"({r['record_bytes']:.0f}-byte records, {events:,} events)",
     )
