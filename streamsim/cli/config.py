@@ -27,3 +27,11 @@ def check(
         resolved, sort_keys=False
     )
     emit({"ok": True, "file": str(file), "kind": kind, "resolved": resolved}, as_json, human)
+
+
+@app.command()
+def reference() -> None:
+    """Print the configuration reference (every key, its default and meaning) as Markdown."""
+    from streamsim.config.reference import reference_markdown
+
+    print(reference_markdown())

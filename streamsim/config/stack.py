@@ -35,9 +35,9 @@ class TopicSettings(Settings):
 class LocalKafka(Settings):
     """The embedded single-node KRaft broker (`streamsim kafka up`)."""
 
-    host: str = "127.0.0.1"
-    port: Port = 9092
-    controller_port: Port = 9093
+    host: str = Field("127.0.0.1", description="Listener address of the local broker.")
+    port: Port = Field(9092, description="Client (PLAINTEXT) port.")
+    controller_port: Port = Field(9093, description="KRaft controller port.")
     heap: str = Field("768m", pattern=r"^\d+[mMgG]$", description="JVM -Xmx for the broker.")
     ready_timeout_s: float = Field(60.0, gt=0, description="How long `kafka up` waits.")
 
@@ -46,8 +46,12 @@ class KafkaSettings(Settings):
     bootstrap: str | None = Field(
         None, description="External cluster, host:port[,host:port]. Unset: the local broker."
     )
-    local: LocalKafka = LocalKafka()
-    topics: TopicSettings = TopicSettings()
+    local: LocalKafka = Field(
+        LocalKafka(), description="The embedded broker, when no bootstrap is set."
+    )
+    topics: TopicSettings = Field(
+        TopicSettings(), description="Defaults for topics streamsim creates."
+    )
     topic_overrides: dict[str, TopicSettings] = Field(
         default_factory=dict, description="Per-topic partitions and retention."
     )
@@ -80,16 +84,18 @@ class KafkaSettings(Settings):
 
 class SparkSettings(Settings):
     master: str = Field("local[*]", description="spark.master: local[*], spark://, yarn, k8s://")
-    app_name: str = "streamsim"
+    app_name: str = Field("streamsim", description="Prefix of each job's spark.app.name.")
     shuffle_partitions: int = Field(4, ge=1, description="spark.sql.shuffle.partitions")
-    log_level: Literal["ERROR", "WARN", "INFO", "DEBUG"] = "WARN"
-    driver_memory: str = Field("2g", pattern=r"^\d+[mMgG]$")
+    log_level: Literal["ERROR", "WARN", "INFO", "DEBUG"] = Field(
+        "WARN", description="Spark driver log level."
+    )
+    driver_memory: str = Field("2g", pattern=r"^\d+[mMgG]$", description="spark.driver.memory")
     conf: dict[str, str] = Field(default_factory=dict, description="Extra Spark conf, verbatim.")
 
 
 class ServiceSettings(Settings):
-    host: str = "127.0.0.1"
-    port: Port
+    host: str = Field("127.0.0.1", description="Listen address.")
+    port: Port = Field(description="Listen port.")
 
 
 class DirSettings(Settings):
@@ -102,9 +108,9 @@ class DirSettings(Settings):
 class StackConfig(Settings):
     """Everything about where things run; every key has a default."""
 
-    kind: Literal["stack"] = "stack"
-    kafka: KafkaSettings = KafkaSettings()
-    spark: SparkSettings = SparkSettings()
-    api: ServiceSettings = ServiceSettings(port=8000)
-    ui: ServiceSettings = ServiceSettings(port=8501)
-    dirs: DirSettings = DirSettings()
+    kind: Literal["stack"] = Field("stack", description="Marks a stack file.")
+    kafka: KafkaSettings = Field(KafkaSettings(), description="The Kafka cluster.")
+    spark: SparkSettings = Field(SparkSettings(), description="Where Spark jobs run.")
+    api: ServiceSettings = Field(ServiceSettings(port=8000), description="The HTTP service.")
+    ui: ServiceSettings = Field(ServiceSettings(port=8501), description="The control panel.")
+    dirs: DirSettings = Field(DirSettings(), description="Where files go.")
