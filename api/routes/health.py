@@ -22,10 +22,8 @@ def health(request: Request) -> OrjsonResponse:
     state = service.state_stats()
     publish = service.publisher.counters()
     live = state["status"] in ("live", "disabled")
-    error = None
-    if service.updater is not None and service.updater.last_error:
-        error = service.updater.last_error
-    error = publish["last_error"] or error
+    updater_error = None if service.updater is None else service.updater.last_error
+    error = publish["last_error"] or updater_error
     return OrjsonResponse(
         {
             "status": "ok" if connected and live else "degraded",

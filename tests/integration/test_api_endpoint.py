@@ -63,7 +63,12 @@ class Server:
     """`streamsim api` in a subprocess; its stdout and stderr go to one log file."""
 
     def __init__(
-        self, stack_file: Path, settings_file: Path, log: Path, wait_for: str = "live"
+        self,
+        stack_file: Path,
+        settings_file: Path,
+        log: Path,
+        wait_for: str = "live",
+        *extra_args: str,
     ) -> None:
         self.log = log
         port = int(stack_file.read_text().split("port: ")[-1].split()[0])
@@ -76,7 +81,15 @@ class Server:
         }
         with log.open("ab") as out:
             self.proc = subprocess.Popen(
-                [STREAMSIM, "api", "--config", str(stack_file), "--settings", str(settings_file)],
+                [
+                    STREAMSIM,
+                    "api",
+                    "--config",
+                    str(stack_file),
+                    "--settings",
+                    str(settings_file),
+                    *extra_args,
+                ],
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 env=env,
@@ -259,7 +272,7 @@ def test_decides_while_kafka_is_unreachable_and_counts_what_it_could_not_publish
     settings_file = tmp_path / "api.yaml"
     settings_file.write_text("kind: api\nrebuild_timeout_s: 1\nflush_timeout_s: 1\n")
     log = tmp_path / "server.log"
-    server = Server(stack_file, settings_file, log, wait_for="starting")
+    server = Server(stack_file, settings_file, log, "starting", "--json")
     try:
         verdict = server.post(tx("k1", PANS[0], T0, LONDON))
         assert verdict.status_code == 200
@@ -275,5 +288,9 @@ def test_decides_while_kafka_is_unreachable_and_counts_what_it_could_not_publish
     assert code == 0, log.read_text()
     output = log.read_text()
     assert "1 records to cards.activity not delivered at shutdown" in output
-    assert "1 publish failures" in output
+    summary = orjson.loads(output.strip().splitlines()[-1])  # --json: the last line
+    assert summary["requests"] == 1
+    assert summary["decisions"]["approve"] == 1
+    assert summary["publish_failed"] == 1
+    assert summary["published"] == 0
     assert PANS[0] not in output

@@ -193,3 +193,11 @@ def test_error_body_is_json_with_detail_list(client: TestClient) -> None:
     response = client.post("/v1/transactions", json=body(amount=-1))
     assert response.headers["content-type"] == "application/json"
     assert isinstance(orjson.loads(response.content)["detail"], list)
+
+
+def test_the_request_model_never_shows_the_pan() -> None:
+    from api.models import TransactionRequest
+
+    request = TransactionRequest.model_validate(body())
+    assert PAN not in repr(request)
+    assert PAN not in str(request)
