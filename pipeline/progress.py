@@ -47,10 +47,11 @@ def dropped_by_watermark(progress: dict[str, Any]) -> int:
 class ProgressTotals(StreamingQueryListener):
     """Adds up every batch of every query (recentProgress keeps only the last 100).
 
-    Register with `spark.streams.addListener(totals)`; `on_batch` sees each BatchReport.
+    Register with `spark.streams.addListener(totals)`; each `on_batch` callback sees each
+    BatchReport (e.g. a console printer and a MetricsPublisher).
     """
 
-    def __init__(self, on_batch: Callable[[BatchReport], None] | None = None) -> None:
+    def __init__(self, *on_batch: Callable[[BatchReport], None]) -> None:
         super().__init__()
         self.on_batch = on_batch
         self.queries: dict[str, dict[str, Any]] = {}
@@ -69,8 +70,8 @@ class ProgressTotals(StreamingQueryListener):
             totals["input_rows"] += report.input_rows
             totals["dropped_by_watermark"] += report.dropped_by_watermark
             totals["watermark"] = report.watermark
-        if self.on_batch is not None:
-            self.on_batch(report)
+        for callback in self.on_batch:
+            callback(report)
 
     def onQueryIdle(self, event: Any) -> None:
         pass

@@ -72,6 +72,7 @@ def _run(
     on_batch: Callable[[BatchReport], None] | None,
 ) -> dict[str, Any]:
     from pipeline.jobs import start_job
+    from pipeline.metrics import MetricsPublisher
 
     cfg = load_model(PipelineConfig, plan.pipeline)
     source = cfg.input_topics[0]
@@ -86,7 +87,8 @@ def _run(
     offsets = {source: {str(p): o for p, o in start[source].items()}}
     cfg = cfg.model_copy(update={"starting_offsets": json.dumps(offsets)})
 
-    totals = ProgressTotals(on_batch=on_batch)
+    metrics = MetricsPublisher(stack, cfg.job, cfg.trigger.mode)
+    totals = ProgressTotals(metrics, *([on_batch] if on_batch else []))
     queries = start_job(run_stack, cfg, totals)
     try:
         simulation = _simulate(stack, plan.scenario, duration_s, speed, queries)
@@ -95,6 +97,7 @@ def _run(
     finally:
         for query in queries:
             query.stop()
+        metrics.close()
     return {
         "scenario": plan.scenario.stem,
         "paths": {},

@@ -35,6 +35,7 @@ def run(
     """Start JOB's streaming queries; print rows, rates, watermark and late drops per batch."""
     from pipeline.config import PipelineConfig
     from pipeline.jobs import start_job
+    from pipeline.metrics import MetricsPublisher
     from pipeline.progress import BatchReport, ProgressTotals
 
     cfg = load_model(PipelineConfig, pipeline_file or Path("config/pipelines") / f"{job}.yaml")
@@ -50,8 +51,10 @@ def run(
                 highlight=False,
             )
 
-    totals = ProgressTotals(on_batch=show)
-    queries = start_job(stack_from(config), cfg, totals)
+    stack = stack_from(config)
+    metrics = MetricsPublisher(stack, cfg.job, cfg.trigger.mode)
+    totals = ProgressTotals(show, metrics)
+    queries = start_job(stack, cfg, totals)
     console.print(
         f"started {len(queries)} queries ({cfg.trigger.mode} mode): "
         + ", ".join(str(q.name) for q in queries)
@@ -68,6 +71,7 @@ def run(
     finally:
         for query in queries:
             query.stop()
+        metrics.close()
     queries_totals = totals.to_dict()
     emit(
         {"job": job, "mode": cfg.trigger.mode, "queries": queries_totals},
