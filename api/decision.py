@@ -224,18 +224,6 @@ def _travel_evidence(
 def _window_features(
     velocity: VelocityState | None, tx: TransactionRequest, params: VelocityParams
 ) -> tuple[VelocityFeatures, list[str]]:
-    """What the velocity window ending at this transaction holds, this one included.
-
-    The window is the detectors' own (`VelocityState._window`: event times in (t - window, t]);
-    `VelocityState` has no public accessor for the features of a transaction that does not
-    fire, which the response reports as evidence either way.
-    """
-    stored = [] if velocity is None else velocity._window(tx.event_time)
-    window = [t for t in stored if t[1] != tx.transaction_id]
-    small_amount = params.small_amount
-    count = len(window) + 1
-    small = sum(1 for t in window if t[2] < small_amount) + int(tx.amount < small_amount)
-    amount_sum = sum(t[2] for t in window) + tx.amount
-    merchants = len({t[3] for t in window} | {tx.merchant_id})
-    ids = sorted([*((t[0], t[1]) for t in window), (tx.event_time, tx.transaction_id)])
-    return VelocityFeatures(count, small, amount_sum, merchants), [i for _, i in ids]
+    """What the velocity window ending at this transaction holds, this one included."""
+    state = velocity if velocity is not None else VelocityState("", params)
+    return state.features(tx.transaction_id, tx.event_time, tx.amount, tx.merchant_id)

@@ -301,6 +301,13 @@ def _event_alert(
 Tx = tuple[int, str, float, str]  # event_time, event_id, amount, merchant_id
 
 
+def _features(window: list[Tx], params: VelocityParams) -> VelocityFeatures:
+    small = sum(1 for t in window if t[2] < params.small_amount)
+    return VelocityFeatures(
+        len(window), small, sum(t[2] for t in window), len({t[3] for t in window})
+    )
+
+
 class VelocityState(Snapshottable):
     """Stateful per-card form: a bounded ring of recent transactions in event-time order.
 
@@ -354,11 +361,25 @@ class VelocityState(Snapshottable):
     ) -> Alert | None:
         """The alert for this transaction given the stored ones; the state is unchanged."""
         new = (int(event_time), str(event_id), float(amount), merchant_id or "")
+        return self._judge(new, self._window_with(new))
+
+    def features(
+        self, event_id: str, event_time: int, amount: float, merchant_id: str | None = None
+    ) -> tuple[VelocityFeatures, list[str]]:
+        """The window ending at this transaction (it included): its features and event ids,
+        in event-time order; the state is unchanged. The endpoint reports them as evidence
+        whether or not the rule fires."""
+        window = self._window_with(
+            (int(event_time), str(event_id), float(amount), merchant_id or "")
+        )
+        return _features(window, self.params), [t[1] for t in sorted(window)]
+
+    def _window_with(self, new: Tx) -> list[Tx]:
         window = self._window(new[0])
         if self._known(new):
             window = [t for t in window if t[1] != new[1]]
         window.append(new)
-        return self._judge(new, window)
+        return window
 
     def add(
         self, event_id: str, event_time: int, amount: float, merchant_id: str | None = None
@@ -402,11 +423,7 @@ class VelocityState(Snapshottable):
         return self.tx[lo : bisect.bisect_right(self.times, time_ms)]
 
     def _judge(self, tx: Tx, window: list[Tx]) -> Alert | None:
-        small_amount = self.params.small_amount
-        small = sum(1 for t in window if t[2] < small_amount)
-        features = VelocityFeatures(
-            len(window), small, sum(t[2] for t in window), len({t[3] for t in window})
-        )
+        features = _features(window, self.params)
         if not _fires(features, self.params):
             return None
         ids = [t[1] for t in sorted(window)]
