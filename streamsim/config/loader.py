@@ -23,6 +23,7 @@ KINDS: dict[str, str] = {
     "scenario": "scenarios.config:ScenarioConfig",
     "pipeline": "pipeline.config:PipelineConfig",
     "loadtest": "streamsim.loadtest.config:LoadTestConfig",
+    "api": "api.settings:ApiSettings",
 }
 _FOLDER_KINDS = {"scenarios": "scenario", "pipelines": "pipeline", "loadtests": "loadtest"}
 

@@ -20,6 +20,7 @@ TITLES = {
     "scenario": "Scenario (`config/scenarios/*.yaml`)",
     "pipeline": "Pipeline (`config/pipelines/*.yaml`)",
     "loadtest": "Load test (`config/loadtests/*.yaml`)",
+    "api": "Fraud endpoint (`config/api.yaml`, `streamsim api --settings`)",
 }
 
 

@@ -80,7 +80,7 @@ def test_missing_required_key(tmp_path: Path) -> None:
 def test_unknown_kind(tmp_path: Path) -> None:
     message = error_for(write(tmp_path, "kind: banana\n", "x.yaml"))
     assert "key 'kind' has bad value 'banana'" in message
-    assert "stack, scenario, pipeline, loadtest" in message
+    assert "stack, scenario, pipeline, loadtest, api" in message
 
 
 def test_kind_is_inferred_from_folder(tmp_path: Path) -> None:
