@@ -60,6 +60,8 @@ class RunSummary:
     failed: int = 0  # records the sink could not deliver
     errors: list[str] = field(default_factory=list)
     backpressure_waits: int = 0
+    id_prefix: str = ""  # every event id of the run starts with it
+    anchor: dict[str, Any] = field(default_factory=dict)  # Pacer.anchor()
 
     @property
     def events_per_s(self) -> float:
@@ -81,6 +83,8 @@ class RunSummary:
             "wall_s": round(self.wall_s, 3),
             "failed": self.failed,
             "backpressure_waits": self.backpressure_waits,
+            "id_prefix": self.id_prefix,
+            "anchor": self.anchor,
         }
 
 
@@ -129,7 +133,7 @@ class Engine:
         self.truth = TruthEncoder(config.name, prefix, self.table, self.scenario.labels)
         self.pacer = Pacer.from_settings(config.pacing, self.start_ms, speed)
         self.topics = Topics(self.scenario.topic, f"truth.{config.name}")
-        self.summary = RunSummary()
+        self.summary = RunSummary(id_prefix=prefix)
         self._sources = self.scenario.sources(self.table)
         self._seq = np.zeros(len(self.table), dtype=np.int64)
         self._intake: list[Readings] = []
@@ -160,6 +164,7 @@ class Engine:
         self.sink.open(self.topics)
         started = time.perf_counter()
         self.pacer.restart()
+        self.summary.anchor = self.pacer.anchor()
         try:
             env.run(until=done)
         finally:

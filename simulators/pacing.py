@@ -38,6 +38,7 @@ class Pacer:
         self._sleep = sleep
         self._wall0 = clock()
         self._next_free = self._wall0
+        self.wall0_epoch_ms = time.time_ns() // 1_000_000
         self.waited_s = 0.0
 
     @classmethod
@@ -51,6 +52,12 @@ class Pacer:
 
     def restart(self) -> None:
         self._wall0 = self._next_free = self._clock()
+        self.wall0_epoch_ms = time.time_ns() // 1_000_000
+
+    def anchor(self) -> dict[str, float | int | None]:
+        """Where simulated time met wall time: at speed X, simulated time t was reached at
+        wall_ms + (t - sim_ms) / X (unpaced runs, speed None, have no such mapping)."""
+        return {"wall_ms": self.wall0_epoch_ms, "sim_ms": self.start_ms, "speed": self.speed}
 
     def rate_at(self, elapsed_s: float) -> float:
         """The rate limit now (events per wall second); inf when unlimited."""

@@ -75,6 +75,11 @@ def simulate(
             seed=seed,
             progress=on_progress,
         )
+    if sink == "kafka":
+        from simulators.run_record import publish_run_record
+
+        chosen_seed = scenario_config.seed if seed is None else seed
+        publish_run_record(stack_from(config), scenario_config.name, chosen_seed, summary)
     where = f"{out}/events.jsonl" if sink == "jsonl" else _topics(scenario_config)
     emit(summary.to_json(), as_json, _human(summary, where))
     if summary.failed:
