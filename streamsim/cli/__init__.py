@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from streamsim.cli import api, bench, config, demo, doctor, kafka, pipeline, simulate
+from streamsim.cli import api, bench, config, demo, doctor, evaluate, kafka, pipeline, simulate
 from streamsim.cli import verify as verify_cli
 from streamsim.cli.common import fail
 from streamsim.config import ConfigError
@@ -26,6 +26,7 @@ app.add_typer(bench.app, name="bench")
 app.command()(doctor.doctor)
 app.command(name="api")(api.api)
 app.command()(demo.demo)
+app.command()(evaluate.evaluate)
 app.command()(simulate.simulate)
 app.command(name="verify-stream")(verify_cli.verify_stream)
 

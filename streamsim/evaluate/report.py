@@ -1,0 +1,131 @@
+"""The evaluation report: the DESIGN contract's JSON, built from the sources and the scoring."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pandas as pd
+
+from streamsim.config import StackConfig
+from streamsim.errors import StreamsimError
+from streamsim.evaluate.scoring import hard_negative_alerts, score_path, to_sim_ms
+from streamsim.evaluate.sources import latest_run, read_topic
+
+#: What each scenario's evaluation reads and scores.
+SCENARIOS: dict[str, dict[str, Any]] = {
+    "card_velocity": {
+        "labels": ["impossible_travel", "card_testing", "account_takeover", "compromised_terminal"],
+        "endpoint_topic": "cards.activity",
+    },
+    "connected_vehicles": {
+        "labels": [
+            "overheating",
+            "tyre_leak",
+            "stuck_sensor",
+            "gps_jump",
+            "harsh_braking",
+            "speeding",
+            "battery_failure",
+        ],
+        "endpoint_topic": None,
+    },
+}
+ALERTS_TOPIC = "alerts"
+METRICS_TOPIC = "metrics"
+
+
+def evaluate(stack: StackConfig, scenario: str) -> dict[str, Any]:
+    """Score the scenario's latest run: both paths, late drops, hard negatives."""
+    name = scenario.replace("-", "_")
+    if name not in SCENARIOS:
+        raise StreamsimError(f"no evaluation for {scenario!r}; known: {', '.join(SCENARIOS)}")
+    spec = SCENARIOS[name]
+    metrics = read_topic(stack, METRICS_TOPIC)
+    run = latest_run(metrics, name)
+    if run is None:
+        raise StreamsimError(
+            f"no finished run of {name} in the {METRICS_TOPIC} topic: run "
+            f"`streamsim simulate config/scenarios/{name}.yaml` (or `streamsim demo --scenario "
+            f"{scenario}`) first"
+        )
+    prefix, anchor = run["id_prefix"], run["anchor"]
+    truth = _frame([r for r in read_topic(stack, f"truth.{name}") if _ours(r, prefix)])
+    if truth.empty:
+        raise StreamsimError(f"truth.{name} holds no records of the latest run ({prefix}*)")
+
+    paths: dict[str, pd.DataFrame] = {}
+    if spec["endpoint_topic"]:
+        decisions = [r for r in read_topic(stack, spec["endpoint_topic"]) if _ours(r, prefix)]
+        if decisions:
+            paths["endpoint"] = _endpoint_detections(decisions, anchor)
+    alerts = [
+        a
+        for a in read_topic(stack, ALERTS_TOPIC)
+        if a.get("source", "pipeline") == "pipeline"
+        and any(e.startswith(prefix) for e in a.get("event_ids") or [])
+    ]
+    paths["pipeline"] = _alert_detections(alerts, anchor)
+
+    return {
+        "scenario": name,
+        "run": {"id_prefix": prefix, "events": run["events"], "speed": anchor.get("speed")},
+        "paths": {p: score_path(d, truth, spec["labels"]) for p, d in paths.items()},
+        "late_dropped": _late_dropped(metrics, anchor["wall_ms"]),
+        "hard_negative_alerts": sum(hard_negative_alerts(d, truth) for d in paths.values()),
+    }
+
+
+def save(report: dict[str, Any], stack: StackConfig) -> Path:
+    """Write the report under <dirs.data>/evaluations/, where the read API finds the newest."""
+    folder = stack.dirs.data / "evaluations"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{report['scenario']}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
+    return path
+
+
+def _ours(record: dict[str, Any], prefix: str) -> bool:
+    return str(record.get("event_id", "")).startswith(prefix)
+
+
+def _frame(records: list[dict[str, Any]]) -> pd.DataFrame:
+    return pd.DataFrame.from_records(records)
+
+
+def _endpoint_detections(decisions: list[dict[str, Any]], anchor: dict[str, Any]) -> pd.DataFrame:
+    rows = [
+        {
+            "label": a.get("label"),
+            "event_ids": a.get("event_ids") or [d["event_id"]],
+            "at": d["decided_at"],
+        }
+        for d in {d["transaction_id"]: d for d in decisions}.values()
+        for a in (d.get("evidence") or {}).get("alerts") or []
+    ]
+    return _detections(rows, anchor)
+
+
+def _alert_detections(alerts: list[dict[str, Any]], anchor: dict[str, Any]) -> pd.DataFrame:
+    unique = {a["alert_id"]: a for a in alerts}.values()
+    rows = [
+        {"label": a.get("label"), "event_ids": a["event_ids"], "at": a.get("detected_at")}
+        for a in unique
+    ]
+    return _detections(rows, anchor)
+
+
+def _detections(rows: list[dict[str, Any]], anchor: dict[str, Any]) -> pd.DataFrame:
+    frame = pd.DataFrame(rows, columns=["label", "event_ids", "at"])
+    frame["detected_sim_ms"] = to_sim_ms(frame["at"].astype("float64"), anchor)
+    return frame
+
+
+def _late_dropped(metrics: list[dict[str, Any]], since_wall_ms: int) -> int:
+    return sum(
+        int(r.get("dropped_by_watermark", 0))
+        for r in metrics
+        if r.get("schema") == "pipeline.progress/1" and r.get("at", 0) >= since_wall_ms
+    )

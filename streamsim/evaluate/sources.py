@@ -1,0 +1,59 @@
+"""Read what evaluation needs from Kafka: every record up to the current end of a topic."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+from streamsim.config import StackConfig
+from streamsim.kafka.admin import admin_client
+from streamsim.kafka.clients import consumer_config
+from streamsim.kafka.offsets import end_offsets
+
+
+def read_topic(stack: StackConfig, topic: str, timeout_s: float = 60.0) -> list[dict[str, Any]]:
+    """All JSON records of `topic` from the beginning to its end offsets now; [] if absent.
+
+    A record that is not a JSON object is skipped here: evaluation reads only the outputs of
+    streamsim's own components, which the dead-letter paths already police.
+    """
+    if topic not in admin_client(stack).list_topics(timeout=10).topics:
+        return []
+    ends = {p: e for p, e in end_offsets(stack, topic).items() if e > 0}
+    if not ends:
+        return []
+    consumer = Consumer(
+        consumer_config(stack, group_id="streamsim-evaluate", **{"enable.partition.eof": True})
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in ends])
+    records: list[dict[str, Any]] = []
+    remaining = set(ends)
+    try:
+        while remaining:
+            batch = consumer.consume(10_000, timeout=timeout_s)
+            if not batch:
+                raise TimeoutError(f"reading {topic} stalled with partitions {remaining} unread")
+            for msg in batch:
+                partition, offset, error = msg.partition() or 0, msg.offset() or 0, msg.error()
+                if error is not None and error.code() == KafkaError._PARTITION_EOF:
+                    remaining.discard(partition)
+                elif error is not None:
+                    raise RuntimeError(f"reading {topic}: {error}")
+                elif offset < ends[partition]:
+                    if offset + 1 == ends[partition]:
+                        remaining.discard(partition)
+                    value = orjson.loads(msg.value() or b"null")
+                    if isinstance(value, dict):
+                        records.append(value)
+    finally:
+        consumer.close()
+    return records
+
+
+def latest_run(metrics: list[dict[str, Any]], scenario: str) -> dict[str, Any] | None:
+    runs = [
+        r for r in metrics if r.get("schema") == "simulator.run/1" and r.get("scenario") == scenario
+    ]
+    return max(runs, key=lambda r: r["finished_at"]) if runs else None
