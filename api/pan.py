@@ -1,122 +1,35 @@
-"""Card numbers (PANs): Luhn validation, tokenization, masking and scrubbing.
+"""Card numbers in the endpoint: the shared PAN module (`streamsim.pan`), re-exported.
 
-Outside the request body a PAN only ever appears as its token and last 4 digits:
-
-- `PanTokenizer.token(pan)`: a keyed HMAC-SHA256 of the PAN, truncated. The same secret gives
-  the same token for the same card, across restarts and across endpoint instances; without
-  the secret a token cannot be brute-forced back to its PAN.
-- `last4(pan)`, `mask(pan)`: what a receipt shows.
-- `scrub(value)`: replaces anything that looks like a PAN (12 to 19 digits, optionally split by
-  spaces or dashes, Luhn-valid) in strings, numbers, lists and dicts; for 422 bodies and logs.
+Luhn, tokens, masks, scrubbing and the token secret live in `streamsim.pan`, so the simulator
+and the pipeline compute the same tokens as the endpoint.
 """
 
-from __future__ import annotations
+from streamsim.pan import (
+    PAN_MAX_DIGITS,
+    PAN_MIN_DIGITS,
+    REDACTED,
+    TOKEN_PREFIX,
+    PanTokenizer,
+    is_pan,
+    last4,
+    looks_like_token,
+    luhn_valid,
+    mask,
+    scrub,
+    scrub_text,
+)
 
-import hashlib
-import hmac
-import re
-from typing import Any
-
-PAN_MIN_DIGITS, PAN_MAX_DIGITS = 12, 19
-TOKEN_PREFIX = "tok_"
-REDACTED = "[redacted]"
-
-#: 12-19 digits, each pair optionally separated by one space or dash, not inside a longer run.
-_CANDIDATE = re.compile(r"(?<![\d])\d(?:[ -]?\d){11,18}(?![\d])")
-_TOKEN = re.compile(rf"^{TOKEN_PREFIX}[0-9a-f]{{8,64}}$")
-
-
-def luhn_valid(digits: str) -> bool:
-    """True when `digits` (ASCII digits only) passes the Luhn check.
-
-    >>> luhn_valid("4111111111111111"), luhn_valid("4111111111111112")
-    (True, False)
-    """
-    if not digits.isascii() or not digits.isdigit():
-        return False
-    total = 0
-    for i, char in enumerate(reversed(digits)):
-        d = ord(char) - 48
-        if i % 2:
-            d = d * 2 - 9 if d > 4 else d * 2
-        total += d
-    return total % 10 == 0
-
-
-def is_pan(value: str) -> bool:
-    """12-19 ASCII digits, Luhn-valid."""
-    return PAN_MIN_DIGITS <= len(value) <= PAN_MAX_DIGITS and luhn_valid(value)
-
-
-def last4(pan: str) -> str:
-    return pan[-4:]
-
-
-def mask(pan: str) -> str:
-    """`4111111111111111` -> `************1111`."""
-    return "*" * (len(pan) - 4) + pan[-4:]
-
-
-def looks_like_token(value: str) -> bool:
-    return bool(_TOKEN.match(value))
-
-
-class PanTokenizer:
-    """Deterministic keyed tokens: `tok_` + the first `hex_chars` of HMAC-SHA256(secret, PAN).
-
-    >>> tokenizer = PanTokenizer(b"a-secret-of-16-bytes", hex_chars=16)
-    >>> tokenizer.token("4111111111111111") == tokenizer.token("4111111111111111")
-    True
-    >>> tokenizer.token("4111111111111111").startswith("tok_")
-    True
-    """
-
-    __slots__ = ("_hex_chars", "_key")
-
-    def __init__(self, secret: bytes, hex_chars: int = 32) -> None:
-        if len(secret) < 16:
-            raise ValueError("the PAN secret must be at least 16 bytes")
-        if not 16 <= hex_chars <= 64:
-            raise ValueError("hex_chars must be in [16, 64]")
-        self._key = secret
-        self._hex_chars = hex_chars
-
-    def token(self, pan: str) -> str:
-        digest = hmac.new(self._key, pan.encode("ascii"), hashlib.sha256).hexdigest()
-        return TOKEN_PREFIX + digest[: self._hex_chars]
-
-    def __repr__(self) -> str:  # never show the key
-        return f"PanTokenizer(hex_chars={self._hex_chars})"
-
-
-def _mask_match(match: re.Match[str]) -> str:
-    text = match.group(0)
-    digits = text.replace(" ", "").replace("-", "")
-    return mask(digits) if luhn_valid(digits) else text
-
-
-def scrub_text(text: str) -> str:
-    """Mask every PAN-like digit run in `text`.
-
-    >>> scrub_text("card 4111 1111 1111 1111 declined")
-    'card ************1111 declined'
-    """
-    if len(text) < PAN_MIN_DIGITS:
-        return text
-    return _CANDIDATE.sub(_mask_match, text)
-
-
-def scrub(value: Any) -> Any:
-    """`value` with every PAN-like string or integer masked, recursively."""
-    if isinstance(value, str):
-        return scrub_text(value)
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int):
-        text = str(value)
-        return mask(text) if is_pan(text) else value
-    if isinstance(value, dict):
-        return {k: scrub(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [scrub(v) for v in value]
-    return value
+__all__ = [
+    "PAN_MAX_DIGITS",
+    "PAN_MIN_DIGITS",
+    "REDACTED",
+    "TOKEN_PREFIX",
+    "PanTokenizer",
+    "is_pan",
+    "last4",
+    "looks_like_token",
+    "luhn_valid",
+    "mask",
+    "scrub",
+    "scrub_text",
+]

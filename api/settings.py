@@ -7,14 +7,14 @@ Where they come from:
 - secrets from the environment only, never from YAML:
   - `STREAMSIM_PAN_SECRET`: the HMAC key of card tokens. Unset: a random key is created once
     in `<dirs.data>/api/pan-secret` (mode 0600) and reused, so tokens stay stable across
-    restarts on this machine. Every endpoint instance on one topic needs the same key.
+    restarts on this machine. Every endpoint instance on one topic needs the same key, and so
+    does the simulator (`streamsim.pan.pan_secret` resolves it for both).
   - `STREAMSIM_API_TOKEN`: the bearer token of the control routes. Unset: they are disabled.
 """
 
 from __future__ import annotations
 
 import os
-import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -24,9 +24,8 @@ from pydantic import Field, model_validator
 from detectors import TravelParams, VelocityParams
 from streamsim.config import StackConfig, load_model
 from streamsim.config.base import Settings
-from streamsim.errors import StreamsimError
+from streamsim.pan import PAN_SECRET_ENV, pan_secret
 
-PAN_SECRET_ENV = "STREAMSIM_PAN_SECRET"
 API_TOKEN_ENV = "STREAMSIM_API_TOKEN"
 SETTINGS_ENV = "STREAMSIM_API_SETTINGS"
 
@@ -136,28 +135,7 @@ def load_settings(path: str | Path | None = None) -> ApiSettings:
 
 
 def load_secrets(stack: StackConfig) -> ApiSecrets:
-    pan = os.environ.get(PAN_SECRET_ENV)
-    if pan:
-        if len(pan.encode()) < 16:
-            raise StreamsimError(f"{PAN_SECRET_ENV} must be at least 16 bytes long")
-        pan_secret = pan.encode()
-    else:
-        pan_secret = _stored_secret(Path(stack.dirs.data) / "api" / "pan-secret")
-    return ApiSecrets(pan_secret=pan_secret, api_token=os.environ.get(API_TOKEN_ENV) or None)
+    return ApiSecrets(pan_secret=pan_secret(stack), api_token=os.environ.get(API_TOKEN_ENV) or None)
 
 
-def _stored_secret(path: Path) -> bytes:
-    if path.exists():
-        secret = path.read_bytes().strip()
-        if len(secret) < 16:
-            raise StreamsimError(f"{path} holds a PAN secret shorter than 16 bytes; delete it")
-        return secret
-    path.parent.mkdir(parents=True, exist_ok=True)
-    secret = secrets.token_hex(32).encode()
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:  # another instance created it first
-        return path.read_bytes().strip()
-    with os.fdopen(fd, "wb") as out:
-        out.write(secret)
-    return secret
+__all__ = ["PAN_SECRET_ENV", "ApiSecrets", "ApiSettings", "load_secrets", "load_settings"]
