@@ -8,13 +8,19 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from scenarios.config import ScenarioConfig
     from simulators.scenario import Scenario
+    from streamsim.config import StackConfig
 
 SCENARIOS: dict[str, str] = {
     "sensor_fleet": "scenarios.sensor_fleet:SensorFleet",
 }
 
 
-def build_scenario(config: ScenarioConfig) -> Scenario:
+def build_scenario(config: ScenarioConfig, stack: StackConfig | None = None) -> Scenario:
+    """The scenario of `config.domain.type`; `stack` reaches scenarios that take one (e.g. for
+    the card token secret); None: the built-in stack defaults."""
     module, _, name = SCENARIOS[config.domain.type].partition(":")
-    scenario: Scenario = getattr(importlib.import_module(module), name)(config)
+    factory = getattr(importlib.import_module(module), name)
+    scenario: Scenario = (
+        factory(config, stack=stack) if getattr(factory, "uses_stack", False) else factory(config)
+    )
     return scenario

@@ -1,7 +1,8 @@
 """The delivery model: from a reading's true time to its emit time, or to its loss.
 
 Per event: a network delay; a chance of loss (at-most-once) or of a retry (at-least-once).
-Per device: connectivity outages. During one the device stores readings (up to a cap, dropping
+Per device (the row's `dev`: the entity itself, or the terminal a scenario routes it through):
+connectivity outages. During one the device stores readings (up to a cap, dropping
 the oldest or the newest beyond it) and flushes the backlog on reconnect, in order or shuffled.
 Every draw is made for every reading, in generation order, so the stream depends on config and
 seed only. Everything is vectorised; the buffer of held readings is bounded by the caps.
@@ -31,6 +32,7 @@ class DeliveryModel:
     def __init__(
         self, table: EntityTable, rng: np.random.Generator, start_ms: int, dtype: np.dtype
     ):
+        """`table`: the devices (the entities, unless the scenario has devices of its own)."""
         settings = [c.delivery for c in table.classes]
         self._rng = rng
         self._class_of = table.class_of
@@ -57,7 +59,7 @@ class DeliveryModel:
     def route(self, rows: np.ndarray) -> Routed:
         """Decide the fate of freshly generated rows (sorted by true time)."""
         self._draw(rows)
-        episodes = self.outages.classify(rows["ent"], rows["true_ms"])
+        episodes = self.outages.classify(rows["dev"], rows["true_ms"])
         rows["outage"] = episodes.id
         rows["reconnect_ms"] = np.where(episodes.id != NO_ID, episodes.end_ms, NO_ID)
         buffered = rows["outage"] != NO_ID
@@ -73,7 +75,7 @@ class DeliveryModel:
             return Routed(self.held[:0], self.held[:0])
         rows, self.held = self.held[due], self.held[~due]
         rows = rows[np.lexsort((rows["true_ms"], rows["outage"]))]
-        cls = self._class_of[rows["ent"]]
+        cls = self._class_of[rows["dev"]]
         shuffle_key = self._rng.random(rows.shape[0])
         order_key = np.where(self._shuffled[cls], shuffle_key, 0.0)
         slot = np.empty(rows.shape[0], dtype=np.int64)
@@ -99,10 +101,10 @@ class DeliveryModel:
 
     def _draw(self, rows: np.ndarray) -> None:
         n = rows.shape[0]
-        ent = rows["ent"]
-        cls = self._class_of[ent]
-        lost = self._rng.random(n) < self._p_drop[ent]
-        retried = ~lost & (self._rng.random(n) < self._p_dup[ent])
+        dev = rows["dev"]
+        cls = self._class_of[dev]
+        lost = self._rng.random(n) < self._p_drop[dev]
+        retried = ~lost & (self._rng.random(n) < self._p_dup[dev])
         delay_s = np.clip(sample_per_group(self._rng, self._delays, cls), 0, self._max_delay_s[cls])
         retry_s = np.clip(
             sample_per_group(self._rng, self._retries, cls), 0, self._max_delay_s[cls]
@@ -132,7 +134,7 @@ class DeliveryModel:
         group = concat([self.held[touched], rows], rows.dtype)
         keep_others = self.held[~touched]
         outage = group["outage"]
-        cls = self._class_of[group["ent"]]
+        cls = self._class_of[group["dev"]]
         from_start = group_ranks(outage)
         from_end = group_ranks(outage[::-1])[::-1]
         cap = self._cap[cls]
@@ -145,6 +147,6 @@ class DeliveryModel:
     def _count_outages(self, rows: np.ndarray) -> None:
         """Count outages that buffered at least one reading (ids only grow per device)."""
         ids, first = np.unique(rows["outage"], return_index=True)
-        owners = rows["ent"][first]
+        owners = rows["dev"][first]
         self.outages_seen += int((ids != self._last_outage[owners]).sum())
         self._last_outage[owners] = ids

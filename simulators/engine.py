@@ -9,6 +9,10 @@ Sends are released only once SimPy time has passed their emit time, and nothing 
 earlier than its true time, so the stream is in exact emit-time order and depends only on the
 config and seed, never on speed, sink or machine.
 
+A scenario may also bring (all optional, see `simulators.scenario`): devices other than its
+entities (clocks and delivery then apply per device, and truth gains `device_id`), extra truth
+keys, its own event encoder, and a sink wrapper (e.g. events over HTTP, truth to the sink).
+
 A run with a duration generates readings for that long, then delivers what is still pending:
 outages still going at the end end then (their backlogs flush), so a run ends within about
 max_delay_s of its duration. A run with an event count stops right after that many sends.
@@ -35,11 +39,12 @@ from simulators.records import Readings, group_ranks, row_dtype, to_rows
 from simulators.scenario import Scenario, Source
 from simulators.seeds import id_salt, rng_for
 from simulators.sinks.base import Records, Sink, Topics
-from simulators.truth import TruthEncoder
+from simulators.truth import TruthEncoder, TruthField
 from streamsim.errors import StreamsimError
 
 if TYPE_CHECKING:
     from scenarios.config import ScenarioConfig
+    from streamsim.config import StackConfig
 
 # In --events mode, give up if this many readings per wanted event brought no events.
 _STARVED_READINGS_PER_EVENT = 100
@@ -62,6 +67,7 @@ class RunSummary:
     backpressure_waits: int = 0
     id_prefix: str = ""  # every event id of the run starts with it
     anchor: dict[str, Any] = field(default_factory=dict)  # Pacer.anchor()
+    details: dict[str, Any] = field(default_factory=dict)  # the sink's own figures
 
     @property
     def events_per_s(self) -> float:
@@ -85,6 +91,7 @@ class RunSummary:
             "backpressure_waits": self.backpressure_waits,
             "id_prefix": self.id_prefix,
             "anchor": self.anchor,
+            **self.details,
         }
 
 
@@ -108,29 +115,42 @@ class Engine:
         *,
         speed: float | str | None = None,
         scenario: Scenario | None = None,
+        stack: StackConfig | None = None,
     ) -> None:
+        """`stack`: for scenarios that need it (e.g. the card token secret, an endpoint URL)."""
         self.config = config
-        self.sink = sink
-        self.scenario = scenario or build_scenario(config)
+        self.scenario = scenario or build_scenario(config, stack)
+        wrap_sink = getattr(self.scenario, "wrap_sink", None)
+        self.sink = wrap_sink(sink) if wrap_sink is not None else sink
         self.start_ms = config.start_ms
         self.table = EntityTable.build(
             self.scenario.entity_ids, config.classes, config.class_counts()
         )
+        devices: EntityTable | None = getattr(self.scenario, "devices", None)
+        self.devices = self.table if devices is None else devices
         self.dtype = row_dtype([(f.name, f.dtype) for f in self.scenario.payload])
         prefix = f"{self.scenario.id_prefix}-{id_salt(config.seed)}-"
-        self.clocks = DeviceClocks(self.table, rng_for(config.seed, "clocks"), self.start_ms)
+        self.clocks = DeviceClocks(self.devices, rng_for(config.seed, "clocks"), self.start_ms)
         self.delivery = DeliveryModel(
-            self.table, rng_for(config.seed, "delivery"), self.start_ms, self.dtype
+            self.devices, rng_for(config.seed, "delivery"), self.start_ms, self.dtype
         )
         self.queue = EmitQueue(self.dtype, self.start_ms, round(config.tick_s * 1000))
-        self.events = EventEncoder(
-            self.scenario.schema,
-            self.scenario.entity_field,
-            prefix,
-            self.table,
-            self.scenario.payload,
+        make_encoder = getattr(self.scenario, "encoder", None)
+        self.events = (
+            make_encoder(prefix, self.table)
+            if make_encoder is not None
+            else EventEncoder(
+                self.scenario.schema,
+                self.scenario.entity_field,
+                prefix,
+                self.table,
+                self.scenario.payload,
+            )
         )
-        self.truth = TruthEncoder(config.name, prefix, self.table, self.scenario.labels)
+        extras: list[TruthField] = list(getattr(self.scenario, "truth_fields", ()))
+        if devices is not None:
+            extras.insert(0, TruthField("device_id", "dev", devices.json_ids))
+        self.truth = TruthEncoder(config.name, prefix, self.table, self.scenario.labels, extras)
         self.pacer = Pacer.from_settings(config.pacing, self.start_ms, speed)
         self.topics = Topics(self.scenario.topic, f"truth.{config.name}")
         self.summary = RunSummary(id_prefix=prefix)
@@ -175,6 +195,7 @@ class Engine:
         self.summary.failed = report.failed
         self.summary.errors = report.errors
         self.summary.backpressure_waits = report.backpressure_waits
+        self.summary.details = report.details
         return self.summary
 
     def _ms(self, t_s: float) -> int:
@@ -239,7 +260,7 @@ class Engine:
         ent = rows["ent"]
         rows["seq"] = self._seq[ent] + group_ranks(ent)
         np.add.at(self._seq, ent, 1)
-        rows["event_ms"] = self.clocks.stamp(ent, rows["true_ms"])
+        rows["event_ms"] = self.clocks.stamp(rows["dev"], rows["true_ms"])
         routed = self.delivery.route(rows)
         self.queue.push(routed.sends)
         self._write_drops(routed.drops)
@@ -294,9 +315,11 @@ def run_scenario(
     speed: float | str | None = None,
     seed: int | None = None,
     progress: ProgressFn | None = None,
+    stack: StackConfig | None = None,
 ) -> RunSummary:
     """Run a scenario into a sink: for `duration_s` simulated seconds (default: the config's), or
     until `events` event records were sent. `speed` overrides pacing.speed ('max' or a factor).
+    `stack`: the stack settings, for scenarios that need them (default: built-in defaults).
 
     Example (a benchmark of the engine and JSONL writing):
         >>> cfg = load_model(ScenarioConfig, "config/scenarios/sensor_fleet.yaml")
@@ -304,6 +327,6 @@ def run_scenario(
     """
     if seed is not None:
         config = config.with_overrides(seed=seed)
-    return Engine(config, sink, speed=speed).run(
+    return Engine(config, sink, speed=speed, stack=stack).run(
         events=events, duration_s=duration_s, progress=progress
     )

@@ -20,6 +20,7 @@ DROP_REASONS = (None, "network", "buffer_overflow")
 ENGINE_COLUMNS: list[tuple[str, str]] = [
     ("gen", "i8"),  # generation index: makes the event_id
     ("ent", "i4"),  # entity index
+    ("dev", "i4"),  # device index: whose clock stamps it and who transmits it (default: ent)
     ("seq", "i8"),  # per-entity sequence number
     ("true_ms", "i8"),
     ("event_ms", "i8"),  # the device clock's stamp
@@ -54,6 +55,7 @@ class Readings:
     label: np.ndarray  # int16
     incident: np.ndarray  # int64, NO_ID when none
     payload: dict[str, np.ndarray] = field(default_factory=dict)
+    dev: np.ndarray | None = None  # int32 device index, for scenarios with devices (else ent)
 
     def __len__(self) -> int:
         return int(self.ent.shape[0])
@@ -69,6 +71,7 @@ def to_rows(batches: Sequence[Readings], dtype: np.dtype) -> np.ndarray:
         rows[name] = np.concatenate([getattr(b, name) for b in batches])
     for name in batches[0].payload:
         rows[name] = np.concatenate([b.payload[name] for b in batches])
+    rows["dev"] = np.concatenate([b.ent if b.dev is None else b.dev for b in batches])
     for name in ("emit_ms", "outage", "reconnect_ms"):
         rows[name] = NO_ID
     order = np.lexsort((rows["ent"], rows["true_ms"]))

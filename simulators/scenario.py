@@ -1,13 +1,29 @@
 """What the engine needs from a domain scenario. The engine owns clocks and delivery; a scenario
-only says which entities exist and what they truly do, as columns of true-time readings."""
+only says which entities exist and what they truly do, as columns of true-time readings.
+
+Optional, looked up with getattr (a scenario without them behaves as before):
+- `devices: EntityTable | None`: when an entity's events pass through other devices (a card's
+  transactions through POS terminals), their table, in blocks of the scenario's classes.
+  Readings then carry `dev`; clocks and delivery work per device; truth gains `device_id`.
+- `truth_fields: tuple[TruthField, ...]`: extra truth keys from the rows' columns.
+- `encoder(id_prefix, table) -> Encoder`: its own event serialisation (`encode(rows)`).
+- `wrap_sink(sink) -> Sink`: e.g. send events elsewhere (HTTP) and truth to `sink`.
+- `uses_stack = True` on the class: the registry passes `stack=StackConfig | None`.
+"""
 
 from __future__ import annotations
 
 from typing import Protocol
 
+import numpy as np
+
 from simulators.encoding import PayloadField
 from simulators.entities import EntityTable
 from simulators.records import Readings
+
+
+class Encoder(Protocol):
+    def encode(self, rows: np.ndarray) -> list[bytes]: ...
 
 
 class Source(Protocol):

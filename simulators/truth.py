@@ -2,11 +2,16 @@
 
 Keys (the data contract): event_id, entity_id, scenario, true_time, event_time, emit_time,
 clock_offset_ms, delay_ms, outage_id, duplicate_of, dropped, label, incident_id.
+
+A scenario may add keys after these (`TruthField`), e.g. `device_id` when its events pass
+through devices other than the entity (a card's transactions through POS terminals), or
+`hard_negative` (cards). The 13 keys above keep their meaning in every scenario.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -33,11 +38,30 @@ TRUTH_KEYS = (
 NULL = b"null"
 
 
+@dataclass(frozen=True)
+class TruthField:
+    """An extra truth key: the JSON literal `literals[row[column]]` (e.g. from `choices`)."""
+
+    name: str
+    column: str  # an integer column of the rows: engine or payload
+    literals: np.ndarray  # object array of JSON literals (bytes)
+
+    @classmethod
+    def choices(cls, name: str, column: str, values: Sequence[str | None]) -> TruthField:
+        """Values by index; None is JSON null."""
+        return cls(name, column, np.array([json_bytes(v) for v in values], dtype=object))
+
+
 class TruthEncoder:
     """Builds (keys, values, timestamps) for sent and for dropped rows."""
 
     def __init__(
-        self, scenario: str, id_prefix: str, table: EntityTable, labels: Sequence[str]
+        self,
+        scenario: str,
+        id_prefix: str,
+        table: EntityTable,
+        labels: Sequence[str],
+        extras: Sequence[TruthField] = (),
     ) -> None:
         prefix = id_prefix.encode()
         self._event_id = prefix + b"%x"
@@ -49,16 +73,18 @@ class TruthEncoder:
         self._reasons = np.array(
             [NULL if r is None else json_bytes(r) for r in DROP_REASONS], dtype=object
         )
+        self._extras = list(extras)
+        tail = b"".join(b"," + json_bytes(f.name) + b":%s" for f in self._extras) + b"}"
         head = b'{"event_id":"' + prefix + b'%x","entity_id":%s,"scenario":' + json_bytes(scenario)
         self._sent = (
             head + b',"true_time":%d,"event_time":%d,"emit_time":%d,"clock_offset_ms":%d,'
             b'"delay_ms":%d,"outage_id":%s,"duplicate_of":%s,"dropped":null,"label":%s,'
-            b'"incident_id":%s}'
+            b'"incident_id":%s' + tail
         )
         self._dropped = (
             head + b',"true_time":%d,"event_time":%d,"emit_time":null,"clock_offset_ms":%d,'
             b'"delay_ms":null,"outage_id":%s,"duplicate_of":null,"dropped":%s,"label":%s,'
-            b'"incident_id":%s}'
+            b'"incident_id":%s' + tail
         )
 
     def keys(self, rows: np.ndarray) -> list[bytes]:
@@ -78,6 +104,7 @@ class TruthEncoder:
             self._duplicate_of(rows),
             self._labels[rows["label"]].tolist(),
             self._optional(rows["incident"], self._incident_id),
+            *self._extra_columns(rows),
         )
         return list(map(self._sent.__mod__, zip(*columns, strict=True)))
 
@@ -92,8 +119,12 @@ class TruthEncoder:
             self._reasons[rows["dropped"]].tolist(),
             self._labels[rows["label"]].tolist(),
             self._optional(rows["incident"], self._incident_id),
+            *self._extra_columns(rows),
         )
         return list(map(self._dropped.__mod__, zip(*columns, strict=True)))
+
+    def _extra_columns(self, rows: np.ndarray) -> list[list[bytes]]:
+        return [f.literals[rows[f.column]].tolist() for f in self._extras]
 
     @staticmethod
     def _optional(ids: np.ndarray, template: bytes) -> list[bytes]:

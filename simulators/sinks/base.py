@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,7 @@ class SinkReport:
     failed: int = 0
     errors: list[str] = field(default_factory=list)
     backpressure_waits: int = 0
+    details: dict[str, Any] = field(default_factory=dict)  # sink-specific figures for the summary
 
 
 class Sink(Protocol):
