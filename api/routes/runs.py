@@ -1,0 +1,116 @@
+"""Scenario runs: start and stop (control, bearer token), list them and the scenarios (read).
+
+- `POST /v1/control/runs` -> 201 the run; 404 unknown scenario; 409 one already running;
+  422 a bad body or a bad override (the key is named).
+- `DELETE /v1/control/runs/{run_id}` -> the run, once stopped (SIGTERM, then SIGKILL).
+- `GET /v1/runs`, `GET /v1/runs/{run_id}`, `GET /v1/scenarios`: open.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, HTTPException, Request, status
+
+from api.deps import require_token
+from api.responses import OrjsonResponse
+from api.run_models import ErrorBody, RunInfo, RunList, RunRequest, ScenarioList
+from api.runs import InvalidOverrides, RunConflict, RunManager, UnknownRun, UnknownScenario
+
+router = APIRouter(tags=["runs"])
+
+
+def runs_of(request: Request) -> RunManager:
+    runs: RunManager | None = getattr(request.app.state, "runs", None)
+    if runs is None:
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "run control is not set up")
+    return runs
+
+
+@router.post(
+    "/v1/control/runs",
+    status_code=status.HTTP_201_CREATED,
+    dependencies=[Depends(require_token)],
+    response_class=OrjsonResponse,
+    responses={
+        201: {"model": RunInfo, "description": "Started."},
+        401: {"model": ErrorBody, "description": "Missing or wrong bearer token."},
+        403: {"model": ErrorBody, "description": "Control routes disabled (no token set)."},
+        404: {"model": ErrorBody, "description": "No such scenario."},
+        409: {"model": ErrorBody, "description": "The scenario is already running."},
+        422: {"model": ErrorBody, "description": "Invalid body or overrides, key by key."},
+    },
+    summary="Start a scenario run",
+)
+def start_run(body: RunRequest, request: Request) -> OrjsonResponse:
+    """Runs `streamsim simulate` into Kafka with the overrides merged over the scenario file."""
+    manager = runs_of(request)
+    try:
+        run = manager.start(
+            body.scenario,
+            speed=body.speed,
+            duration_s=body.duration_s,
+            seed=body.seed,
+            overrides=body.overrides,
+        )
+    except UnknownScenario as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
+    except RunConflict as exc:
+        raise HTTPException(
+            status.HTTP_409_CONFLICT, {"message": str(exc), "run_id": exc.run.run_id}
+        ) from None
+    except InvalidOverrides as exc:
+        detail = [{**p, "loc": ["body", "overrides", *p["loc"]]} for p in exc.problems]
+        return OrjsonResponse({"detail": detail}, status_code=422)
+    return OrjsonResponse(run.to_dict(), status_code=status.HTTP_201_CREATED)
+
+
+@router.delete(
+    "/v1/control/runs/{run_id}",
+    dependencies=[Depends(require_token)],
+    response_class=OrjsonResponse,
+    responses={
+        200: {"model": RunInfo, "description": "Stopped (or had already ended)."},
+        401: {"model": ErrorBody},
+        403: {"model": ErrorBody},
+        404: {"model": ErrorBody, "description": "No such run."},
+    },
+    summary="Stop a run",
+)
+def stop_run(run_id: str, request: Request) -> OrjsonResponse:
+    """SIGTERM (the simulator flushes what it holds to Kafka), SIGKILL if it does not end."""
+    try:
+        run = runs_of(request).stop(run_id)
+    except UnknownRun as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
+    return OrjsonResponse(run.to_dict())
+
+
+@router.get(
+    "/v1/runs", response_class=OrjsonResponse, responses={200: {"model": RunList}}, tags=["read"]
+)
+def list_runs(request: Request) -> OrjsonResponse:
+    """Runs started by this API process, newest first (the last 100)."""
+    return OrjsonResponse({"runs": [r.to_dict() for r in runs_of(request).list()]})
+
+
+@router.get(
+    "/v1/runs/{run_id}",
+    response_class=OrjsonResponse,
+    responses={200: {"model": RunInfo}, 404: {"model": ErrorBody}},
+    tags=["read"],
+)
+def get_run(run_id: str, request: Request) -> OrjsonResponse:
+    try:
+        return OrjsonResponse(runs_of(request).get(run_id).to_dict())
+    except UnknownRun as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
+
+
+@router.get(
+    "/v1/scenarios",
+    response_class=OrjsonResponse,
+    responses={200: {"model": ScenarioList}},
+    tags=["read"],
+)
+def list_scenarios(request: Request) -> OrjsonResponse:
+    """The scenario files a run can start from, resolved (what the UI builds its sliders from)."""
+    return OrjsonResponse({"scenarios": runs_of(request).scenarios()})

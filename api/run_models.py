@@ -1,0 +1,93 @@
+"""Request and response schemas of the run-control routes (`api.routes.runs`)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from api.runs import RunStatus
+
+Speed = Annotated[float, Field(gt=0, le=1e6)] | Literal["max"]
+
+
+class RunRequest(BaseModel):
+    """Start one scenario run (`streamsim simulate` into Kafka)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "scenario": "sensor_fleet",
+                    "speed": 2.0,
+                    "duration_s": 300,
+                    "overrides": {
+                        "entities": 2000,
+                        "delivery": {"duplicates": {"probability": 0.01}},
+                        "classes": {"env_sensor": {"delivery": {"drops": {"probability": 0.05}}}},
+                    },
+                }
+            ]
+        },
+    )
+
+    scenario: str = Field(
+        min_length=1,
+        max_length=128,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+        description="A scenario file's name without .yaml, from GET /v1/scenarios.",
+    )
+    speed: Speed | None = Field(
+        None, description="Simulated seconds per wall second, or 'max'. Default: the file's."
+    )
+    duration_s: float | None = Field(
+        None, gt=0, le=1e9, description="Simulated seconds to generate. Default: the file's."
+    )
+    seed: int | None = Field(None, ge=0, le=2**63 - 1, description="Default: the file's.")
+    overrides: dict[str, JsonValue] = Field(
+        default_factory=dict,
+        description="Keys merged over the scenario file before validation: nested mappings "
+        "merge, lists are replaced, `classes` may map class names to their own keys.",
+    )
+
+
+class RunInfo(BaseModel):
+    run_id: str
+    scenario: str
+    status: RunStatus = Field(
+        description="running, stopping; then finished (exit 0), failed, or stopped (by DELETE)."
+    )
+    pid: int | None
+    started_at: int = Field(description="Epoch ms.")
+    ended_at: int | None = Field(description="Epoch ms.")
+    exit_code: int | None
+    speed: float | str | None
+    duration_s: float | None
+    seed: int | None
+    overrides: dict[str, Any]
+    summary: dict[str, Any] | None = Field(
+        description="`streamsim simulate --json` of a finished run: events, truth, "
+        "duplicates, dropped, outages, events_per_s."
+    )
+    error: str | None = Field(description="The tail of stderr of a failed run.")
+    workdir: str = Field(description="The run's scenario, stack, stdout and stderr files.")
+
+
+class RunList(BaseModel):
+    runs: list[RunInfo] = Field(description="Newest first.")
+
+
+class ScenarioInfo(BaseModel):
+    name: str = Field(description="What POST /v1/control/runs takes as `scenario`.")
+    file: str
+    config: dict[str, Any] | None = Field(description="Resolved: every default filled in.")
+    error: str | None = Field(description="Why the file does not validate, if it does not.")
+
+
+class ScenarioList(BaseModel):
+    scenarios: list[ScenarioInfo]
+
+
+class ErrorBody(BaseModel):
+    detail: Any
