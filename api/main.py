@@ -5,11 +5,16 @@ Routes:
 - `POST /v1/transactions`: the verdict (open on localhost: the POS data plane);
 - `GET /v1/cards/{token}/last-use`, `GET /v1/stats`, `GET /v1/health`: read API (open);
 - `POST /v1/control/stats/reset`: control (bearer token);
+- `POST /v1/control/runs`, `DELETE /v1/control/runs/{id}`: scenario runs (bearer token);
+  `GET /v1/runs`, `GET /v1/scenarios` (open);
+- `GET /v1/alerts`, `/v1/activity/recent`, `/v1/pipeline`, `/v1/rates`,
+  `/v1/evaluations/latest`: read API for the control panel (open);
 - `/docs`, `/openapi.json`: OpenAPI.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,21 +23,42 @@ from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 
 from api.errors import validation_error_handler
+from api.feeds import Feeds
 from api.responses import OrjsonResponse
-from api.routes import cards, control, health, stats, transactions
+from api.routes import cards, control, feeds, health, runs, stats, transactions
+from api.runs import RunManager
 from api.service import FraudService
 from api.settings import load_secrets, load_settings
 from api.stats import LatencyMiddleware
 from streamsim.config import StackConfig
 
 
-def create_app(service: FraudService) -> FastAPI:
+def create_app(
+    service: FraudService,
+    *,
+    run_manager: RunManager | None = None,
+    feed: Feeds | None = None,
+    evaluations_dir: Path | None = None,
+) -> FastAPI:
+    """With a stack, runs, feeds and evaluations default to the stack's (None: without)."""
+    stack = service.stack
+    if stack is not None:
+        run_manager = run_manager or RunManager.for_stack(stack)
+        feed = feed or Feeds(stack, service.settings.topic)
+        evaluations_dir = evaluations_dir or Path(stack.dirs.data) / "evaluations"
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await service.start()
+        if feed is not None:
+            feed.start()
         try:
             yield
         finally:
+            if run_manager is not None:
+                await asyncio.to_thread(run_manager.close)
+            if feed is not None:
+                await asyncio.to_thread(feed.stop)
             await service.stop()
 
     app = FastAPI(
@@ -43,8 +69,11 @@ def create_app(service: FraudService) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.service = service
+    app.state.runs = run_manager
+    app.state.feeds = feed
+    app.state.evaluations_dir = evaluations_dir
     app.add_exception_handler(RequestValidationError, validation_error_handler)
-    for module in (transactions, cards, stats, health, control):
+    for module in (transactions, cards, stats, health, control, runs, feeds):
         app.include_router(module.router)
     app.add_middleware(LatencyMiddleware, stats=service.stats)
     return app

@@ -1,0 +1,127 @@
+"""Response schemas of the read routes for the control panel (`api.routes.feeds`)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class Source(BaseModel):
+    """How the feed behind a response is doing."""
+
+    topic: str
+    status: str = Field(description="starting, live, waiting for Kafka, stopped.")
+    partitions: int = Field(description="Partitions of the topic being followed (0: none yet).")
+    error: str | None
+
+
+class ActivityRow(BaseModel):
+    """A decision from `cards.activity`: the card as token + last 4 digits, never the PAN."""
+
+    transaction_id: str | None
+    card_token: str
+    card_last4: str
+    event_time: int | None = Field(description="Device clock, epoch ms.")
+    decided_at: int | None = Field(description="Processing time of the decision, epoch ms.")
+    amount: float | None
+    currency: str | None
+    merchant_id: str | None
+    channel: str | None
+    country: str | None
+    lat: float | None
+    lon: float | None
+    decision: Literal["approve", "review", "decline"] | None
+    score: float | None
+    reasons: list[str] | None
+    evidence: dict[str, Any] | None
+
+
+class ActivityFeed(BaseModel):
+    activity: list[ActivityRow] = Field(description="Newest decision first.")
+    count: int
+    source: Source
+
+
+class AlertRow(_Open):
+    """An alert of a pipeline detector (`detectors.Alert`, as the Spark job writes it)."""
+
+    alert_id: str
+    rule: str
+    label: str | None
+    entity_id: str | None = Field(description="Card token, vehicle or container id.")
+    event_time: int | None = Field(description="Device clock of the event that fired it.")
+    event_ids: list[str] | None
+    evidence: dict[str, Any] | None = Field(description="The values that crossed thresholds.")
+    source: str | None
+    job: str | None
+    detected_at: int | None = Field(description="Processing time, epoch ms.")
+
+
+class AlertFeed(BaseModel):
+    alerts: list[AlertRow] = Field(description="Newest detection first.")
+    count: int
+    source: Source
+
+
+class QueryProgress(_Open):
+    """The latest `pipeline.progress/1` report of one streaming query, and totals."""
+
+    query: str
+    job: str | None
+    mode: str | None = Field(description="realtime or microbatch.")
+    batch_id: int | None
+    input_rows: int | None
+    input_rows_per_s: float | None
+    processed_rows_per_s: float | None
+    watermark: str | None = Field(description="As Spark reports it (ISO 8601).")
+    watermark_ms: int | None
+    watermark_delay_s: float | None = Field(
+        description="Report time minus watermark: how far event time trails processing time "
+        "(large for a stream of simulated past dates)."
+    )
+    dropped_by_watermark: int | None = Field(description="Late rows dropped in the last batch.")
+    duration_ms: int | None
+    at: int | None = Field(description="When the report was published, epoch ms.")
+    report_age_s: float | None = Field(description="Seconds since that report.")
+    batches_seen: int
+    input_rows_seen: int
+    dropped_by_watermark_seen: int = Field(description="Late rows dropped, over reports seen.")
+
+
+class PipelineView(BaseModel):
+    queries: list[QueryProgress]
+    source: Source
+
+
+class TopicRate(BaseModel):
+    topic: str
+    records_per_s: float | None = Field(description="Over the last sample interval.")
+    end_offset: int = Field(description="Sum of the partitions' end offsets.")
+
+
+class RateSample(BaseModel):
+    at: int = Field(description="Epoch ms.")
+    rates: dict[str, float]
+
+
+class Rates(BaseModel):
+    sampled_at: int | None = Field(description="Epoch ms of the latest sample.")
+    interval_s: float
+    topics: list[TopicRate]
+    history: list[RateSample] = Field(description="Oldest first, one per sample.")
+    error: str | None
+
+
+class Evaluation(BaseModel):
+    file: str
+    modified_at: int = Field(description="Epoch ms.")
+    report: dict[str, Any] = Field(
+        description="As `streamsim evaluate --json` prints it: scenario, paths (per path and "
+        "label: precision, recall, f1, support, latency_ms), late_dropped, "
+        "hard_negative_alerts, parity."
+    )

@@ -1,0 +1,472 @@
+"""What the read API shows of the topics: recent alerts, recent decisions, pipeline progress and
+records/s per topic, kept in memory by two background threads.
+
+- The tail thread is assigned every partition of `alerts`, the activity topic and `metrics`
+  (no consumer group, nothing committed), starting `tail` records before each partition's end,
+  and keeps the newest records in bounded ring buffers. Topics that appear later (a Spark job's
+  first alert) are picked up within `refresh_s`.
+- The rate thread asks the cluster for every topic's end offsets once per `sample_s` (one batched
+  ListOffsets request) and turns the deltas into records/s (`RateTracker`).
+
+What leaves here is projected field by field: an activity row carries the card token and last 4
+digits, never more of the card (the topic has no PAN either; the projection makes sure nothing
+else added to the record later reaches the UI by accident).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+import orjson
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from api.kafkalog import kafka_logger
+from streamsim.config import StackConfig
+from streamsim.kafka import consumer_config
+from streamsim.kafka.clients import base_config
+
+log = logging.getLogger("api.feeds")
+
+ALERTS_TOPIC = "alerts"
+METRICS_TOPIC = "metrics"
+PROGRESS_SCHEMA = "pipeline.progress/1"
+
+#: The `cards.activity` fields the UI may see.
+ACTIVITY_FIELDS = (
+    "transaction_id",
+    "card_token",
+    "card_last4",
+    "event_time",
+    "decided_at",
+    "amount",
+    "currency",
+    "merchant_id",
+    "channel",
+    "country",
+    "lat",
+    "lon",
+    "decision",
+    "score",
+    "reasons",
+    "evidence",
+)
+ALERT_FIELDS = (
+    "alert_id",
+    "rule",
+    "label",
+    "entity_id",
+    "event_time",
+    "event_ids",
+    "evidence",
+    "source",
+    "job",
+    "detected_at",
+)
+PROGRESS_FIELDS = (
+    "job",
+    "mode",
+    "query",
+    "batch_id",
+    "input_rows",
+    "input_rows_per_s",
+    "processed_rows_per_s",
+    "watermark",
+    "dropped_by_watermark",
+    "duration_ms",
+    "at",
+)
+
+
+# -- parsing: pure functions of one record ----------------------------------------------------
+
+
+def activity_row(record: Any) -> dict[str, Any] | None:
+    """The UI's view of a `cards.activity` record; None if it is not one."""
+    if not isinstance(record, dict) or not isinstance(record.get("card_token"), str):
+        return None
+    last4 = record.get("card_last4")
+    if not isinstance(last4, str) or len(last4) != 4 or "decision" not in record:
+        return None
+    return {key: record.get(key) for key in ACTIVITY_FIELDS}
+
+
+def alert_row(record: Any) -> dict[str, Any] | None:
+    """An Alert row, `evidence` decoded from its JSON string; None if it is not one."""
+    if not isinstance(record, dict) or not record.get("alert_id") or not record.get("rule"):
+        return None
+    row = {key: record.get(key) for key in ALERT_FIELDS}
+    evidence = row["evidence"]
+    if isinstance(evidence, str | bytes):
+        try:
+            row["evidence"] = orjson.loads(evidence)
+        except orjson.JSONDecodeError:
+            row["evidence"] = {"raw": evidence if isinstance(evidence, str) else evidence.decode()}
+    return row
+
+
+def progress_row(record: Any) -> dict[str, Any] | None:
+    if not isinstance(record, dict) or record.get("schema") != PROGRESS_SCHEMA:
+        return None
+    if not record.get("query"):
+        return None
+    return {key: record.get(key) for key in PROGRESS_FIELDS}
+
+
+def parse_watermark(value: Any) -> int | None:
+    """Spark's watermark (ISO 8601, e.g. `2026-01-01T00:10:00.000Z`) as epoch ms."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
+    except ValueError:
+        return None
+
+
+# -- the in-memory views ---------------------------------------------------------------------
+
+
+class RingBuffer:
+    """The newest `size` rows; `recent(limit)` newest first by `key`, deduplicated by `id_key`
+    (a replayed alert or decision shows once, its latest copy)."""
+
+    def __init__(self, size: int, key: str, id_key: str) -> None:
+        self.size = size
+        self.key = key
+        self.id_key = id_key
+        self._rows: deque[dict[str, Any]] = deque(maxlen=size)
+        self._lock = threading.Lock()
+        self.seen = 0
+
+    def append(self, row: dict[str, Any]) -> None:
+        with self._lock:
+            self._rows.append(row)
+            self.seen += 1
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._rows)
+
+    def recent(self, limit: int) -> list[dict[str, Any]]:
+        with self._lock:
+            rows = list(self._rows)
+        latest: dict[Any, dict[str, Any]] = {}
+        for row in rows:  # oldest first: a later copy replaces an earlier one
+            latest[row.get(self.id_key)] = row
+        ordered = sorted(latest.values(), key=lambda r: _number(r.get(self.key)), reverse=True)
+        return ordered[: max(0, limit)]
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) else float("-inf")
+
+
+class PipelineProgress:
+    """The latest `pipeline.progress/1` report per query, plus totals over the reports seen."""
+
+    def __init__(self) -> None:
+        self._latest: dict[str, dict[str, Any]] = {}
+        self._totals: dict[str, dict[str, int]] = {}
+        self._lock = threading.Lock()
+
+    def add(self, row: dict[str, Any]) -> None:
+        query = str(row["query"])
+        with self._lock:
+            totals = self._totals.setdefault(
+                query, {"batches_seen": 0, "input_rows_seen": 0, "dropped_by_watermark_seen": 0}
+            )
+            totals["batches_seen"] += 1
+            totals["input_rows_seen"] += int(row.get("input_rows") or 0)
+            totals["dropped_by_watermark_seen"] += int(row.get("dropped_by_watermark") or 0)
+            current = self._latest.get(query)
+            if current is None or _number(row.get("at")) >= _number(current.get("at")):
+                self._latest[query] = row
+
+    def queries(self, now_ms: int) -> list[dict[str, Any]]:
+        """Per query: the latest report, the watermark as epoch ms, how far it trails the
+        report's processing time (`watermark_delay_s`), the report's age, and the totals."""
+        with self._lock:
+            items = [(q, dict(r), dict(self._totals[q])) for q, r in self._latest.items()]
+        out = []
+        for query, row, totals in sorted(items):
+            watermark_ms = parse_watermark(row.get("watermark"))
+            at = row.get("at")
+            at_ms = int(at) if isinstance(at, int | float) else None
+            out.append(
+                {
+                    **row,
+                    "query": query,
+                    "watermark_ms": watermark_ms,
+                    "watermark_delay_s": None
+                    if watermark_ms is None or at_ms is None
+                    else round((at_ms - watermark_ms) / 1000, 3),
+                    "report_age_s": None if at_ms is None else round((now_ms - at_ms) / 1000, 3),
+                    **totals,
+                }
+            )
+        return out
+
+
+class RateTracker:
+    """Records/s per topic from successive end-offset totals.
+
+    `add(at_s, ends)` takes a sample (monotonic seconds, topic -> sum of partition end offsets);
+    a topic's rate is the delta over the last two samples that both saw it. A total that went
+    down (the topic was deleted and created again) counts as a fresh start, not a negative rate.
+    """
+
+    def __init__(self, history: int = 120) -> None:
+        self._samples: deque[tuple[float, float, dict[str, int]]] = deque(maxlen=history + 1)
+        self._lock = threading.Lock()
+
+    def add(self, at_s: float, ends: Mapping[str, int], wall_ms: int | None = None) -> None:
+        wall = time.time_ns() // 1_000_000 if wall_ms is None else wall_ms
+        with self._lock:
+            self._samples.append((at_s, float(wall), dict(ends)))
+
+    @staticmethod
+    def _between(
+        a: tuple[float, float, dict[str, int]], b: tuple[float, float, dict[str, int]]
+    ) -> dict[str, float]:
+        dt = b[0] - a[0]
+        if dt <= 0:
+            return {}
+        out = {}
+        for topic, end in b[2].items():
+            before = a[2].get(topic)
+            if before is None:
+                continue
+            out[topic] = round(max(0, end - before) / dt, 3)
+        return out
+
+    def rates(self) -> dict[str, float]:
+        with self._lock:
+            samples = list(self._samples)
+        return self._between(samples[-2], samples[-1]) if len(samples) >= 2 else {}
+
+    def ends(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._samples[-1][2]) if self._samples else {}
+
+    def sampled_at(self) -> int | None:
+        with self._lock:
+            return int(self._samples[-1][1]) if self._samples else None
+
+    def history(self) -> list[dict[str, Any]]:
+        """Oldest first: `{"at": epoch ms, "rates": {topic: records/s}}` per sample pair."""
+        with self._lock:
+            samples = list(self._samples)
+        return [
+            {"at": int(b[1]), "rates": self._between(a, b)} for a, b in itertools.pairwise(samples)
+        ]
+
+
+# -- the threads ------------------------------------------------------------------------------
+
+
+class Feeds:
+    def __init__(
+        self,
+        stack: StackConfig,
+        activity_topic: str = "cards.activity",
+        *,
+        alerts_topic: str = ALERTS_TOPIC,
+        metrics_topic: str = METRICS_TOPIC,
+        tail: int = 500,
+        sample_s: float = 1.0,
+        refresh_s: float = 3.0,
+    ) -> None:
+        self.stack = stack
+        self.alerts_topic = alerts_topic
+        self.activity_topic = activity_topic
+        self.metrics_topic = metrics_topic
+        self.tail = tail
+        self.sample_s = sample_s
+        self.refresh_s = refresh_s
+        self.alerts = RingBuffer(tail, key="detected_at", id_key="alert_id")
+        self.activity = RingBuffer(tail, key="decided_at", id_key="transaction_id")
+        self.progress = PipelineProgress()
+        self.rates = RateTracker()
+        self.malformed: dict[str, int] = {}
+        self.assigned: set[tuple[str, int]] = set()
+        self.status = "starting"
+        self.last_error: str | None = None
+        self._parsers: dict[str, Callable[[Any], None]] = {
+            alerts_topic: self._on_alert,
+            activity_topic: self._on_activity,
+            metrics_topic: self._on_progress,
+        }
+        self._stop = threading.Event()
+        self._threads = [
+            threading.Thread(target=self._guard(self._tail_loop), name="feeds-tail", daemon=True),
+            threading.Thread(target=self._guard(self._rate_loop), name="feeds-rates", daemon=True),
+        ]
+
+    def start(self) -> None:
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            if thread.is_alive():
+                thread.join(timeout_s)
+        self.status = "stopped"
+
+    def source(self, topic: str) -> dict[str, Any]:
+        """How a feed is doing: for the responses, so the UI can tell 'nothing yet' from
+        'cannot read'."""
+        partitions = sorted(p for t, p in self.assigned if t == topic)
+        return {
+            "topic": topic,
+            "status": self.status,
+            "partitions": len(partitions),
+            "error": self.last_error,
+        }
+
+    # -- tail ----------------------------------------------------------------------------------
+
+    def _guard(self, loop: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
+            while not self._stop.is_set():
+                try:
+                    loop()
+                    return
+                except Exception as exc:  # keep the API up; retry after a pause
+                    self.last_error = f"{type(exc).__name__}: {exc}"
+                    log.warning("feed thread failed (%s); restarting", self.last_error)
+                    self._stop.wait(2.0)
+
+        return run
+
+    def _tail_loop(self) -> None:
+        config = consumer_config(
+            self.stack,
+            f"streamsim-feeds-{uuid.uuid4().hex[:12]}",
+            **{"logger": kafka_logger(), "enable.partition.eof": False},
+        )
+        consumer = Consumer(config)
+        self.assigned = set()
+        try:
+            next_refresh = 0.0
+            while not self._stop.is_set():
+                if time.monotonic() >= next_refresh:
+                    self._assign_new(consumer)
+                    next_refresh = time.monotonic() + self.refresh_s
+                if not self.assigned:
+                    self._stop.wait(0.5)
+                    continue
+                for msg in consumer.consume(200, 0.5):
+                    err = msg.error()
+                    if err is not None:
+                        self.last_error = err.str()
+                        continue
+                    self._on_message(msg.topic() or "", msg.value())
+        finally:
+            consumer.close()
+
+    def _assign_new(self, consumer: Consumer) -> None:
+        try:
+            topics = consumer.list_topics(timeout=5.0).topics
+        except KafkaException as exc:
+            self.status = "waiting for Kafka"
+            self.last_error = str(exc.args[0]) if exc.args else "cannot reach Kafka"
+            return
+        new = []
+        for topic in self._parsers:
+            meta = topics.get(topic)
+            if meta is None or meta.error is not None:
+                continue
+            for partition in meta.partitions:
+                if (topic, partition) in self.assigned:
+                    continue
+                low, high = consumer.get_watermark_offsets(
+                    TopicPartition(topic, partition), timeout=5.0
+                )
+                start = max(low, high - self.tail)
+                new.append(TopicPartition(topic, partition, start))
+        if new:
+            consumer.incremental_assign(new)
+            self.assigned.update((tp.topic, tp.partition) for tp in new)
+        self.status = "live"
+        self.last_error = None
+
+    def _on_message(self, topic: str, value: bytes | None) -> None:
+        parse = self._parsers.get(topic)
+        if parse is None:
+            return
+        try:
+            record = orjson.loads(value or b"")
+        except orjson.JSONDecodeError:
+            record = None
+        parse(record)
+
+    def _count_malformed(self, topic: str) -> None:
+        self.malformed[topic] = self.malformed.get(topic, 0) + 1
+
+    def _on_alert(self, record: Any) -> None:
+        row = alert_row(record)
+        if row is None:
+            self._count_malformed(self.alerts_topic)
+        else:
+            self.alerts.append(row)
+
+    def _on_activity(self, record: Any) -> None:
+        row = activity_row(record)
+        if row is None:
+            self._count_malformed(self.activity_topic)
+        else:
+            self.activity.append(row)
+
+    def _on_progress(self, record: Any) -> None:
+        row = progress_row(record)
+        if row is None:
+            return  # other schemas may share the metrics topic
+        self.progress.add(row)
+
+    # -- rates ---------------------------------------------------------------------------------
+
+    def _rate_loop(self) -> None:
+        config: dict[str, Any] = {**base_config(self.stack), "logger": kafka_logger()}
+        admin = AdminClient(config)
+        while not self._stop.is_set():
+            started = time.monotonic()
+            try:
+                ends = end_offset_totals(admin, timeout_s=max(1.0, 2 * self.sample_s))
+            except KafkaException as exc:
+                self.last_error = str(exc.args[0]) if exc.args else "cannot reach Kafka"
+            else:
+                self.rates.add(started, ends)
+            self._stop.wait(max(0.0, self.sample_s - (time.monotonic() - started)))
+
+
+def end_offset_totals(admin: AdminClient, timeout_s: float = 2.0) -> dict[str, int]:
+    """Topic -> sum of its partitions' end offsets, for every topic not starting with `_`."""
+    metadata = admin.list_topics(timeout=timeout_s).topics
+    request = {
+        TopicPartition(name, p): OffsetSpec.latest()
+        for name, meta in metadata.items()
+        if not name.startswith("_") and meta.error is None
+        for p in meta.partitions
+    }
+    if not request:
+        return {}
+    totals: dict[str, int] = {}
+    incomplete: set[str] = set()
+    futures = admin.list_offsets(request, request_timeout=timeout_s)
+    for tp, future in futures.items():
+        try:
+            offset = future.result().offset
+        except KafkaException:
+            incomplete.add(tp.topic)  # e.g. no leader right now: a partial sum would jump
+            continue
+        totals[tp.topic] = totals.get(tp.topic, 0) + max(0, offset)
+    return {topic: n for topic, n in totals.items() if topic not in incomplete}

@@ -1,0 +1,124 @@
+"""Read routes for the control panel (open): recent alerts and decisions, pipeline progress,
+records/s per topic, the latest evaluation."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Query, Request, status
+
+from api.evaluations import latest_evaluation
+from api.feed_models import ActivityFeed, AlertFeed, Evaluation, PipelineView, Rates
+from api.feeds import Feeds
+from api.responses import OrjsonResponse
+from api.run_models import ErrorBody
+
+router = APIRouter(prefix="/v1", tags=["read"])
+
+Limit = Annotated[int, Query(ge=1, le=500, description="At most this many, newest first.")]
+
+
+def feeds_of(request: Request) -> Feeds:
+    feeds: Feeds | None = getattr(request.app.state, "feeds", None)
+    if feeds is None:
+        raise HTTPException(
+            status.HTTP_503_SERVICE_UNAVAILABLE, "feeds need Kafka: this API runs without a stack"
+        )
+    return feeds
+
+
+_UNAVAILABLE: dict[int | str, dict[str, Any]] = {
+    503: {"model": ErrorBody, "description": "No Kafka configured."}
+}
+
+
+@router.get(
+    "/alerts",
+    response_class=OrjsonResponse,
+    responses={200: {"model": AlertFeed}, **_UNAVAILABLE},
+)
+def alerts(request: Request, limit: Limit = 50) -> OrjsonResponse:
+    """Recent alerts of the pipeline detectors (the `alerts` topic), evidence decoded."""
+    feeds = feeds_of(request)
+    rows = feeds.alerts.recent(limit)
+    return OrjsonResponse(
+        {"alerts": rows, "count": len(rows), "source": feeds.source(feeds.alerts_topic)}
+    )
+
+
+@router.get(
+    "/activity/recent",
+    response_class=OrjsonResponse,
+    responses={200: {"model": ActivityFeed}, **_UNAVAILABLE},
+)
+def recent_activity(request: Request, limit: Limit = 100) -> OrjsonResponse:
+    """Recent decisions of the fraud endpoint (the activity topic): card token and last 4,
+    location, decision, score, reasons, evidence, event time. Never a PAN."""
+    feeds = feeds_of(request)
+    rows = feeds.activity.recent(limit)
+    return OrjsonResponse(
+        {"activity": rows, "count": len(rows), "source": feeds.source(feeds.activity_topic)}
+    )
+
+
+@router.get(
+    "/pipeline",
+    response_class=OrjsonResponse,
+    responses={200: {"model": PipelineView}, **_UNAVAILABLE},
+)
+def pipeline(request: Request) -> OrjsonResponse:
+    """The latest progress of each streaming query (the `metrics` topic): mode, rows/s,
+    watermark and how far it trails, late rows dropped."""
+    feeds = feeds_of(request)
+    now = time.time_ns() // 1_000_000
+    return OrjsonResponse(
+        {"queries": feeds.progress.queries(now), "source": feeds.source(feeds.metrics_topic)}
+    )
+
+
+@router.get(
+    "/rates",
+    response_class=OrjsonResponse,
+    responses={200: {"model": Rates}, **_UNAVAILABLE},
+)
+def rates(request: Request) -> OrjsonResponse:
+    """Records/s per topic, from end-offset deltas sampled every second (the last two minutes
+    in `history`)."""
+    feeds = feeds_of(request)
+    tracker = feeds.rates
+    now_rates = tracker.rates()
+    topics = [
+        {"topic": topic, "records_per_s": now_rates.get(topic), "end_offset": end}
+        for topic, end in sorted(tracker.ends().items())
+    ]
+    return OrjsonResponse(
+        {
+            "sampled_at": tracker.sampled_at(),
+            "interval_s": feeds.sample_s,
+            "topics": topics,
+            "history": tracker.history(),
+            "error": feeds.last_error,
+        }
+    )
+
+
+@router.get(
+    "/evaluations/latest",
+    response_class=OrjsonResponse,
+    responses={
+        200: {"model": Evaluation},
+        404: {"model": ErrorBody, "description": "No evaluation yet."},
+    },
+)
+def evaluation(request: Request) -> OrjsonResponse:
+    """The newest report in `<dirs.data>/evaluations/` (written by `streamsim evaluate`)."""
+    directory: Path | None = getattr(request.app.state, "evaluations_dir", None)
+    found = None if directory is None else latest_evaluation(directory)
+    if found is None:
+        raise HTTPException(
+            status.HTTP_404_NOT_FOUND,
+            f"no evaluation yet in {directory}: run `streamsim evaluate SCENARIO`",
+        )
+    return OrjsonResponse(found)
