@@ -3,7 +3,9 @@
 Per event: a network delay; a chance of loss (at-most-once) or of a retry (at-least-once).
 Per device (the row's `dev`: the entity itself, or the terminal a scenario routes it through):
 connectivity outages. During one the device stores readings (up to a cap, dropping
-the oldest or the newest beyond it) and flushes the backlog on reconnect, in order or shuffled.
+the oldest or the newest beyond it) and flushes the backlog on reconnect, in order or shuffled,
+possibly sending some of it twice. A scenario may also take a device offline itself (a vehicle
+in a tunnel) by giving readings a reconnect time: they are held like an outage's.
 Every draw is made for every reading, in generation order, so the stream depends on config and
 seed only. Everything is vectorised; the buffer of held readings is bounded by the caps.
 """
@@ -54,19 +56,43 @@ class DeliveryModel:
         )
         self.held = np.zeros(0, dtype=dtype)
         self._last_outage = np.full(len(table), NO_ID, dtype=np.int64)
+        self._own_until = np.full(len(table), NO_ID, dtype=np.int64)  # scenario outages
+        self._own_id = np.full(len(table), NO_ID, dtype=np.int64)
+        self._p_flush_dup = np.array([s.outages.flush_duplicates for s in settings])
         self.outages_seen = 0
 
     def route(self, rows: np.ndarray) -> Routed:
-        """Decide the fate of freshly generated rows (sorted by true time)."""
+        """Decide the fate of freshly generated rows (sorted by true time). `reconnect_ms` may
+        come filled in by the scenario (`Readings.offline_until`): an outage of its own."""
+        own_until = rows["reconnect_ms"].copy()
         self._draw(rows)
         episodes = self.outages.classify(rows["dev"], rows["true_ms"])
         rows["outage"] = episodes.id
         rows["reconnect_ms"] = np.where(episodes.id != NO_ID, episodes.end_ms, NO_ID)
+        own = own_until > np.maximum(rows["reconnect_ms"], rows["true_ms"])  # it ends later
+        if own.any():
+            rows["outage"][own] = self._own_outage_ids(rows["dev"][own], own_until[own])
+            rows["reconnect_ms"][own] = own_until[own]
         buffered = rows["outage"] != NO_ID
         direct = rows[~buffered]
         sends, drops = self._transmit(direct, direct["true_ms"] + direct["delay_ms"])
         overflow = self._hold(rows[buffered])
         return Routed(sends, concat([drops, overflow], rows.dtype))
+
+    def _own_outage_ids(self, dev: np.ndarray, until: np.ndarray) -> np.ndarray:
+        """One id per (device, reconnect time): rows of one scenario outage share it across
+        steps; ids come from the outage schedule's counter, so they never clash with its own."""
+        pairs, inverse = np.unique(
+            np.stack([dev.astype(np.int64), until]), axis=1, return_inverse=True
+        )
+        p_dev, p_until = pairs
+        ids = np.where(self._own_until[p_dev] == p_until, self._own_id[p_dev], NO_ID)
+        new = ids == NO_ID
+        ids[new] = self.outages.new_ids(int(new.sum()))
+        last = np.r_[p_dev[1:] != p_dev[:-1], True]  # pairs sort by device, then time
+        self._own_until[p_dev[last]] = p_until[last]
+        self._own_id[p_dev[last]] = ids[last]
+        return ids[inverse.reshape(-1)]
 
     def release(self, now_ms: int) -> Routed:
         """Flush the backlogs of outages that ended before `now_ms`."""
@@ -88,6 +114,9 @@ class DeliveryModel:
             + base_delay
             + np.floor(slot * self._flush_ms[cls]).astype(np.int64)
         )
+        if self._p_flush_dup.any():  # drawn only when used: other streams stay as they were
+            resent = self._rng.random(rows.shape[0]) < self._p_flush_dup[cls]
+            rows["retried"] |= resent & ~rows["lost"]
         sends, drops = self._transmit(rows, emit)
         return Routed(sends, drops)
 

@@ -86,6 +86,10 @@ class IntervalSchedule:
         if self._kinds is not None:
             self.kind[ents] = self._rng.choice(self._kinds.shape[0], size=k, p=self._kinds)
 
+    def new_ids(self, k: int) -> np.ndarray:
+        """k ids from this schedule's counter, for episodes made elsewhere (unique with its own)."""
+        return self._ids.take(k)
+
     def classify(self, ent: np.ndarray, t_ms: np.ndarray) -> Episodes:
         """Which interval each reading falls in. Readings must not go back in time per entity
         across calls; within one call any order is fine."""

@@ -56,6 +56,9 @@ class Readings:
     incident: np.ndarray  # int64, NO_ID when none
     payload: dict[str, np.ndarray] = field(default_factory=dict)
     dev: np.ndarray | None = None  # int32 device index, for scenarios with devices (else ent)
+    # int64 epoch ms: the scenario's own connectivity loss (e.g. a vehicle in a tunnel): the
+    # device holds the reading until then, as in an outage. NO_ID: online as far as it knows.
+    offline_until: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.ent.shape[0])
@@ -74,6 +77,13 @@ def to_rows(batches: Sequence[Readings], dtype: np.dtype) -> np.ndarray:
     rows["dev"] = np.concatenate([b.ent if b.dev is None else b.dev for b in batches])
     for name in ("emit_ms", "outage", "reconnect_ms"):
         rows[name] = NO_ID
+    if any(b.offline_until is not None for b in batches):  # read by DeliveryModel.route
+        rows["reconnect_ms"] = np.concatenate(
+            [
+                np.full(len(b), NO_ID) if b.offline_until is None else b.offline_until
+                for b in batches
+            ]
+        )
     order = np.lexsort((rows["ent"], rows["true_ms"]))
     return rows[order]
 

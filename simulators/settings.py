@@ -83,6 +83,11 @@ class Outages(Settings):
     flush_rate: float = Field(
         1000.0, gt=0, description="Backlog readings sent per second after reconnect."
     )
+    flush_duplicates: Probability = Field(
+        0.0,
+        description="Chance a backlog reading is sent twice on reconnect (its acknowledgement "
+        "was lost); the copy follows after a retry delay.",
+    )
 
 
 class Duplicates(Settings):
