@@ -7,6 +7,7 @@ import sys
 import typer
 
 from streamsim.cli import api, bench, config, demo, doctor, evaluate, kafka, pipeline, simulate
+from streamsim.cli import loadtest as loadtest_cli
 from streamsim.cli import verify as verify_cli
 from streamsim.cli.common import fail
 from streamsim.config import ConfigError
@@ -29,6 +30,7 @@ app.command()(demo.demo)
 app.command()(evaluate.evaluate)
 app.command()(simulate.simulate)
 app.command(name="verify-stream")(verify_cli.verify_stream)
+app.command(name="loadtest")(loadtest_cli.loadtest)
 
 
 def main() -> None:

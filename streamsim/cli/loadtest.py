@@ -1,0 +1,70 @@
+"""`streamsim loadtest LOADTEST_YAML`: an open-model load test against the fraud endpoint.
+
+Exit codes: 0 all SLOs met, 1 an SLO failed (or the target could not be reached), 2 bad config.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from streamsim.cli.common import ConfigOpt, JsonOpt, emit, err_console, stack_from
+from streamsim.config import load_model
+
+
+def loadtest(
+    file: Annotated[
+        Path, typer.Argument(help="Load-test YAML (config/loadtests/*.yaml).", dir_okay=False)
+    ],
+    config: ConfigOpt = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Folder for report.json, latency.hdr and the charts. Default: "
+            "<dirs.data>/loadtests/<name>-<UTC timestamp>/.",
+            file_okay=False,
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Send requests at the file's arrival rate (open model), time each from its intended send
+    time, check the SLOs, write a JSON report and charts. Exits 1 when an SLO fails."""
+    from streamsim.loadtest.config import LoadTestConfig
+    from streamsim.loadtest.report import summary
+    from streamsim.loadtest.run import run_loadtest
+
+    stack = stack_from(config)
+    cfg = load_model(LoadTestConfig, file)
+    name = cfg.name or file.stem
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    folder = out or Path(stack.dirs.data) / "loadtests" / f"{name}-{stamp}"
+
+    err_console.print(
+        f"load test {name}: {cfg.load.type} load, {cfg.warmup_s:g} s warm-up + "
+        f"{cfg.duration_s:g} s against {cfg.target.base_url(stack)}{cfg.target.path}",
+        highlight=False,
+    )
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("answered {task.fields[answered]:,}"),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("sent", total=None, answered=0)
+
+        def progress(sent: int, answered: int, total: int) -> None:
+            bar.update(task, completed=sent, total=total, answered=answered)
+
+        report = run_loadtest(cfg, stack, name, folder, progress)
+
+    emit(report, as_json, summary(report) + f"\nreport and charts: {folder}")
+    if not report["ok"]:
+        raise typer.Exit(1)

@@ -1,0 +1,121 @@
+"""The load-test report: the `loadtest --json` contract keys first, then the detail.
+
+Contract (DESIGN.md): `requests`, `errors`, `achieved_rate`, `latency_ms` {p50, p90, p99, p999,
+max}, `slo` {name: {threshold, measured, ok}}, `ok`. Definitions:
+- `requests`: requests intended in the measured window (after the warm-up);
+- `errors`: those that failed (see `recorder`); expected 422s are not errors;
+- `achieved_rate`: good answers completed in the measured window per second of it;
+- `latency_ms`: completion - intended send time, answered measured requests, HdrHistogram.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import numpy as np
+import orjson
+
+from streamsim.loadtest.config import LoadTestConfig
+from streamsim.loadtest.runner import RunResult
+from streamsim.loadtest.slo import all_ok, evaluate
+
+
+def _ms_percentiles(seconds: np.ndarray) -> dict[str, float | None]:
+    values = seconds[~np.isnan(seconds)]
+    if values.size == 0:
+        return {"p50": None, "p99": None, "max": None}
+    p50, p99 = np.percentile(values, [50, 99])
+    return {
+        "p50": round(float(p50) * 1000, 3),
+        "p99": round(float(p99) * 1000, 3),
+        "max": round(float(values.max()) * 1000, 3),
+    }
+
+
+def build_report(
+    config: LoadTestConfig,
+    result: RunResult,
+    *,
+    name: str,
+    target: str,
+    payload_kinds: dict[str, int],
+) -> dict[str, Any]:
+    rec = result.recorder
+    requests = rec.requests
+    errors = sum(rec.errors.values())
+    warmup, duration = config.warmup_s, config.duration_s
+    achieved_rate = rec.good_in_window(warmup, warmup + duration) / duration
+    intended_rate = requests / duration
+    latency = rec.latency_ms()
+    figures = {
+        "latency_ms": latency,
+        "error_rate": round(errors / requests, 6) if requests else None,
+        "achieved_rate_fraction": round(achieved_rate / intended_rate, 4)
+        if intended_rate
+        else None,
+        "in_flight_limit_hits": result.in_flight_limit_hits,
+    }
+    checks = evaluate(config.slo, figures)
+    measured_lag = result.generator_lag_s[rec.first_measured :]
+    return {
+        "requests": requests,
+        "errors": errors,
+        "achieved_rate": round(achieved_rate, 1),
+        "latency_ms": latency,
+        "slo": checks,
+        "ok": all_ok(checks) and requests > 0,
+        "name": name,
+        "target": target,
+        "started_at": dt.datetime.fromtimestamp(result.started_at, dt.UTC).isoformat(),
+        "duration_s": duration,
+        "warmup_s": warmup,
+        "intended_rate": round(intended_rate, 1),
+        "achieved_rate_fraction": figures["achieved_rate_fraction"],
+        "error_rate": figures["error_rate"],
+        "errors_by_kind": dict(sorted(rec.errors.items())),
+        "statuses": {str(k): v for k, v in sorted(rec.statuses.items())},
+        "decisions": dict(sorted(rec.decisions.items())),
+        "payload_kinds": payload_kinds,
+        "in_flight_limit_hits": result.in_flight_limit_hits,
+        "max_in_flight": result.max_in_flight,
+        "waited_for_connection": result.waited_for_connection,
+        "connect_failures": result.connect_failures,
+        "generator_lag_ms": _ms_percentiles(measured_lag),
+        "warmup": {
+            "requests": rec.first_measured,
+            "errors": sum(rec.warmup_errors.values()),
+        },
+        "elapsed_s": round(result.elapsed_s, 3),
+    }
+
+
+def dumps(report: dict[str, Any]) -> bytes:
+    return orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY)
+
+
+def summary(report: dict[str, Any]) -> str:
+    """The human summary."""
+    lat = report["latency_ms"]
+
+    def ms(key: str) -> str:
+        return "-" if lat[key] is None else f"{lat[key]:.2f}"
+
+    lines = [
+        f"{report['name']} -> {report['target']}: {report['requests']:,} requests in "
+        f"{report['duration_s']:g} s (+{report['warmup_s']:g} s warm-up), intended "
+        f"{report['intended_rate']:,.0f}/s, achieved {report['achieved_rate']:,.0f}/s",
+        f"latency ms from intended send time: p50 {ms('p50')}  p90 {ms('p90')}  "
+        f"p99 {ms('p99')}  p99.9 {ms('p999')}  max {ms('max')}",
+        f"errors {report['errors']:,} {report['errors_by_kind'] or ''}; statuses "
+        f"{report['statuses']}; decisions {report['decisions']}",
+        f"generator lag ms p50 {report['generator_lag_ms']['p50']} p99 "
+        f"{report['generator_lag_ms']['p99']}; waited for a connection "
+        f"{report['waited_for_connection']:,}; in-flight peak {report['max_in_flight']:,}, "
+        f"limit hits {report['in_flight_limit_hits']:,}",
+    ]
+    for name, check in report["slo"].items():
+        mark = "[green]ok[/]" if check["ok"] else "[bold red]FAIL[/]"
+        lines.append(f"  SLO {name}: {check['measured']} vs {check['threshold']} {mark}")
+    lines.append("[green]all SLOs met[/]" if report["ok"] else "[bold red]SLO failed[/]")
+    return "\n".join(lines)

@@ -1,0 +1,120 @@
+"""`streamsim loadtest` against the real fraud endpoint (`streamsim api`) and the real broker:
+the report follows the contract, lax SLOs pass (exit 0), an impossible one fails (exit 1)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import orjson
+import pytest
+
+from streamsim.config import StackConfig
+from tests.conftest import REPO_ROOT, free_port
+
+pytestmark = pytest.mark.integration
+
+STREAMSIM = str(Path(sys.executable).parent / "streamsim")
+
+
+@pytest.fixture(scope="module")
+def endpoint(kafka_stack: StackConfig, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`streamsim api` on a free port, publishing to a fresh topic on the session broker."""
+    tmp = tmp_path_factory.mktemp("loadtest-api")
+    port = free_port()
+    stack_file = tmp / "stack.yaml"
+    stack_file.write_text(
+        f"kafka:\n  bootstrap: {kafka_stack.kafka.bootstrap_servers}\n"
+        f"dirs:\n  data: {tmp / 'data'}\napi:\n  port: {port}\n"
+    )
+    settings = tmp / "api.yaml"
+    settings.write_text(f"kind: api\ntopic: cards.activity-lt-{uuid.uuid4().hex[:8]}\n")
+    log = tmp / "server.log"
+    env = {**os.environ, "STREAMSIM_PAN_SECRET": "loadtest-it-secret-0123456789"}
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            [
+                STREAMSIM,
+                "api",
+                "--config",
+                str(stack_file),
+                "--settings",
+                str(settings),
+                "--no-access-log",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=REPO_ROOT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        assert proc.poll() is None, log.read_text()
+        try:
+            if httpx.get(f"{url}/v1/health", timeout=2).json()["state"]["status"] == "live":
+                break
+        except httpx.TransportError:
+            pass
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.2)
+    yield url
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=30) == 0, log.read_text()
+
+
+def loadtest(tmp_path: Path, url: str, slo: str) -> subprocess.CompletedProcess[str]:
+    config = tmp_path / "tiny.yaml"
+    config.write_text(
+        "kind: loadtest\n"
+        f"target: {{url: '{url}'}}\n"
+        "load: {type: constant, rate: 200}\n"
+        "duration_s: 3\nwarmup_s: 1\n"
+        "payload: {cards: 500, cities: 50, invalid_share: 0.05, impossible_travel_share: 0.05,"
+        " card_testing_share: 0.1, card_testing_burst: 5}\n"
+        "client: {connections: 8}\n"
+        f"slo: {slo}\n"
+    )
+    return subprocess.run(
+        [STREAMSIM, "loadtest", str(config), "--json", "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=180,
+    )
+
+
+def test_report_per_contract_and_exit_0_with_lax_slos(tmp_path: Path, endpoint: str) -> None:
+    lax = "{p50_ms: 2000, p90_ms: 3000, p99_ms: 5000, p999_ms: 8000, max_ms: 9000, error_rate: 0}"
+    run = loadtest(tmp_path, endpoint, lax)
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = orjson.loads(run.stdout.strip().splitlines()[-1])
+    assert {"requests", "errors", "achieved_rate", "latency_ms", "slo", "ok"} <= set(report)
+    assert isinstance(report["requests"], int) and report["requests"] > 400
+    assert report["errors"] == 0 and report["ok"] is True
+    assert report["achieved_rate"] > 0
+    assert set(report["latency_ms"]) == {"p50", "p90", "p99", "p999", "max"}
+    assert all(isinstance(v, float) for v in report["latency_ms"].values())
+    for check in report["slo"].values():
+        assert set(check) == {"threshold", "measured", "ok"} and check["ok"] is True
+    # The invalid share got 422s (not errors), and the fraud mix reached the rules.
+    assert report["statuses"]["422"] > 0
+    assert report["decisions"]["decline"] > 0  # impossible travel
+    assert report["decisions"]["review"] > 0  # card-testing bursts (velocity)
+    assert (tmp_path / "out" / "report.json").exists()
+
+
+def test_exit_1_with_an_impossible_slo(tmp_path: Path, endpoint: str) -> None:
+    run = loadtest(tmp_path, endpoint, "{p99_ms: 0.001}")
+    assert run.returncode == 1, run.stdout + run.stderr
+    report = orjson.loads(run.stdout.strip().splitlines()[-1])
+    assert report["ok"] is False
+    assert report["slo"]["p99_ms"]["ok"] is False
+    assert report["slo"]["p99_ms"]["measured"] > 0.001
