@@ -8,6 +8,7 @@ import typer
 
 from streamsim.cli import api, bench, config, demo, doctor, evaluate, kafka, pipeline, simulate
 from streamsim.cli import loadtest as loadtest_cli
+from streamsim.cli import ui as ui_cli
 from streamsim.cli import verify as verify_cli
 from streamsim.cli.common import fail
 from streamsim.config import ConfigError
@@ -26,6 +27,7 @@ app.add_typer(pipeline.app, name="pipeline")
 app.add_typer(bench.app, name="bench")
 app.command()(doctor.doctor)
 app.command(name="api")(api.api)
+app.command(name="ui")(ui_cli.ui)
 app.command()(demo.demo)
 app.command()(evaluate.evaluate)
 app.command()(simulate.simulate)

@@ -1,0 +1,193 @@
+"""The control panel's client of the streamsim API: one method per route, plain dicts back.
+
+Where the API is: `STREAMSIM_API_URL` (set by `streamsim ui`), else `http://<api.host>:<api.port>`
+of the stack config. The bearer token of the control routes: `STREAMSIM_API_TOKEN`.
+
+Errors are two types the pages can show as they are:
+- `ApiUnavailable`: nothing answers (connection refused, timeout), with a hint how to start it;
+- `ApiError`: the API answered with an error status; `str()` is its detail, made readable
+  (a 422 lists each bad key with its message).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import httpx
+
+URL_ENV = "STREAMSIM_API_URL"
+TOKEN_ENV = "STREAMSIM_API_TOKEN"
+
+
+class ApiUnavailable(Exception):
+    def __init__(self, url: str, reason: str) -> None:
+        self.url = url
+        self.reason = reason
+        super().__init__(
+            f"The API at {url} is not reachable ({reason}). Start it with `streamsim api` "
+            f"(or point {URL_ENV} at it)."
+        )
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, detail: Any) -> None:
+        self.status = status
+        self.detail = detail
+        super().__init__(describe(status, detail))
+
+
+def describe(status: int, detail: Any) -> str:
+    """An error body as one readable line."""
+    if status == 401:
+        return f"not authorized: set {TOKEN_ENV} to the API's control token ({_text(detail)})"
+    if status == 403:
+        return f"forbidden: {_text(detail)}"
+    if isinstance(detail, list):  # 422 items
+        parts = []
+        for item in detail:
+            if isinstance(item, dict):
+                loc = ".".join(str(p) for p in item.get("loc", []) if p != "body")
+                msg = str(item.get("msg", ""))
+                parts.append(msg if loc and loc.split(".")[-1] in msg else f"{loc}: {msg}")
+            else:
+                parts.append(str(item))
+        return "; ".join(parts)
+    return _text(detail)
+
+
+def _text(detail: Any) -> str:
+    if isinstance(detail, dict) and "message" in detail:
+        return str(detail["message"])
+    return str(detail)
+
+
+def default_url() -> str:
+    url = os.environ.get(URL_ENV)
+    if url:
+        return url.rstrip("/")
+    from streamsim.config import load_stack
+
+    stack = load_stack(None)
+    host = "127.0.0.1" if stack.api.host in ("0.0.0.0", "::") else stack.api.host
+    return f"http://{host}:{stack.api.port}"
+
+
+class ApiClient:
+    def __init__(
+        self,
+        base_url: str | None = None,
+        token: str | None = None,
+        *,
+        timeout_s: float = 5.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.base_url = (base_url or default_url()).rstrip("/")
+        self.token = token if token is not None else (os.environ.get(TOKEN_ENV) or None)
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout_s, transport=transport)
+
+    def close(self) -> None:
+        self._http.close()
+
+    @property
+    def can_control(self) -> bool:
+        return bool(self.token)
+
+    def _request(
+        self, method: str, path: str, *, control: bool = False, **kwargs: Any
+    ) -> httpx.Response:
+        headers = {}
+        if control and self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        try:
+            response = self._http.request(method, path, headers=headers, **kwargs)
+        except httpx.TimeoutException:
+            raise ApiUnavailable(self.base_url, "timed out") from None
+        except httpx.TransportError as exc:
+            raise ApiUnavailable(self.base_url, _reason(exc)) from None
+        if response.status_code >= 400:
+            try:
+                detail = response.json().get("detail", response.text)
+            except (ValueError, AttributeError):
+                detail = response.text or response.reason_phrase
+            raise ApiError(response.status_code, detail)
+        return response
+
+    def _get(self, path: str, **params: Any) -> dict[str, Any]:
+        body: dict[str, Any] = self._request("GET", path, params=params or None).json()
+        return body
+
+    # -- read ----------------------------------------------------------------------------------
+
+    def health(self) -> dict[str, Any]:
+        return self._get("/v1/health")
+
+    def stats(self) -> dict[str, Any]:
+        return self._get("/v1/stats")
+
+    def scenarios(self) -> list[dict[str, Any]]:
+        return list(self._get("/v1/scenarios")["scenarios"])
+
+    def runs(self) -> list[dict[str, Any]]:
+        return list(self._get("/v1/runs")["runs"])
+
+    def alerts(self, limit: int = 50) -> dict[str, Any]:
+        return self._get("/v1/alerts", limit=limit)
+
+    def activity(self, limit: int = 100) -> dict[str, Any]:
+        return self._get("/v1/activity/recent", limit=limit)
+
+    def pipeline(self) -> dict[str, Any]:
+        return self._get("/v1/pipeline")
+
+    def rates(self) -> dict[str, Any]:
+        return self._get("/v1/rates")
+
+    def latest_evaluation(self) -> dict[str, Any] | None:
+        """None when there is no evaluation yet (404)."""
+        try:
+            return self._get("/v1/evaluations/latest")
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    # -- the fraud endpoint --------------------------------------------------------------------
+
+    def decide(self, transaction: dict[str, Any]) -> dict[str, Any]:
+        """POST /v1/transactions: the verdict."""
+        body: dict[str, Any] = self._request("POST", "/v1/transactions", json=transaction).json()
+        return body
+
+    # -- control (bearer token) ----------------------------------------------------------------
+
+    def start_run(
+        self,
+        scenario: str,
+        *,
+        speed: float | str | None = None,
+        duration_s: float | None = None,
+        overrides: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"scenario": scenario, "overrides": overrides or {}}
+        if speed is not None:
+            body["speed"] = speed
+        if duration_s is not None:
+            body["duration_s"] = duration_s
+        run: dict[str, Any] = self._request(
+            "POST", "/v1/control/runs", control=True, json=body
+        ).json()
+        return run
+
+    def stop_run(self, run_id: str) -> dict[str, Any]:
+        run: dict[str, Any] = self._request(
+            "DELETE", f"/v1/control/runs/{run_id}", control=True, timeout=30.0
+        ).json()
+        return run
+
+
+def _reason(exc: httpx.TransportError) -> str:
+    text = str(exc) or type(exc).__name__
+    if "refused" in text.lower():
+        return "connection refused"
+    return text

@@ -1,0 +1,196 @@
+"""Runs page: pick a scenario, set rate, fraud/fault mix, skew and lateness, start and stop runs.
+
+`?scenario=NAME` in the URL preselects a scenario.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from ui.client import ApiClient, ApiError, ApiUnavailable
+from ui.knobs import GROUP_TITLES, Knob, knobs_for, run_request
+from ui.view import REFRESH_S, api_errors, fmt_ms, fmt_num
+
+PREFERRED = ("card_velocity", "sensor_fleet")
+STATUS_ICONS = {
+    "running": ":green[●]",
+    "stopping": ":orange[●]",
+    "finished": ":blue[●]",
+    "failed": ":red[●]",
+    "stopped": ":gray[●]",
+}
+
+
+def render(client: ApiClient) -> None:
+    st.header("Scenario runs")
+    scenarios: list[dict[str, Any]] | None = None
+    with api_errors("Listing scenarios"):
+        scenarios = client.scenarios()
+    if scenarios:
+        _start_form(client, scenarios)
+    elif scenarios is not None:
+        st.info("No scenario files found (config/scenarios/*.yaml next to the API).")
+    st.subheader("Runs")
+    _runs_list(client)
+
+
+def _default_index(names: list[str]) -> int:
+    wanted = st.query_params.get("scenario")
+    for choice in (wanted, *PREFERRED):
+        if choice in names:
+            return names.index(choice)
+    return 0
+
+
+def _start_form(client: ApiClient, scenarios: list[dict[str, Any]]) -> None:
+    names = [s["name"] for s in scenarios]
+    name = st.selectbox("Scenario", names, index=_default_index(names), key="run-scenario")
+    scenario = next(s for s in scenarios if s["name"] == name)
+    if scenario["error"]:
+        st.error(f"This scenario file does not validate: {scenario['error']}")
+        return
+    config: dict[str, Any] = scenario["config"]
+    knobs = knobs_for(config)
+    st.caption(
+        f"`{scenario['file']}` — {config.get('domain', {}).get('type', '?')} domain, "
+        f"{len(config.get('classes') or [])} entity classes. Sliders start at the file's values; "
+        "only the ones you move are sent as overrides (clock and delivery apply to every class)."
+    )
+    values: dict[str, Any] = {}
+    with st.form(f"run-form-{name}", border=True):
+        groups = [g for g in GROUP_TITLES if any(k.group == g for k in knobs)]
+        columns = st.columns(len(groups))
+        for column, group in zip(columns, groups, strict=True):
+            with column:
+                st.markdown(f"**{GROUP_TITLES[group]}**")
+                for knob in (k for k in knobs if k.group == group):
+                    values[knob.key] = _widget(name, knob)
+        submitted = st.form_submit_button(
+            "Start run",
+            type="primary",
+            disabled=not client.can_control,
+            icon=":material/play_arrow:",
+        )
+    if not client.can_control:
+        st.info(
+            "Starting and stopping runs needs the API's control token: set "
+            "STREAMSIM_API_TOKEN for the UI (`streamsim ui` passes it on)."
+        )
+    if submitted:
+        request = run_request(config, knobs, values)
+        try:
+            run = client.start_run(
+                name,
+                speed=request.speed,
+                duration_s=request.duration_s,
+                overrides=request.overrides,
+            )
+        except ApiUnavailable as exc:
+            st.error(f"**API down** — {exc}")
+        except ApiError as exc:
+            st.error(f"**Could not start {name}** (HTTP {exc.status}): {exc}")
+        else:
+            st.success(f"Started run `{run['run_id']}` (pid {run['pid']}).")
+        with st.expander("Request sent"):
+            st.json(
+                {
+                    "scenario": name,
+                    "speed": request.speed,
+                    "duration_s": request.duration_s,
+                    "overrides": request.overrides,
+                }
+            )
+
+
+def _widget(scenario: str, knob: Knob) -> Any:
+    key = f"knob:{scenario}:{knob.key}"
+    if knob.kind == "select":
+        return st.select_slider(
+            knob.label,
+            options=list(knob.options),
+            value=knob.default,
+            key=key,
+            help=knob.help or None,
+            format_func=_option_label,
+        )
+    high = max(knob.high, float(knob.default))
+    return st.slider(
+        knob.label,
+        min_value=float(knob.low),
+        max_value=float(high),
+        value=float(knob.default),
+        step=knob.step,
+        key=key,
+        help=knob.help or None,
+        format="%g",
+    )
+
+
+def _option_label(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer() and abs(value) >= 1:
+        return f"{int(value):,}"
+    return str(value)
+
+
+@st.fragment(run_every=REFRESH_S)
+def _runs_list(client: ApiClient) -> None:
+    try:
+        runs = client.runs()
+    except (ApiUnavailable, ApiError) as exc:
+        st.error(f"**API down** — {exc}" if isinstance(exc, ApiUnavailable) else str(exc))
+        return
+    if not runs:
+        st.caption("No runs yet: start one above.")
+        return
+    for run in runs:
+        with st.container(border=True):
+            left, right = st.columns([5, 1])
+            with left:
+                icon = STATUS_ICONS.get(run["status"], "")
+                speed = run["speed"] if run["speed"] is not None else "file"
+                st.markdown(
+                    f"{icon} **{run['scenario']}** `{run['run_id']}` — **{run['status']}**  \n"
+                    f"started {fmt_ms(run['started_at'])} UTC · speed {speed} · "
+                    f"duration {run['duration_s'] or 'file'} s · pid {run['pid']}"
+                    + (f" · ended {fmt_ms(run['ended_at'])}" if run["ended_at"] else "")
+                )
+                summary = run.get("summary")
+                if summary:
+                    st.markdown(
+                        f"{fmt_num(summary.get('events'))} events, "
+                        f"{fmt_num(summary.get('duplicates'))} duplicates, "
+                        f"{fmt_num(summary.get('dropped'))} dropped, "
+                        f"{fmt_num(summary.get('outages'))} outages, "
+                        f"{fmt_num(summary.get('events_per_s'))} events/s"
+                    )
+                if run.get("overrides"):
+                    st.caption(f"overrides: `{_compact(run['overrides'])}`")
+                if run.get("error"):
+                    st.code(run["error"], language=None)
+            with right:
+                active = run["status"] in ("running", "stopping") and client.can_control
+                if active and st.button(
+                    "Stop", key=f"stop-{run['run_id']}", icon=":material/stop:"
+                ):
+                    _stop(client, run["run_id"])
+
+
+def _stop(client: ApiClient, run_id: str) -> None:
+    try:
+        stopped = client.stop_run(run_id)
+    except ApiUnavailable as exc:
+        st.error(f"**API down** — {exc}")
+    except ApiError as exc:
+        st.error(f"**Could not stop {run_id}** (HTTP {exc.status}): {exc}")
+    else:
+        st.toast(f"{run_id}: {stopped['status']}")
+        st.rerun(scope="fragment")
+
+
+def _compact(value: Any) -> str:
+    import json
+
+    text = json.dumps(value, separators=(",", ":"))
+    return text if len(text) <= 300 else text[:297] + "..."

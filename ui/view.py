@@ -1,0 +1,58 @@
+"""What every page shares: the API client of the session, error boxes, time and number formats."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import streamlit as st
+
+from ui.client import ApiClient, ApiError, ApiUnavailable
+
+REFRESH_S = 2.0
+
+
+@st.cache_resource
+def client() -> ApiClient:
+    """One client per server process (it holds a connection pool; the settings come from the
+    environment, the same for every session)."""
+    return ApiClient()
+
+
+@contextlib.contextmanager
+def api_errors(what: str) -> Iterator[None]:
+    """Show a failed API call as an error box (the rest of the page still renders)."""
+    try:
+        yield
+    except ApiUnavailable as exc:
+        st.error(f"**API down** — {exc}", icon=":material/cloud_off:")
+    except ApiError as exc:
+        st.error(f"**{what} failed** (HTTP {exc.status}): {exc}", icon=":material/error:")
+
+
+def fmt_ms(ms: Any) -> str:
+    """Epoch ms as UTC `YYYY-MM-DD HH:MM:SS`; '—' for nothing."""
+    if not isinstance(ms, int | float):
+        return "—"
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def fmt_rate(value: Any) -> str:
+    if not isinstance(value, int | float):
+        return "—"
+    if value >= 10_000:
+        return f"{value / 1000:,.1f}k/s"
+    return f"{value:,.1f}/s" if value < 100 else f"{value:,.0f}/s"
+
+
+def fmt_num(value: Any, digits: int = 0) -> str:
+    if not isinstance(value, int | float):
+        return "—"
+    return f"{value:,.{digits}f}"
+
+
+def masked(last4: Any) -> str:
+    """How a card shows anywhere in the UI: its last 4 digits only."""
+    return f"•••• {last4}" if isinstance(last4, str) else "—"
