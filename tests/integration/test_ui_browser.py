@@ -1,0 +1,437 @@
+"""The control panel in a real headless Chromium, against a real `streamsim api` and broker.
+
+Real data goes in first: transactions posted to the endpoint (one an impossible-travel
+decline), a pipeline alert and a progress report on their topics (as the Spark jobs write
+them). Then, page by page, the test drives the UI like a user:
+- Runs: starts the sensor fleet with the "Start run" button (a real `streamsim simulate`);
+- Live: the readings topic shows a nonzero rate, the pipeline table shows the query;
+- Map: the declined card shows by its last 4 with its reason (and the map canvas renders);
+- Alerts: the pipeline alert and the endpoint's decline with their evidence;
+- Try it: the form's verdict;
+- Evaluation: "no evaluation yet", then charts once a report exists;
+- Runs: stops the run with its "Stop" button.
+No page ever contains a full card number. A screenshot of the map goes to
+.data/ui-screenshot.png (the other pages next to it).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import orjson
+import pytest
+from confluent_kafka import Producer
+
+from streamsim.config import StackConfig
+from streamsim.kafka import ensure_topics, producer_config
+from tests.conftest import REPO_ROOT, free_port
+
+pytestmark = pytest.mark.integration
+
+webdriver = pytest.importorskip("selenium.webdriver")
+from selenium.common.exceptions import (  # noqa: E402
+    StaleElementReferenceException,
+    WebDriverException,
+)
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+STREAMSIM = str(Path(sys.executable).parent / "streamsim")
+CHROMEDRIVER = "/usr/bin/chromedriver"
+CHROMIUM = "/usr/bin/chromium"
+SECRET = "ui-test-pan-secret-0123456789"
+TOKEN = "ui-test-control-token"
+TRAVEL_PAN = "5555555555554444"  # London, then Sydney ten minutes later: declined
+ONLINE_PAN = "378282246310005"
+FORM_PAN = "4111111111111111"  # the UI's "Visa test card ending 1111"
+PANS = (TRAVEL_PAN, ONLINE_PAN, FORM_PAN)
+WAIT_S = 60
+SCREENSHOTS = REPO_ROOT / ".data"
+
+
+def wait_http(
+    url: str, ok: Callable[[httpx.Response], bool], proc: subprocess.Popen[bytes], log: Path
+) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"{url}: the server exited:\n{log.read_text()}"
+        try:
+            if ok(httpx.get(url, timeout=5)):
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"{url} not ready after {WAIT_S}s:\n{log.read_text()}")
+
+
+@dataclass
+class Stack:
+    api_url: str
+    ui_url: str
+    data: Path
+    activity_topic: str
+    http: httpx.Client
+
+
+def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
+    if proc.poll() is None:
+        proc.send_signal(sig)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture
+def servers(kafka_stack: StackConfig, tmp_path: Path) -> Iterator[Stack]:
+    """`streamsim api` (with a control token) and `streamlit run ui/app.py`, both headless."""
+    topic = f"cards.activity-ui-{uuid.uuid4().hex[:8]}"
+    data = tmp_path / "data"
+    api_port, ui_port = free_port(), free_port()
+    stack_file = tmp_path / "stack.yaml"
+    stack_file.write_text(
+        f"kafka:\n  bootstrap: {kafka_stack.kafka.bootstrap_servers}\n"
+        f"dirs:\n  data: {data}\n"
+        f"api:\n  port: {api_port}\n"
+    )
+    settings_file = tmp_path / "api.yaml"
+    settings_file.write_text(f"kind: api\ntopic: {topic}\nrebuild_timeout_s: 30\n")
+    env = {
+        **os.environ,
+        "STREAMSIM_PAN_SECRET": SECRET,
+        "STREAMSIM_API_TOKEN": TOKEN,
+        "PYTHONUNBUFFERED": "1",
+    }
+    api_log, ui_log = tmp_path / "api.log", tmp_path / "ui.log"
+    api_url, ui_url = f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{ui_port}"
+    with api_log.open("ab") as out:
+        api = subprocess.Popen(
+            [STREAMSIM, "api", "--config", str(stack_file), "--settings", str(settings_file),
+             "--no-access-log"],
+            stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO_ROOT,
+        )  # fmt: skip
+    ui = None
+    http = httpx.Client(base_url=api_url, timeout=30)
+    try:
+        wait_http(
+            f"{api_url}/v1/health",
+            lambda r: r.json()["state"]["status"] == "live",
+            api,
+            api_log,
+        )
+        ui_env = {k: v for k, v in env.items() if k != "STREAMSIM_PAN_SECRET"}
+        ui_env["STREAMSIM_API_URL"] = api_url
+        with ui_log.open("ab") as out:
+            ui = subprocess.Popen(
+                [sys.executable, "-m", "streamlit", "run", "ui/app.py",
+                 "--server.headless", "true", "--server.port", str(ui_port),
+                 "--server.address", "127.0.0.1", "--server.fileWatcherType", "none",
+                 "--browser.gatherUsageStats", "false"],
+                stdout=out, stderr=subprocess.STDOUT, env=ui_env, cwd=REPO_ROOT,
+            )  # fmt: skip
+        wait_http(f"{ui_url}/_stcore/health", lambda r: r.status_code == 200, ui, ui_log)
+        yield Stack(api_url, ui_url, data, topic, http)
+    finally:
+        try:  # a run left behind would keep producing into the session's broker
+            for run in http.get("/v1/runs").json()["runs"]:
+                if run["status"] in ("running", "stopping"):
+                    http.delete(
+                        f"/v1/control/runs/{run['run_id']}",
+                        headers={"Authorization": f"Bearer {TOKEN}"},
+                    )
+        except httpx.HTTPError:
+            pass
+        http.close()
+        if ui is not None:
+            stop(ui)
+        stop(api, signal.SIGINT)
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[WebDriver]:
+    if not (Path(CHROMEDRIVER).exists() and Path(CHROMIUM).exists()):
+        pytest.skip("chromium and chromium-driver are not installed (apt-get install -y ...)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,1500",
+        f"--user-data-dir={tempfile.mkdtemp(prefix='chromium-', dir=tmp_path)}",
+    ):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(WAIT_S)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def body_text(driver: WebDriver) -> str:
+    try:
+        return str(driver.find_element(By.TAG_NAME, "body").text)
+    except (StaleElementReferenceException, WebDriverException):
+        return ""
+
+
+def wait_text(driver: WebDriver, *needles: str, timeout_s: float = WAIT_S) -> str:
+    """Wait until the page's visible text holds every needle; returns that text."""
+    seen = ""
+
+    def ready(d: WebDriver) -> bool:
+        nonlocal seen
+        seen = body_text(d)
+        return all(n in seen for n in needles)
+
+    try:
+        WebDriverWait(driver, timeout_s, poll_frequency=0.25).until(ready)
+    except Exception as exc:
+        raise AssertionError(
+            f"{needles} not on {driver.current_url}; the page says:\n{seen}"
+        ) from exc
+    return seen
+
+
+def open_page(driver: WebDriver, url: str, heading: str) -> None:
+    driver.get(url)
+    wait_text(driver, heading)
+
+
+def click_button(driver: WebDriver, label: str, then: Callable[[WebDriver], bool]) -> None:
+    """Click the button labelled `label` until `then` holds (fragments re-render buttons, so a
+    click may hit a stale element and is retried)."""
+    xpath = f"//button[normalize-space(.)='{label}' or .//p[normalize-space(.)='{label}']]"
+
+    def clicked(d: WebDriver) -> bool:
+        if then(d):
+            return True
+        try:
+            button = d.find_element(By.XPATH, xpath)
+            d.execute_script("arguments[0].scrollIntoView({block: 'center'});", button)
+            button.click()
+        except (StaleElementReferenceException, WebDriverException):
+            return False
+        return then(d)
+
+    WebDriverWait(driver, WAIT_S, poll_frequency=0.5).until(clicked)
+
+
+def no_pan(driver: WebDriver) -> None:
+    source = driver.page_source
+    for pan in PANS:
+        assert pan not in source, f"a full card number is on {driver.current_url}"
+
+
+def shoot(driver: WebDriver, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    driver.save_screenshot(str(SCREENSHOTS / name))
+
+
+def rate_row(driver: WebDriver, topic: str) -> str:
+    for row in driver.find_elements(By.XPATH, f"//tr[.//*[normalize-space(.)='{topic}']]"):
+        try:
+            return str(row.text)
+        except StaleElementReferenceException:
+            continue
+    return ""
+
+
+def nonzero_rate(driver: WebDriver, topic: str) -> bool:
+    text = rate_row(driver, topic)
+    parts = text.split()
+    return len(parts) >= 2 and parts[1].endswith("/s") and parts[1] not in ("0.0/s", "—")
+
+
+# -- real data -------------------------------------------------------------------------------
+
+
+def transaction(
+    txid: str, pan: str, at_ms: int, where: tuple[float, float] | None, country: str
+) -> dict:
+    body = {
+        "transaction_id": txid,
+        "card_number": pan,
+        "amount": 120.0,
+        "currency": "EUR",
+        "merchant_id": "m-ui-test",
+        "merchant_category": "5411",
+        "channel": "card_present" if where else "online",
+        "country": country,
+        "event_time": at_ms,
+    }
+    if where:
+        body.update(lat=where[0], lon=where[1], terminal_id="pos-ui-test")
+    return body
+
+
+def produce_pipeline_records(kafka_stack: StackConfig, query: str, alert_id: str) -> None:
+    """One alert and one progress report, as the Spark jobs publish them."""
+    ensure_topics(kafka_stack, ["alerts", "metrics"])
+    now = time.time_ns() // 1_000_000
+    alert = {
+        "alert_id": alert_id,
+        "rule": "velocity",
+        "label": "card_testing",
+        "entity_id": "tok_" + "c" * 32,
+        "event_time": now - 60_000,
+        "event_ids": ["cv-ui-1", "cv-ui-2", "cv-ui-3"],
+        "evidence": {"tx_count": 9, "min_count": 5, "window_s": 600.0},
+        "source": "pipeline",
+        "job": "card-velocity",
+        "detected_at": now,
+    }
+    progress = {
+        "schema": "pipeline.progress/1",
+        "job": "card-velocity",
+        "mode": "microbatch",
+        "query": query,
+        "batch_id": 12,
+        "input_rows": 480,
+        "input_rows_per_s": 96.0,
+        "processed_rows_per_s": 850.0,
+        "watermark": "2026-01-01T00:10:00.000Z",
+        "dropped_by_watermark": 7,
+        "duration_ms": 310,
+        "at": now,
+    }
+    producer = Producer(producer_config(kafka_stack))
+    producer.produce("alerts", orjson.dumps(alert), alert["entity_id"].encode())
+    producer.produce("metrics", orjson.dumps(progress), query.encode())
+    assert producer.flush(30) == 0
+
+
+EVALUATION = {
+    "scenario": "card_velocity",
+    "run": {"id_prefix": "cv-ui-", "events": 12345, "speed": 60.0},
+    "paths": {
+        "endpoint": {
+            "impossible_travel": {"precision": 0.92, "recall": 0.81, "f1": 0.86, "support": 40,
+                                  "latency_ms": {"p50": 3.0, "p99": 9.0}},
+            "card_testing": {"precision": 0.75, "recall": 0.6, "f1": 0.67, "support": 25,
+                             "latency_ms": {"p50": 40000.0, "p99": 120000.0}},
+        },
+        "pipeline": {
+            "impossible_travel": {"precision": 0.88, "recall": 0.85, "f1": 0.86, "support": 40,
+                                  "latency_ms": {"p50": 2500.0, "p99": 8000.0}},
+        },
+    },
+    "late_dropped": 17,
+    "hard_negative_alerts": 2,
+}  # fmt: skip
+
+
+# -- the test --------------------------------------------------------------------------------
+
+
+def test_control_panel_in_a_real_browser(
+    kafka_stack: StackConfig, servers: Stack, browser: WebDriver
+) -> None:
+    started = time.monotonic()
+    http, ui = servers.http, servers.ui_url
+    now = time.time_ns() // 1_000_000
+    sent = [
+        transaction("ui-t1", TRAVEL_PAN, now - 600_000, (51.5074, -0.1278), "GB"),
+        transaction("ui-t2", TRAVEL_PAN, now, (-33.8688, 151.2093), "AU"),
+        transaction("ui-t3", ONLINE_PAN, now, None, "FR"),
+    ]
+    verdicts = [http.post("/v1/transactions", json=body).json() for body in sent]
+    assert verdicts[1]["decision"] == "decline" and verdicts[1]["reasons"] == ["impossible_travel"]
+    query = f"ui-test-query-{uuid.uuid4().hex[:6]}"
+    produce_pipeline_records(kafka_stack, query, f"ui-alert-{uuid.uuid4().hex[:8]}")
+
+    # Runs: start the sensor fleet from the form.
+    open_page(browser, f"{ui}/runs?scenario=sensor_fleet", "Scenario runs")
+    wait_text(browser, "Start run", "Rate", "Clock skew", "Lateness and delivery faults")
+    no_pan(browser)
+    click_button(browser, "Start run", lambda d: "Started run" in body_text(d))
+    runs = http.get("/v1/runs").json()["runs"]
+    assert [(r["scenario"], r["status"]) for r in runs] == [("sensor_fleet", "running")], runs
+    run_id = runs[0]["run_id"]
+    wait_text(browser, run_id)
+    shoot(browser, "ui-screenshot-runs.png")
+
+    # Live: the run's readings arrive; the pipeline's report is shown.
+    open_page(browser, f"{ui}/", "Live")
+    WebDriverWait(browser, WAIT_S, poll_frequency=0.5).until(
+        lambda d: nonzero_rate(d, "sensors.readings")
+    )
+    text = wait_text(browser, query, "Late rows dropped (seen)", "Fraud endpoint")
+    assert "microbatch" in text
+    no_pan(browser)
+    shoot(browser, "ui-screenshot-live.png")
+
+    # Map: the declined card by its last 4, with its reason; the deck.gl canvas is there.
+    open_page(browser, f"{ui}/map", "Map")
+    wait_text(browser, "•••• 4444 decline (impossible_travel) in AU", "flagged")
+    WebDriverWait(browser, WAIT_S).until(
+        lambda d: d.find_elements(By.CSS_SELECTOR, "[data-testid='stDeckGlJsonChart'] canvas")
+    )
+    no_pan(browser)
+    time.sleep(1.0)  # let WebGL paint before the picture (not an assertion)
+    shoot(browser, "ui-screenshot.png")
+
+    # Alerts: the pipeline's alert and the endpoint's decline, each with evidence.
+    open_page(browser, f"{ui}/alerts", "Alerts")
+    text = wait_text(browser, "Pipeline detectors", "velocity", "tx_count: 9", "card_testing")
+    text = wait_text(browser, "DECLINE •••• 4444", "impossible_travel", "impossible: True")
+    assert "speed_kmh" in text
+    no_pan(browser)
+    shoot(browser, "ui-screenshot-alerts.png")
+
+    # Try it: the default card in London; a first use has no history and is approved.
+    open_page(browser, f"{ui}/try-it", "Try a transaction")
+    click_button(browser, "Send transaction", lambda d: "Verdict:" in body_text(d))
+    text = wait_text(browser, "Verdict: APPROVE for •••• 1111", "no_history", "Velocity evidence")
+    no_pan(browser)
+    shoot(browser, "ui-screenshot-try-it.png")
+    assert http.get("/v1/stats").json()["requests"] == len(sent) + 1
+
+    # Evaluation: none yet, then charts.
+    open_page(browser, f"{ui}/evaluation", "Evaluation")
+    wait_text(browser, "No evaluation yet")
+    folder = servers.data / "evaluations"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "card_velocity-ui-test.json").write_bytes(orjson.dumps(EVALUATION))
+    browser.refresh()
+    wait_text(browser, "Detection quality", "card_velocity-ui-test.json", "impossible_travel")
+    WebDriverWait(browser, WAIT_S).until(
+        lambda d: len(d.find_elements(By.CSS_SELECTOR, "[data-testid='stVegaLiteChart']")) >= 2
+    )
+    shoot(browser, "ui-screenshot-evaluation.png")
+
+    # Runs: stop the run with its button.
+    open_page(browser, f"{ui}/runs", "Scenario runs")
+    wait_text(browser, run_id, "running")
+    click_button(
+        browser,
+        "Stop",
+        lambda d: http.get(f"/v1/runs/{run_id}").json()["status"] == "stopped",
+    )
+    wait_text(browser, "stopped")
+    no_pan(browser)
+    run = http.get(f"/v1/runs/{run_id}").json()
+    assert run["status"] == "stopped" and run["exit_code"] == 130, run
+    assert time.monotonic() - started < 120
