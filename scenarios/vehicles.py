@@ -479,7 +479,7 @@ class VehicleCohort:
             "lat": lat,
             "lon": lon,
             "speed_kmh": v_kmh,
-            "heading_deg": heading,
+            "heading_deg": np.mod(np.rint(heading), 360.0),
             "odometer_km": self.odo[i],
             "rpm": rpm.astype(np.int64),
             "coolant_c": signals["coolant_c"],
@@ -530,7 +530,13 @@ class ConnectedVehicles:
 
     def encoder(self, id_prefix: str, table: EntityTable) -> VehicleEventEncoder:
         return VehicleEventEncoder(
-            self.schema, self.entity_field, id_prefix, table, PAYLOAD, nullable=("lat", "lon")
+            self.schema,
+            self.entity_field,
+            id_prefix,
+            table,
+            PAYLOAD,
+            nullable=("lat", "lon"),
+            signed=("lat", "lon", "coolant_c", "accel_long_ms2"),
         )
 
     def sources(self, table: EntityTable) -> list[VehicleCohort]:
