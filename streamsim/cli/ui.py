@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from types import FrameType
 from typing import Annotated
 
 import typer
@@ -48,6 +49,10 @@ def streamlit_command(stack: StackConfig, app: Path = APP) -> list[str]:
     ]
 
 
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
 def ui(
     config: ConfigOpt = None,
     api_url: Annotated[
@@ -81,10 +86,11 @@ def ui(
             highlight=False,
         )
     proc = subprocess.Popen(streamlit_command(stack), env=env)
+    signal.signal(signal.SIGTERM, _interrupt)  # a stopped `streamsim ui` stops Streamlit too
     try:
         code = proc.wait()
     except KeyboardInterrupt:
-        proc.send_signal(signal.SIGINT)  # Streamlit shuts down on it
+        proc.send_signal(signal.SIGTERM)  # Streamlit shuts down on it (SIGINT may be ignored)
         try:
             code = proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
