@@ -395,7 +395,8 @@ class Feeds:
                 new.append(TopicPartition(topic, partition, start))
         if new:
             consumer.incremental_assign(new)
-            self.assigned.update((tp.topic, tp.partition) for tp in new)
+            # Rebound, not updated in place: request threads iterate it.
+            self.assigned = self.assigned | {(tp.topic, tp.partition) for tp in new}
         self.status = "live"
         self.last_error = None
 
