@@ -46,8 +46,9 @@ from streamsim.config.loader import read_yaml
 RunStatus = Literal["running", "stopping", "finished", "failed", "stopped"]
 ACTIVE: tuple[RunStatus, ...] = ("running", "stopping")
 
-#: The environment a run does not get: the simulator needs neither secret.
-SECRET_ENV = ("STREAMSIM_API_TOKEN", "STREAMSIM_PAN_SECRET")
+#: The environment a run does not get. The PAN secret it keeps: the card scenario tokenizes
+#: cards with the endpoint's key, so both streams join on tokens.
+SECRET_ENV = ("STREAMSIM_API_TOKEN",)
 STDERR_TAIL_CHARS = 4000
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

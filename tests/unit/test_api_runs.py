@@ -229,13 +229,15 @@ def test_a_run_that_ignores_sigterm_is_killed(tmp_path: Path, scenario_dir: Path
     assert stopped.status == "stopped" and stopped.exit_code == -signal.SIGKILL
 
 
-def test_runs_do_not_get_the_secrets(tmp_path: Path, scenario_dir: Path) -> None:
+def test_runs_get_the_pan_secret_but_not_the_control_token(
+    tmp_path: Path, scenario_dir: Path
+) -> None:
     runs = RunManager(
         tmp_path / "runs",
         scenario_dir=scenario_dir,
         env={"PATH": "/usr/bin", "STREAMSIM_API_TOKEN": "x", "STREAMSIM_PAN_SECRET": "y" * 16},
     )
-    assert runs.env == {"PATH": "/usr/bin"}
+    assert runs.env == {"PATH": "/usr/bin", "STREAMSIM_PAN_SECRET": "y" * 16}
 
 
 def test_the_real_command_is_streamsim_simulate(tmp_path: Path) -> None:
