@@ -27,6 +27,7 @@ from pydantic import (
     model_validator,
 )
 
+from scenarios.card_velocity_config import CardVelocityDomain
 from scenarios.sensor_fleet_config import SensorFleetDomain
 from simulators.settings import (
     DEFAULT_START,
@@ -39,10 +40,10 @@ from simulators.settings import (
 from simulators.tagged import require_tag, untagged
 from streamsim.config.base import Settings
 
-_DOMAINS = ("sensor_fleet",)
+_DOMAINS = ("sensor_fleet", "card_velocity")
 
 Domain = Annotated[
-    SensorFleetDomain,
+    SensorFleetDomain | CardVelocityDomain,
     Field(discriminator="type"),
     untagged(_DOMAINS),
     BeforeValidator(require_tag(_DOMAINS)),
@@ -133,11 +134,13 @@ class ScenarioConfig(Settings):
     @classmethod
     def _known_classes(cls, domain: Any, info: ValidationInfo) -> Any:
         names = [c.name for c in info.data.get("classes", [])]
-        unknown = sorted(set(getattr(domain, "interval_s_by_class", {})) - set(names))
-        if names and unknown:
-            raise ValueError(
-                f"interval_s_by_class names unknown classes {unknown}; the classes are {names}"
-            )
+        for key, used in (
+            ("interval_s_by_class", getattr(domain, "interval_s_by_class", {})),
+            ("terminal_class/online_class", getattr(domain, "classes_used", [])),
+        ):
+            unknown = sorted(set(used) - set(names))
+            if names and unknown:
+                raise ValueError(f"{key} names unknown classes {unknown}; the classes are {names}")
         return domain
 
     @property

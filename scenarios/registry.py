@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
 SCENARIOS: dict[str, str] = {
     "sensor_fleet": "scenarios.sensor_fleet:SensorFleet",
+    "card_velocity": "scenarios.card_velocity:CardVelocity",
 }
 
 

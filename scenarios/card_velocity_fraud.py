@@ -1,0 +1,203 @@
+"""Fraud injection: incidents that start at configured rates and label their transactions.
+
+Each type starts incidents as a Poisson process (rate per 1,000 card-hours) and, when one
+starts, decides all of its uses at once; they wait in the planned uses until their time. Every
+use of an incident carries its label and the incident's id:
+
+- impossible_travel (cloned card): a clone uses the card in a city far from the holder's home
+  (card present), while the holder keeps using it at home: one use shortly before the clone's
+  first and one shortly after its last (those two are the holder's own, labelled none).
+- card_testing: a burst of small amounts seconds apart, mostly online at distinct merchants,
+  else at one terminal in the holder's city.
+- account_takeover: a few high amounts (a multiple of the card's typical purchase) in the
+  configured category the card uses least, mostly online.
+- compromised_terminal: many distinct cards at one merchant within a window: a POS terminal
+  used by cards of holders living in its city, or an online merchant.
+
+Cards for travel and testing at a terminal are picked among holders staying home for the
+incident, so an incident never looks like another type by accident.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scenarios.card_velocity_cards import CardProfiles
+from scenarios.card_velocity_config import CARD_FRAUDS, CardVelocityDomain
+from scenarios.card_velocity_geo import World
+from scenarios.card_velocity_purchases import Purchases, cents
+from scenarios.card_velocity_travel import Trips, pick_destinations
+from scenarios.card_velocity_uses import Uses
+from simulators.intervals import IdCounter
+from simulators.seeds import rng_for
+
+IMPOSSIBLE_TRAVEL, CARD_TESTING, ACCOUNT_TAKEOVER, COMPROMISED_TERMINAL = (
+    1 + CARD_FRAUDS.index(kind) for kind in CARD_FRAUDS
+)
+MIN_TERMINAL_CARDS = 5
+HOUR_MS = 3_600_000
+_TRIES = 8
+
+
+def counts(dist: object, rng: np.random.Generator, n: int, low: int = 1) -> np.ndarray:
+    """Whole numbers from a config distribution, at least `low`."""
+    return np.maximum(np.rint(dist.sample(rng, n)), low).astype(np.int64)  # type: ignore[attr-defined]
+
+
+class FraudInjector:
+    def __init__(
+        self,
+        domain: CardVelocityDomain,
+        cards: CardProfiles,
+        world: World,
+        destinations: np.ndarray,
+        shops: Purchases,
+        trips: Trips,
+        seed: int,
+    ) -> None:
+        self.d = domain.fraud
+        self.cards, self.world, self.destinations = cards, world, destinations
+        self.shops, self.trips = shops, trips
+        self.ids = IdCounter()
+        self.n = len(cards)
+        self.rngs = {kind: rng_for(seed, "card_velocity", "fraud", kind) for kind in CARD_FRAUDS}
+        self.started = dict.fromkeys(CARD_FRAUDS, 0)
+        self._rates = {
+            "impossible_travel": self.d.impossible_travel.rate_per_1k_card_hours,
+            "card_testing": self.d.card_testing.rate_per_1k_card_hours,
+            "account_takeover": self.d.account_takeover.rate_per_1k_card_hours,
+            "compromised_terminal": self.d.compromised_terminal.rate_per_1k_card_hours,
+        }
+        ato = [shops.mcc_index[m] for m in self.d.account_takeover.categories]
+        self._ato_categories = np.array(ato, dtype=np.int32)
+        # Cards by home city, for terminals their own holders use.
+        self._by_home = np.argsort(cards.home, kind="stable")
+        homes = cards.home[self._by_home]
+        self._home_cities, self._home_starts, self._home_counts = np.unique(
+            homes, return_index=True, return_counts=True
+        )
+
+    def step(self, t0_ms: int, t1_ms: int) -> Uses:
+        """Start this tick's incidents; return all their uses (some for later ticks)."""
+        hours = self.n / 1000 * (t1_ms - t0_ms) / HOUR_MS
+        parts = []
+        for kind in CARD_FRAUDS:
+            rng = self.rngs[kind]
+            k = int(rng.poisson(self._rates[kind] * hours))
+            for _ in range(k):
+                start = int(t0_ms + rng.integers(0, max(t1_ms - t0_ms, 1)))
+                uses = getattr(self, f"_{kind}")(start, rng)
+                if uses is not None:
+                    self.started[kind] += 1
+                    parts.append(uses)
+        return Uses.concat(parts)
+
+    # -- the types -------------------------------------------------------------------------
+
+    def _home_card(self, rng: np.random.Generator, until_ms: float) -> int | None:
+        """A card whose holder is home from now until `until_ms`."""
+        for _ in range(_TRIES):
+            ent = np.array([rng.integers(0, self.n)])
+            if self.trips.home_until(ent, until_ms)[0] and self.cards.across[ent[0]] < 0:
+                return int(ent[0])
+        return None
+
+    def _impossible_travel(self, start: int, rng: np.random.Generator) -> Uses | None:
+        s = self.d.impossible_travel
+        k = int(counts(s.uses, rng, 1)[0])
+        first = start + rng.uniform(10, 60) * 60_000
+        gaps = np.maximum(s.spacing_s.sample(rng, k - 1), 0) * 1000
+        clone_ms = first + np.r_[0.0, np.cumsum(gaps)]
+        after = clone_ms[-1] + rng.uniform(5, 30) * 60_000
+        card = self._home_card(rng, after + HOUR_MS)
+        if card is None:
+            return None
+        home = self.cards.home[card : card + 1]
+        far = pick_destinations(self.world, home, self.destinations, s.min_distance_km, 1e9, rng)
+        incident = int(self.ids.take(1)[0])
+        ent = np.full(k + 2, card, dtype=np.int32)
+        cities = np.r_[home, np.repeat(far, k), home].astype(np.int32)
+        times = np.floor(np.r_[start, clone_ms, after])
+        dev = self.shops.at_pos(cities, self.cards.categories(ent, rng), rng)
+        amount = self.shops.amounts(ent, dev, rng)
+        label = np.r_[0, np.full(k, IMPOSSIBLE_TRAVEL), 0]
+        incidents = np.r_[-1, np.full(k, incident), -1]
+        return Uses.make(ent, times, dev, amount, label, incidents)
+
+    def _card_testing(self, start: int, rng: np.random.Generator) -> Uses:
+        s = self.d.card_testing
+        k = int(counts(s.attempts, rng, 2)[0])
+        gaps = np.maximum(s.spacing_s.sample(rng, k - 1), 0) * 1000
+        times = np.floor(start + np.r_[0.0, np.cumsum(gaps)])
+        online = rng.random() < s.online_share
+        card = None if online else self._home_card(rng, float(times[-1]) + HOUR_MS)
+        if card is None:
+            card = int(rng.integers(0, self.n))
+            online = True
+        ent = np.full(k, card, dtype=np.int32)
+        if online:
+            dev = self.shops.online(self.shops.online_categories(k, rng), rng)
+        else:
+            city = self.cards.home[ent[:1]]
+            dev = np.repeat(self.shops.at_pos(city, self.cards.categories(ent[:1], rng), rng), k)
+        amount = cents(s.amount.sample(rng, k))
+        return Uses.make(ent, times, dev, amount, CARD_TESTING, int(self.ids.take(1)[0]))
+
+    def _account_takeover(self, start: int, rng: np.random.Generator) -> Uses:
+        s = self.d.account_takeover
+        k = int(counts(s.uses, rng, 1)[0])
+        gaps = np.maximum(s.spacing_s.sample(rng, k - 1), 0) * 1000
+        times = np.floor(start + np.r_[0.0, np.cumsum(gaps)])
+        online = rng.random(k) < s.online_share
+        card = self._home_card(rng, float(times[-1]) + HOUR_MS)
+        if card is None:
+            card = int(rng.integers(0, self.n))
+            online[:] = True
+        ent = np.full(k, card, dtype=np.int32)
+        cum = self.cards.category_cum[card].astype(np.float64)
+        mix = np.diff(np.r_[0.0, cum])
+        category = self._ato_categories[np.argmin(mix[self._ato_categories])]
+        cats = np.full(k, category, dtype=np.int32)
+        dev = np.where(
+            online,
+            self.shops.online(cats, rng),
+            self.shops.at_pos(self.cards.home[ent], cats, rng),
+        )
+        multiple = s.amount_multiple.sample(rng, k)
+        amount = cents(np.maximum(multiple * self.cards.typical_amount[card], s.min_amount))
+        return Uses.make(ent, times, dev, amount, ACCOUNT_TAKEOVER, int(self.ids.take(1)[0]))
+
+    def _compromised_terminal(self, start: int, rng: np.random.Generator) -> Uses | None:
+        s = self.d.compromised_terminal
+        want = int(counts(s.cards, rng, 2)[0])
+        times = np.floor(start + np.sort(rng.uniform(0, s.window_s * 1000, want)))
+        dev: np.ndarray | None = None
+        cards: np.ndarray | None = None
+        if rng.random() >= s.online_share:
+            cards, city = self._local_cards(rng, want, float(times[-1]) + HOUR_MS)
+            if cards is not None:
+                category = self.cards.categories(cards[:1], rng)
+                dev = np.repeat(self.shops.at_pos(np.array([city]), category, rng), cards.size)
+        if cards is None or dev is None:
+            cards = rng.choice(self.n, min(want, self.n), replace=False).astype(np.int32)
+            category = self.shops.online_categories(1, rng)
+            dev = np.repeat(self.shops.online(category, rng), cards.size)
+        times = times[: cards.size]
+        amount = self.shops.amounts(cards, dev, rng)
+        incident = int(self.ids.take(1)[0])
+        return Uses.make(cards, times, dev, amount, COMPROMISED_TERMINAL, incident)
+
+    def _local_cards(
+        self, rng: np.random.Generator, want: int, until_ms: float
+    ) -> tuple[np.ndarray | None, int]:
+        """Up to `want` distinct cards of holders home in one city, weighted by holders."""
+        counts_ = self._home_counts
+        city_pick = int(rng.choice(counts_.shape[0], p=counts_ / counts_.sum()))
+        lo = self._home_starts[city_pick]
+        members = self._by_home[lo : lo + counts_[city_pick]]
+        members = members[self.trips.home_until(members, until_ms)]
+        members = members[self.cards.across[members] < 0]
+        if members.size < MIN_TERMINAL_CARDS:
+            return None, -1
+        chosen = rng.choice(members, min(want, members.size), replace=False).astype(np.int32)
+        return chosen, int(self._home_cities[city_pick])
