@@ -14,6 +14,7 @@ from api.deps import require_token
 from api.responses import OrjsonResponse
 from api.run_models import ErrorBody, RunInfo, RunList, RunRequest, ScenarioList
 from api.runs import InvalidOverrides, RunConflict, RunManager, UnknownRun, UnknownScenario
+from streamsim.config import ConfigError
 
 router = APIRouter(tags=["runs"])
 
@@ -59,6 +60,9 @@ def start_run(body: RunRequest, request: Request) -> OrjsonResponse:
         ) from None
     except InvalidOverrides as exc:
         detail = [{**p, "loc": ["body", "overrides", *p["loc"]]} for p in exc.problems]
+        return OrjsonResponse({"detail": detail}, status_code=422)
+    except ConfigError as exc:  # the scenario file itself cannot be read
+        detail = [{"loc": ["body", "scenario"], "msg": str(exc), "type": "invalid_scenario_file"}]
         return OrjsonResponse({"detail": detail}, status_code=422)
     return OrjsonResponse(run.to_dict(), status_code=status.HTTP_201_CREATED)
 

@@ -75,6 +75,7 @@ def scenario_dir(tmp_path: Path) -> Path:
     shutil.copy(SENSOR_FLEET, folder / "sensor_fleet.yaml")
     (folder / "broken.yaml").write_text("kind: scenario\nentities: -1\n")
     (folder / "other.yaml").write_text("kind: scenario\nname: other\nentities: 10\n")
+    (folder / "unreadable.yaml").write_text("kind: scenario\nentities: [\n")
     return folder
 
 
@@ -159,11 +160,12 @@ def test_scenarios_are_listed_resolved_or_with_their_error(
     tmp_path: Path, scenario_dir: Path
 ) -> None:
     listed = {s["name"]: s for s in manager(tmp_path, scenario_dir, "ok").scenarios()}
-    assert set(listed) == {"broken", "other", "sensor_fleet"}
+    assert set(listed) == {"broken", "other", "sensor_fleet", "unreadable"}
+    assert "not valid YAML" in listed["unreadable"]["error"]
     assert listed["sensor_fleet"]["config"]["entities"] == 20000
     assert listed["other"]["config"]["delivery"]["drops"]["probability"] == 0.0  # a default
     assert listed["broken"]["config"] is None and "entities" in listed["broken"]["error"]
-    with pytest.raises(UnknownScenario, match="known: broken, other, sensor_fleet"):
+    with pytest.raises(UnknownScenario, match="known: broken, other, sensor_fleet, unreadable"):
         manager(tmp_path, scenario_dir, "ok").start("card_nope")
 
 
@@ -309,7 +311,11 @@ def test_control_routes_are_off_without_a_configured_token(
 def test_run_routes(api: tuple[TestClient, RunManager]) -> None:
     client, _ = api
     scenarios = ScenarioList.model_validate(client.get("/v1/scenarios").json())
-    assert [s.name for s in scenarios.scenarios] == ["broken", "other", "sensor_fleet"]
+    names = [s.name for s in scenarios.scenarios]
+    assert names == ["broken", "other", "sensor_fleet", "unreadable"]
+    unreadable = client.post("/v1/control/runs", json={"scenario": "unreadable"}, headers=AUTH)
+    assert unreadable.status_code == 422
+    assert unreadable.json()["detail"][0]["loc"] == ["body", "scenario"]
     post = client.post
     assert post("/v1/control/runs", json={"scenario": "nope"}, headers=AUTH).status_code == 404
     bad = post(
