@@ -86,15 +86,17 @@ class Merchants:
 
     def _fragments(self, with_card_present: bool) -> np.ndarray:
         # Ids, MCCs, channels and country codes are generated ASCII ([A-Za-z0-9-]): no escaping.
-        present = b'"card_present":%s,' if with_card_present else b""
+        here, there = (
+            (b'"card_present":true,', b'"card_present":false,') if with_card_present else (b"", b"")
+        )
         located = (
             b'"merchant_id":"%s","merchant_category":"%s","channel":"card_present",'
-            + present % b"true"
+            + here
             + b'"lat":%.5f,"lon":%.5f,"country":"%s","terminal_id":"%s"'
         )
         remote = (
             b'"merchant_id":"%s","merchant_category":"%s","channel":"%s",'
-            + present % b"false"
+            + there
             + b'"lat":null,"lon":null,"country":"%s","terminal_id":null'
         )
         mcc = [m.encode() for m in self.mcc]

@@ -64,6 +64,7 @@ def simulate(
         raise typer.BadParameter(f"{duration}: must be > 0", param_hint="--duration")
     chosen_speed = parse_speed(speed)
     scenario_config = load_scenario(scenario)
+    stack = stack_from(config)
     target = make_sink(sink, out, config)
     with _progress_bar(enabled=not as_json and sys.stderr.isatty()) as on_progress:
         summary = run_scenario(
@@ -74,13 +75,18 @@ def simulate(
             speed=chosen_speed,
             seed=seed,
             progress=on_progress,
+            stack=stack,
         )
     if sink == "kafka":
         from simulators.run_record import publish_run_record
 
         chosen_seed = scenario_config.seed if seed is None else seed
-        publish_run_record(stack_from(config), scenario_config.name, chosen_seed, summary)
+        publish_run_record(stack, scenario_config.name, chosen_seed, summary)
     where = f"{out}/events.jsonl" if sink == "jsonl" else _topics(scenario_config)
+    http = summary.details.get("http")
+    if http:  # POS mode: the events went to the endpoint, truth to the sink
+        truth_to = f"{out}/truth.jsonl" if sink == "jsonl" else f"truth.{scenario_config.name}"
+        where = f"{http['url']} (POS mode; truth to {truth_to})"
     emit(summary.to_json(), as_json, _human(summary, where))
     if summary.failed:
         detail = "; ".join(summary.errors) or "no detail from the client"
@@ -104,12 +110,20 @@ def _topics(config: ScenarioConfig) -> str:
 
 
 def _human(s: RunSummary, where: str) -> str:
-    return (
+    text = (
         f"[green]done[/]: {s.events:,} events ({s.duplicates:,} duplicates) and {s.truth:,} "
         f"truth records to {where}\n"
         f"  dropped {s.dropped:,}, outages {s.outages:,}, simulated {s.sim_s:,.0f}s "
         f"in {s.wall_s:,.1f}s wall: [bold]{s.events_per_s:,.0f} events/s[/]"
     )
+    http = s.details.get("http")
+    if http:
+        text += (
+            f"\n  HTTP: {http['ok']:,} of {http['requests']:,} requests answered 2xx, "
+            f"status {http['status']}, decisions {http['decisions']}, "
+            f"{http['failed']:,} failed, latency {http['latency_ms']}"
+        )
+    return text
 
 
 class _progress_bar:

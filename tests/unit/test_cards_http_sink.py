@@ -1,0 +1,181 @@
+"""POS mode's HTTP sink against a mock transport: order, bounded concurrency, retries, and every
+non-2xx or error counted and surfaced (422 bodies included, PAN-scrubbed); truth to the inner
+sink. And the scenario's wiring: request bodies the endpoint's model accepts, the default URL."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from api.models import TransactionRequest
+from scenarios.card_velocity import CardVelocity, endpoint_url
+from scenarios.card_velocity_config import CardVelocityDomain
+from scenarios.config import ScenarioConfig
+from simulators import Engine
+from simulators.sinks import MemorySink, Records, Topics
+from simulators.sinks.http import HttpEventSink
+from streamsim.config import StackConfig
+
+URL = "http://pos.test/v1/transactions"
+TOPICS = Topics("cards.transactions", "truth.card_velocity")
+PAN = "4111111111111111"
+
+
+def records(n: int) -> Records:
+    return Records(
+        [b"k"] * n,
+        [orjson.dumps({"transaction_id": f"t{i}", "card_number": PAN}) for i in range(n)],
+        list(range(n)),
+    )
+
+
+def run_sink(handler: Any, n: int, **kwargs: Any) -> tuple[HttpEventSink, MemorySink, Any]:
+    inner = MemorySink()
+    sink = HttpEventSink(inner, URL, transport=httpx.MockTransport(handler), **kwargs)
+    sink.open(TOPICS)
+    sink.write(records(n), records(n))
+    report = sink.close()
+    return sink, inner, report
+
+
+def verdict(request: httpx.Request) -> httpx.Response:
+    return httpx.Response(200, json={"decision": "approve"})
+
+
+def test_every_event_is_posted_and_truth_goes_to_the_inner_sink() -> None:
+    seen: list[bytes] = []
+    lock = threading.Lock()
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        with lock:
+            seen.append(request.content)
+        assert request.headers["content-type"] == "application/json"
+        return verdict(request)
+
+    _, inner, report = run_sink(handler, 50, concurrency=1)
+    assert seen == records(50).values  # one worker: exactly the emit order
+    assert inner.events.values == [] and inner.truth.values == records(50).values
+    assert report.failed == 0 and report.errors == []
+    http = report.details["http"]
+    assert http["requests"] == http["ok"] == 50
+    assert http["status"] == {"200": 50} and http["decisions"] == {"approve": 50}
+    assert http["latency_ms"]["p50"] >= 0
+
+
+def test_in_flight_requests_are_bounded_by_the_concurrency() -> None:
+    state = {"now": 0, "max": 0}
+    lock = threading.Lock()
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        with lock:
+            state["now"] += 1
+            state["max"] = max(state["max"], state["now"])
+        time.sleep(0.005)
+        with lock:
+            state["now"] -= 1
+        return verdict(request)
+
+    _, _, report = run_sink(handler, 80, concurrency=4)
+    assert report.details["http"]["ok"] == 80
+    assert 2 <= state["max"] <= 4
+
+
+def test_rejections_are_counted_and_surfaced_without_the_pan() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = orjson.loads(request.content)
+        if body["transaction_id"] in ("t3", "t7"):
+            detail = [{"loc": ["body", "amount"], "msg": "bad", "input": PAN}]
+            return httpx.Response(422, json={"detail": detail})
+        return verdict(request)
+
+    _, _, report = run_sink(handler, 10)
+    assert report.failed == 2
+    assert report.details["http"]["status"] == {"200": 8, "422": 2}
+    assert any("HTTP 422 (2 requests)" in e for e in report.errors)
+    assert any('"amount"' in e for e in report.errors)  # the field-level message is kept
+    assert all(PAN not in e for e in report.errors)
+
+
+def test_server_errors_and_connection_errors_are_retried_then_counted() -> None:
+    calls: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        tid = orjson.loads(request.content)["transaction_id"]
+        with lock:
+            calls[tid] = calls.get(tid, 0) + 1
+            n = calls[tid]
+        if tid == "t0" and n == 1:
+            return httpx.Response(503)
+        if tid == "t1" and n <= 2:
+            raise httpx.ConnectError("refused", request=request)
+        if tid == "t2":
+            raise httpx.ConnectError("refused", request=request)
+        return verdict(request)
+
+    _, _, report = run_sink(handler, 4, retries=2)
+    http = report.details["http"]
+    assert calls == {"t0": 2, "t1": 3, "t2": 3, "t3": 1}
+    assert http["ok"] == 3 and http["failed"] == report.failed == 1
+    assert http["retried"] == 1 + 2 + 2
+    assert any("ConnectError" in e for e in report.errors)
+
+
+def test_pos_mode_requests_are_valid_endpoint_bodies(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STREAMSIM_PAN_SECRET", "unit-test-pan-secret-0123456789")
+    bodies: list[bytes] = []
+    lock = threading.Lock()
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        with lock:
+            bodies.append(request.content)
+        return verdict(request)
+
+    cfg = ScenarioConfig.model_validate(
+        {
+            "entities": 300,
+            "duration_s": 3600,
+            "tick_s": 30,
+            "domain": {
+                "type": "card_velocity",
+                "delivery": "http",
+                "fraud": {"card_testing": {"rate_per_1k_card_hours": 20}},
+            },
+        }
+    )
+    scenario = CardVelocity(cfg, StackConfig())
+    sink = MemorySink()
+    engine = Engine(cfg, sink, speed="max", scenario=scenario)
+    wrapped = engine.sink
+    assert isinstance(wrapped, HttpEventSink)
+    assert wrapped.url == "http://127.0.0.1:8000/v1/transactions"
+    wrapped._transport = httpx.MockTransport(handler)  # no server in a unit test
+    summary = engine.run()
+    assert summary.events == len(bodies) > 100 and summary.failed == 0
+    assert summary.details["http"]["ok"] == summary.events
+    assert sink.events.values == [] and len(sink.truth.values) == summary.truth
+    pans = set(scenario.cards.pans or [])
+    channels = set()
+    for body in bodies:
+        request = TransactionRequest.model_validate_json(body)
+        assert request.card_number in pans
+        channels.add(request.channel)
+    assert channels == {"card_present", "online", "card_not_present"}
+    truth_ids = {orjson.loads(t)["event_id"] for t in sink.truth.values}
+    assert {orjson.loads(b)["transaction_id"] for b in bodies} <= truth_ids
+    assert not [p for p in pans if p.encode() in b"".join(sink.truth.values)]
+
+
+def test_the_endpoint_url_defaults_to_the_stacks_api_address() -> None:
+    domain = CardVelocityDomain()
+    stack = StackConfig.model_validate({"api": {"host": "0.0.0.0", "port": 8123}})
+    assert endpoint_url(domain, stack) == "http://127.0.0.1:8123/v1/transactions"
+    stack = StackConfig.model_validate({"api": {"host": "api.internal", "port": 80}})
+    assert endpoint_url(domain, stack) == "http://api.internal:80/v1/transactions"
+    chosen = CardVelocityDomain.model_validate({"endpoint": {"url": "https://fraud.example/tx"}})
+    assert endpoint_url(chosen, stack) == "https://fraud.example/tx"
