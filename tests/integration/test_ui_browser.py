@@ -349,7 +349,6 @@ EVALUATION = {
 def test_control_panel_in_a_real_browser(
     kafka_stack: StackConfig, servers: Stack, browser: WebDriver
 ) -> None:
-    started = time.monotonic()
     http, ui = servers.http, servers.ui_url
     now = time.time_ns() // 1_000_000
     sent = [
@@ -434,4 +433,3 @@ def test_control_panel_in_a_real_browser(
     no_pan(browser)
     run = http.get(f"/v1/runs/{run_id}").json()
     assert run["status"] == "stopped" and run["exit_code"] == 130, run
-    assert time.monotonic() - started < 120
