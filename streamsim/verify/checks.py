@@ -6,6 +6,8 @@ sampling them, so a broken sampler cannot vouch for itself. Tolerances:
   p -+ 4*sqrt(p(1-p)/n), widened by 1 ms for millisecond rounding;
 - a fraction of n trials lies within 4 binomial standard deviations (+1/n).
 Checks are per entity class, named "<class>.<figure>", plus whole-stream integrity checks.
+Classes belong to devices: the entities, or the scenario's own devices when truth names them
+(`device_id`, e.g. the card scenario's POS terminals and gateways).
 """
 
 from __future__ import annotations
@@ -57,9 +59,12 @@ class ClassChecks:
     """The checks for one entity class, over the joined stream restricted to it."""
 
     def __init__(self, j: Joined, entity_class: np.ndarray, c: int, cls: EntityClass) -> None:
+        """`entity_class`: the class of each device (of each entity, without devices)."""
         self.j, self.cls, self.c = j, cls, c
         self.entity_class = entity_class
-        self.truth_rows = np.flatnonzero(entity_class[j.entity_of_truth] == c)
+        assert j.device_of_truth is not None
+        self.device_of_truth = j.device_of_truth
+        self.truth_rows = np.flatnonzero(entity_class[j.device_of_truth] == c)
         mine = np.zeros(len(j.truth.event_id) + 1, dtype=bool)  # last slot: NO_MATCH
         mine[self.truth_rows] = True
         self.deliveries = j.delivery[mine[j.delivery]]  # matched stream records of this class
@@ -100,7 +105,7 @@ class ClassChecks:
         elapsed_s = float(t.true_time.max() - t.true_time.min()) / 1000
         drift = max(abs(clock.drift_ppm.ppf(0.0005)), abs(clock.drift_ppm.ppf(0.9995)))
         slack = drift * 1e-6 * elapsed_s + MS
-        counts = np.bincount(self.j.entity_of_truth, minlength=len(self.j.entities))
+        counts = np.bincount(self.device_of_truth, minlength=len(self.j.devices or []))
         per_reading = clock.jumps.probability + clock.resets.probability
         moved = 1 - (1 - per_reading) ** float(np.median(counts[entities[mine]]))
         values = medians_ms[mine] / 1000
@@ -141,7 +146,7 @@ class ClassChecks:
         rate = settings.rate_per_hour / 3600
         mean = settings.duration_s.clipped_mean(0.0, math.inf)
         expected = rate * mean / (1 + rate * mean)
-        entity = j.entity_of_truth[rows]
+        entity = self.device_of_truth[rows]
         devices = np.unique(entity)
         span_s = max(float(t.true_time.max() - t.true_time.min()) / 1000, 1.0)
         model_var = rate * _second_moment(settings.duration_s) / (devices.shape[0] * span_s)
@@ -199,10 +204,15 @@ def has_disorder(config: ScenarioConfig) -> bool:
 
 
 def run_checks(j: Joined, measured: dict[str, Any], config: ScenarioConfig) -> dict[str, Check]:
-    ids = build_scenario(config).entity_ids
-    counts = config.class_counts()
-    class_of_id = dict(zip(ids, np.repeat(np.arange(len(counts)), counts).tolist(), strict=True))
-    entity_class = np.array([class_of_id.get(e, -1) for e in j.entities], dtype=np.int64)
+    scenario = build_scenario(config)
+    devices = getattr(scenario, "devices", None)
+    if devices is not None and j.truth.device_id is not None:
+        ids, class_of = devices.ids, devices.class_of.tolist()
+    else:
+        counts = config.class_counts()
+        ids, class_of = scenario.entity_ids, np.repeat(np.arange(len(counts)), counts).tolist()
+    class_of_id = dict(zip(ids, class_of, strict=True))
+    entity_class = np.array([class_of_id.get(e, -1) for e in j.devices or []], dtype=np.int64)
     checks = integrity_checks(measured, config)
     for c, cls in enumerate(config.classes):
         for name, result in ClassChecks(j, entity_class, c, cls).run().items():

@@ -27,6 +27,14 @@ class Joined:
     entity_of_truth: np.ndarray  # per truth record: its entity number
     entities: list[str]
     lost: np.ndarray  # truth records (sent) with no stream record
+    # Per truth record: the device whose clock and delivery it went through (truth device_id;
+    # the entity itself when truth has none), and the device ids.
+    device_of_truth: np.ndarray | None = None
+    devices: list[str] | None = None
+
+    def __post_init__(self) -> None:
+        if self.device_of_truth is None:
+            self.device_of_truth, self.devices = self.entity_of_truth, self.entities
 
     @property
     def matched(self) -> np.ndarray:
@@ -72,7 +80,12 @@ def join(stream: Stream, truth: Truth) -> Joined:
     found = np.zeros(len(truth.event_id), dtype=bool)
     found[delivery[delivery != NO_MATCH]] = True
     lost = sent[~found[sent]]
-    return Joined(stream, truth, delivery, event_codes, entity_codes, entities, lost)
+    device_codes, devices = None, None
+    if truth.device_id is not None:
+        device_codes, devices, _ = _index(truth.device_id)
+    return Joined(
+        stream, truth, delivery, event_codes, entity_codes, entities, lost, device_codes, devices
+    )
 
 
 def _late_fraction(times: np.ndarray) -> float:
@@ -111,11 +124,12 @@ def _percentiles(values_ms: np.ndarray) -> dict[str, float]:
 
 
 def device_skews_ms(j: Joined) -> tuple[np.ndarray, np.ndarray]:
-    """Per entity with records: its median (event_time - true_time), and the entity number."""
+    """Per device with records: its median (event_time - true_time), and the device number."""
     matched = j.delivery != NO_MATCH
     d = j.delivery[matched]
     skew = j.stream.event_time[matched] - j.truth.true_time[d]
-    entity = j.entity_of_truth[d]
+    assert j.device_of_truth is not None
+    entity = j.device_of_truth[d]
     order = np.lexsort((skew, entity))
     entity, skew = entity[order], skew[order]
     starts = np.flatnonzero(np.r_[True, entity[1:] != entity[:-1]]) if entity.size else entity

@@ -42,6 +42,7 @@ class Truth:
     duplicate: np.ndarray  # bool
     dropped: list[str | None]
     label: list[str]
+    device_id: list[str] | None = None  # when events pass through devices (e.g. terminals)
 
     def __post_init__(self) -> None:
         self.buffered = np.array([o is not None for o in self.outage_id], dtype=bool)
@@ -125,6 +126,7 @@ def truth_from_values(values: Iterable[bytes]) -> Truth:
             np.array([r["duplicate_of"] is not None for r in rows], dtype=bool),
             [r["dropped"] for r in rows],
             [r["label"] for r in rows],
+            [r["device_id"] for r in rows] if rows and "device_id" in rows[0] else None,
         )
     except KeyError as exc:
         raise StreamsimError(f"truth records lack the key {exc}; is this a truth stream?") from None

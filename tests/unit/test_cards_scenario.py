@@ -25,6 +25,8 @@ from simulators.sinks import JsonlSink, MemorySink
 from simulators.truth import TRUTH_KEYS
 from streamsim.config import StackConfig
 from streamsim.pan import PanTokenizer, luhn_valid
+from streamsim.verify import verify
+from streamsim.verify.readers import stream_from_values, truth_from_values
 
 SECRET = "unit-test-pan-secret-0123456789"
 CARDS, HOURS = 2500, 6
@@ -320,3 +322,17 @@ def test_same_seed_same_stream_at_any_speed_and_another_seed_differs(tmp_path: P
         hashes[name] = digest(tmp_path / name)
     assert hashes["max"] == hashes["paced"] != hashes["other"]
     assert (tmp_path / "max" / "events.jsonl").stat().st_size > 0
+
+
+def test_verify_stream_checks_the_terminals_figures(run: tuple[Engine, MemorySink]) -> None:
+    """Clocks and delivery are per device: verify-stream checks each device class against its
+    own settings (truth's device_id), e.g. ±60 s POS skew and their outage share."""
+    engine, sink = run
+    stream = stream_from_values(sink.events.values, sink.events.timestamps)
+    report = verify(stream, truth_from_values(sink.truth.values), engine.config)
+    failed = {k: v for k, v in report["checks"].items() if not v["ok"]}
+    assert report["ok"], failed
+    checks = report["checks"]
+    assert checks["pos_terminal.skew_p75_s"]["expected"] == 30.0
+    assert checks["online_gateway.outage_fraction"]["measured"] == 0.0
+    assert checks["pos_terminal.outage_fraction"]["measured"] > 0.03
