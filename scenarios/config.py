@@ -29,6 +29,7 @@ from pydantic import (
 
 from scenarios.card_velocity_config import CardVelocityDomain
 from scenarios.sensor_fleet_config import SensorFleetDomain
+from scenarios.vehicles_config import ConnectedVehiclesDomain
 from simulators.settings import (
     DEFAULT_START,
     ClockSettings,
@@ -40,10 +41,10 @@ from simulators.settings import (
 from simulators.tagged import require_tag, untagged
 from streamsim.config.base import Settings
 
-_DOMAINS = ("sensor_fleet", "card_velocity")
+_DOMAINS = ("sensor_fleet", "card_velocity", "connected_vehicles")
 
 Domain = Annotated[
-    SensorFleetDomain | CardVelocityDomain,
+    SensorFleetDomain | CardVelocityDomain | ConnectedVehiclesDomain,
     Field(discriminator="type"),
     untagged(_DOMAINS),
     BeforeValidator(require_tag(_DOMAINS)),
@@ -137,6 +138,7 @@ class ScenarioConfig(Settings):
         for key, used in (
             ("interval_s_by_class", getattr(domain, "interval_s_by_class", {})),
             ("terminal_class/online_class", getattr(domain, "classes_used", [])),
+            ("vehicle_types", getattr(domain, "vehicle_types", {})),
         ):
             unknown = sorted(set(used) - set(names))
             if names and unknown:

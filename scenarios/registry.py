@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 SCENARIOS: dict[str, str] = {
     "sensor_fleet": "scenarios.sensor_fleet:SensorFleet",
     "card_velocity": "scenarios.card_velocity:CardVelocity",
+    "connected_vehicles": "scenarios.vehicles:ConnectedVehicles",
 }
 
 

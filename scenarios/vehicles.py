@@ -15,7 +15,9 @@ Hard negatives (truth `hard_negative`, only on readings without a fault label):
 - `tunnel`: readings in a tunnel (no position) and the first fix after it;
 - `cold_start`: a trip started with coolant below `cold_starts.below_c`, until it reaches
   `cold_starts.warm_c` (low coolant, fast idle, a steep but harmless warm-up);
-- `hill`: on a climb and after it until the coolant is back near normal (a brief rise).
+- `hill`: on a climb and after it, where the coolant is raised by it (a brief rise).
+No reading is marked within 2 minutes after an incident's last one: an alert on the incident
+that also names those readings would count as a hard-negative alert.
 """
 
 from __future__ import annotations
@@ -98,7 +100,9 @@ PAYLOAD = (
 HARD_NEGATIVE = PayloadField("hard_negative", "int")  # truth only, never in the event
 HILL_MARK, COLD_MARK, TUNNEL_MARK = (HARD_NEGATIVES.index(h) + 1 for h in HARD_NEGATIVES)
 TRIPS_PER_VEHICLE = 10_000  # trip_id = (vehicle index + 1) * 10_000 + trip number
-HILL_MARK_MAX_MS = 300_000.0
+HILL_MARK_MAX_MS = 300_000.0  # a climb's mark ends at most this long after it
+HILL_RISE_C = 1.5  # ... and only covers readings where the coolant is this much above normal
+QUIET_AFTER_INCIDENT_MS = 120_000.0  # no hard-negative marks this soon after an incident
 REATTACH_S = (2.0, 10.0)
 GPS_SPEED_MIN_KMH = 2.0
 OPEN_ROAD_M = 4000.0  # speeding starts only this far before the next change of road class
@@ -161,6 +165,7 @@ class VehicleCohort:
         self.cold = np.zeros(n, dtype=bool)
         self.hill_mark = np.zeros(n, dtype=bool)
         self.hill_left = np.zeros(n)
+        self.quiet_until = np.zeros(n)
         self.park_ms = np.full(n, float(start_ms) - 12 * 3_600_000)
         self.coolant_at_park = self.ambient.copy()
         self.warm_at_park = np.zeros(n)
@@ -426,19 +431,19 @@ class VehicleCohort:
         lon = np.where(in_tunnel, np.nan, lon)
         label, incident = self.faults.labels(i)
 
-        # hard negatives
-        climb_free = self.thermostat[i] + 3.0 * load + 1.0
+        # hard negatives: on readings without a label, not just after an incident (an alert on
+        # the incident's last events would otherwise count as a hard-negative alert)
         on_hill = (zone == HILL) & (grade > 0)
         self.hill_left[i[on_hill]] = t[on_hill]
-        hill = on_hill | (
-            self.hill_mark[i] & (coolant > climb_free) & (t - self.hill_left[i] < HILL_MARK_MAX_MS)
-        )
-        self.hill_mark[i] = hill
+        climbing = on_hill | (self.hill_mark[i] & (t - self.hill_left[i] < HILL_MARK_MAX_MS))
+        self.hill_mark[i] = climbing
+        raised = coolant > self.thermostat[i] + 3.0 * load + HILL_RISE_C  # the climb shows
         after_tunnel = (self.zone[i] == TUNNEL) & ~in_tunnel
-        mark = np.where(hill, HILL_MARK, 0)
+        mark = np.where(climbing & raised, HILL_MARK, 0)
         mark = np.where(self.cold[i], COLD_MARK, mark)
         mark = np.where(in_tunnel | after_tunnel, TUNNEL_MARK, mark)
-        mark = np.where(label == 0, mark, 0)
+        self.quiet_until[i[label != 0]] = t[label != 0] + QUIET_AFTER_INCIDENT_MS
+        mark = np.where((label == 0) & (t >= self.quiet_until[i]), mark, 0)
         self.cold[i] &= coolant < d.cold_starts.warm_c
 
         # connectivity: entering a tunnel or dead zone takes the vehicle offline until it is

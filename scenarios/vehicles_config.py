@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from simulators.distributions import Distribution, Exponential, LogNormal, Normal, Uniform
 from streamsim.config.base import Settings
@@ -64,13 +64,16 @@ class Region(Settings):
         300, ge=2, le=3000, description="Keep at most this many cities, the most populous."
     )
 
-    @model_validator(mode="after")
-    def _box(self) -> Region:
-        if self.bbox is not None:
-            south, west, north, east = self.bbox
+    @field_validator("bbox")
+    @classmethod
+    def _box(
+        cls, bbox: tuple[float, float, float, float] | None
+    ) -> tuple[float, float, float, float] | None:
+        if bbox is not None:
+            south, west, north, east = bbox
             if not (-90 <= south < north <= 90 and -180 <= west < east <= 180):
-                raise ValueError("bbox must be [south, west, north, east] with south < north")
-        return self
+                raise ValueError("must be [south, west, north, east] with south < north")
+        return bbox
 
 
 class Trips(Settings):
@@ -403,8 +406,3 @@ class ConnectedVehiclesDomain(Settings):
     gps_noise_m: float = Field(3.0, ge=0, le=100, description="Std of GPS position noise, m.")
     cold_starts: ColdStarts = Field(default_factory=ColdStarts, description="Cold starts.")
     faults: VehicleFaults = Field(default_factory=VehicleFaults, description="Injected faults.")
-
-    @property
-    def classes_used(self) -> list[str]:
-        """Entity class names this section refers to (checked against the scenario's classes)."""
-        return list(self.vehicle_types)

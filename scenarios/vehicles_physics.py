@@ -10,8 +10,8 @@ The models are simple but consistent with each other:
 - coolant warms at a rate set by load while below its thermostat, then settles on it with a
   time constant (a climb raises the level it settles on); it cools towards ambient when parked;
 - oil pressure follows rpm and is higher with cold oil; fuel falls with distance, load and idle
-  time; the battery charges at the charging voltage once running; tyres warm with speed, and
-  their pressure rises with it.
+  time; the battery charges at the charging voltage once running; tyres warm while driving
+  (more at speed) and cool slowly, and their pressure rises with their warmth.
 """
 
 from __future__ import annotations
@@ -169,8 +169,11 @@ def battery_voltage(
 
 
 def tyre_warmth(warm: np.ndarray, v_kmh: np.ndarray, dt: float) -> np.ndarray:
-    target = np.clip(v_kmh / 110.0, 0.0, 1.0)
-    return warm + (target - warm) * (1.0 - np.exp(-dt / TYRE_TAU_S))
+    """0 (ambient) .. 1 (hot): tyres warm within ~10 min of driving (more at speed) and cool
+    slowly (~30 min), so slowing down from a motorway lowers pressure only gently."""
+    target = np.where(v_kmh > 1.0, 0.6 + 0.4 * np.clip(v_kmh / 110.0, 0.0, 1.0), 0.3)
+    tau = np.where(target > warm, TYRE_TAU_S, TYRE_COOL_TAU_S)
+    return warm + (target - warm) * (1.0 - np.exp(-dt / tau))
 
 
 def tyre_pressures(cold_kpa: np.ndarray, warm: np.ndarray, rng: np.random.Generator) -> np.ndarray:
