@@ -1,97 +1,201 @@
 """`streamsim demo`: the whole local stack end to end, then a summary.
 
-broker up -> pipeline job started at the topics' current ends -> scenario simulated into Kafka
--> pipeline drained -> counts read back -> summary (and the broker stopped if the demo started it).
+broker up -> (fraud endpoint up) -> pipeline job started at the topics' current ends
+-> scenario simulated (into Kafka, or as POS terminals posting to the endpoint)
+-> pipeline drained -> evaluation against truth (where the scenario has one) -> summary.
+Whatever the demo started, it stops.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import orjson
 import yaml
 
 from pipeline.config import PipelineConfig
 from pipeline.progress import BatchReport, ProgressTotals
 from streamsim.config import StackConfig, load_model
+from streamsim.config.loader import read_yaml
 from streamsim.errors import StreamsimError
 from streamsim.kafka import ensure_topics
-from streamsim.kafka.broker import LocalBroker
+from streamsim.kafka.broker import LocalBroker, port_in_use
 from streamsim.kafka.offsets import end_offsets, records_since
 
 
 @dataclass(frozen=True)
 class DemoScenario:
-    """A scenario file and the pipeline job that consumes it."""
+    """A scenario, the pipeline job that consumes it, and how the demo wires them."""
 
     scenario: Path
     pipeline: Path
+    evaluation: str | None = None  # `streamsim evaluate` name, where truth can be scored
+    endpoint: bool = False  # start the fraud endpoint; the simulator posts to it (POS mode)
+    overrides: dict[str, Any] = field(default_factory=dict)  # demo-sized scenario settings
 
 
 SCENARIOS: dict[str, DemoScenario] = {
+    "card-velocity": DemoScenario(
+        Path("config/scenarios/card_velocity.yaml"),
+        Path("config/pipelines/card-velocity.yaml"),
+        evaluation="card-velocity",
+        endpoint=True,
+        overrides={"entities": 20_000},
+    ),
     "sensor-fleet": DemoScenario(
         Path("config/scenarios/sensor_fleet.yaml"), Path("config/pipelines/window-counts.yaml")
     ),
 }
+DEFAULT_SCENARIO = "sensor-fleet"
 
 
 def run_demo(
     stack: StackConfig,
     name: str,
     duration_s: float,
-    speed: float,
+    speed: float | None,
     on_batch: Callable[[BatchReport], None] | None = None,
 ) -> dict[str, Any]:
+    """Run scenario `name` for `duration_s` wall seconds at `speed` (default: its own)."""
     if name not in SCENARIOS:
         raise StreamsimError(f"unknown demo scenario {name!r}; known: {', '.join(SCENARIOS)}")
     plan = SCENARIOS[name]
-    broker = None if stack.kafka.external else LocalBroker(stack)
-    started_broker = broker is not None and not broker.status().running
-    if broker is not None:
-        broker.up()
+    with contextlib.ExitStack() as started, tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        if not stack.kafka.external:
+            started.enter_context(_local_broker(stack))
+        stack_file = work / "stack.yaml"
+        stack_file.write_text(yaml.safe_dump(stack.model_dump(mode="json")))
+        overrides = dict(plan.overrides)
+        if plan.endpoint:
+            url = started.enter_context(_endpoint(stack, stack_file, work))
+            overrides["domain"] = {"delivery": "http", "endpoint": {"url": url}}
+        scenario = _scenario_file(plan.scenario, overrides, speed, work)
+        result = _run(stack, plan, scenario, stack_file, duration_s, on_batch)
+    if plan.evaluation:
+        from streamsim.evaluate.report import evaluate, save
+
+        evaluation = evaluate(stack, plan.evaluation)
+        result["evaluation_file"] = str(save(evaluation, stack))
+        result = {**evaluation, **result}
+    return result
+
+
+@contextlib.contextmanager
+def _local_broker(stack: StackConfig) -> Iterator[None]:
+    broker = LocalBroker(stack)
+    was_running = broker.status().running
+    broker.up()
     try:
-        return _run(stack, plan, duration_s, speed, on_batch)
+        yield
     finally:
-        if started_broker and broker is not None:
+        if not was_running:
             broker.down()
+
+
+@contextlib.contextmanager
+def _endpoint(stack: StackConfig, stack_file: Path, work: Path) -> Iterator[str]:
+    """`streamsim api` as a child process; yields its transactions URL once it is healthy."""
+    host, port = stack.api.host, stack.api.port
+    if port_in_use(host, port):
+        raise StreamsimError(
+            f"port {port} on {host} is taken, so the demo cannot start the fraud endpoint "
+            "there: stop what holds it, or set api.port (or STREAMSIM_API_PORT)"
+        )
+    log = (work / "api.log").open("wb")
+    command = [
+        sys.executable,
+        "-m",
+        "streamsim",
+        "api",
+        "--config",
+        str(stack_file),
+        "--no-access-log",
+    ]
+    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ))
+    base = f"http://{host}:{port}"
+    try:
+        _wait_healthy(proc, f"{base}/v1/health", work / "api.log")
+        yield f"{base}/v1/transactions"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def _wait_healthy(
+    proc: subprocess.Popen[bytes], url: str, log: Path, timeout_s: float = 90
+) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise StreamsimError(
+                f"the fraud endpoint exited while starting:\n{log.read_text()[-2000:]}"
+            )
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        time.sleep(0.5)
+    raise StreamsimError(f"the fraud endpoint did not answer {url} within {timeout_s:.0f}s")
+
+
+def _scenario_file(
+    path: Path, overrides: dict[str, Any], speed: float | None, work: Path
+) -> tuple[Path, float]:
+    """The scenario with the demo's overrides, and the speed it will run at."""
+    from api.runs import apply_overrides
+
+    data = apply_overrides(read_yaml(path), overrides)
+    chosen = speed or float(data.get("pacing", {}).get("speed") or 1.0)
+    out = work / path.name
+    out.write_text(yaml.safe_dump(data, sort_keys=False))
+    return out, chosen
 
 
 def _run(
     stack: StackConfig,
     plan: DemoScenario,
+    scenario: tuple[Path, float],
+    stack_file: Path,
     duration_s: float,
-    speed: float,
     on_batch: Callable[[BatchReport], None] | None,
 ) -> dict[str, Any]:
     from pipeline.jobs import start_job
     from pipeline.metrics import MetricsPublisher
 
     cfg = load_model(PipelineConfig, plan.pipeline)
-    source = cfg.input_topics[0]
-    ensure_topics(stack, [source, cfg.output_topic, cfg.deadletter_topic])
-    start = {t: end_offsets(stack, t) for t in (source, cfg.output_topic, cfg.deadletter_topic)}
+    sources, sinks = cfg.input_topics, [cfg.output_topic, cfg.deadletter_topic]
+    ensure_topics(stack, [*sources, *sinks])
+    start = {t: end_offsets(stack, t) for t in [*sources, *sinks]}
     run_id = time.strftime("demo-%Y%m%d-%H%M%S")
     run_stack = stack.model_copy(
         update={
             "dirs": stack.dirs.model_copy(update={"checkpoints": stack.dirs.checkpoints / run_id})
         }
     )
-    offsets = {source: {str(p): o for p, o in start[source].items()}}
+    offsets = {t: {str(p): o for p, o in start[t].items()} for t in sources}
     cfg = cfg.model_copy(update={"starting_offsets": json.dumps(offsets)})
 
     metrics = MetricsPublisher(stack, cfg.job, cfg.trigger.mode)
     totals = ProgressTotals(metrics, *([on_batch] if on_batch else []))
     queries = start_job(run_stack, cfg, totals)
+    path, speed = scenario
     try:
-        simulation = _simulate(stack, plan.scenario, duration_s, speed, queries)
+        simulation = _simulate(path, stack_file, duration_s * speed, speed, queries)
         for query in queries:
             query.processAllAvailable()
     finally:
@@ -99,41 +203,39 @@ def _run(
             query.stop()
         metrics.close()
     return {
-        "scenario": plan.scenario.stem,
-        "paths": {},
+        "scenario": path.stem,
         "late_dropped": totals.dropped_by_watermark(),
         "simulation": simulation,
         "pipeline": {
             "job": cfg.job,
             "mode": cfg.trigger.mode,
             "queries": totals.to_dict(),
-            "windows_emitted": records_since(stack, cfg.output_topic, start[cfg.output_topic]),
-            "deadlettered": records_since(stack, cfg.deadletter_topic, start[cfg.deadletter_topic]),
+            "outputs": {t: records_since(stack, t, start[t]) for t in sinks},
         },
     }
 
 
 def _simulate(
-    stack: StackConfig, scenario: Path, duration_s: float, speed: float, queries: list[Any]
+    scenario: Path, stack_file: Path, sim_s: float, speed: float, queries: list[Any]
 ) -> dict[str, Any]:
     """The simulator as a child process (its own core), while Spark runs in this one."""
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as stack_file:
-        yaml.safe_dump(stack.model_dump(mode="json"), stack_file)
-        stack_file.flush()
-        command = [
-            sys.executable, "-m", "streamsim", "simulate", str(scenario),
-            "--duration", str(duration_s), "--speed", str(speed), "--sink", "kafka",
-            "--config", stack_file.name, "--json",
-        ]  # fmt: skip
-        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
-            while proc.poll() is None:
-                failed = [q for q in queries if q.exception() is not None]
-                if failed:
-                    proc.terminate()
-                    raise StreamsimError(f"query {failed[0].name} failed: {failed[0].exception()}")
-                time.sleep(0.5)
-            out, err = proc.communicate()
-    if proc.returncode != 0:
-        raise StreamsimError(f"the simulator failed:\n{err.decode(errors='replace')[-3000:]}")
-    summary: dict[str, Any] = orjson.loads(out.strip().splitlines()[-1])
+    command = [
+        sys.executable, "-m", "streamsim", "simulate", str(scenario),
+        "--duration", str(sim_s), "--speed", str(speed), "--sink", "kafka",
+        "--config", str(stack_file), "--json",
+    ]  # fmt: skip
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(command, stdout=out, stderr=err)
+        while proc.poll() is None:
+            failed = [q for q in queries if q.exception() is not None]
+            if failed:
+                proc.terminate()
+                raise StreamsimError(f"query {failed[0].name} failed: {failed[0].exception()}")
+            time.sleep(0.5)
+        out.seek(0)
+        err.seek(0)
+        if proc.returncode != 0:
+            tail = err.read().decode(errors="replace")[-3000:]
+            raise StreamsimError(f"the simulator failed:\n{tail}")
+        summary: dict[str, Any] = orjson.loads(out.read().strip().splitlines()[-1])
     return summary

@@ -2,28 +2,35 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from streamsim.cli.common import ConfigOpt, JsonOpt, console, emit, stack_from
+from streamsim.cli.evaluate import human as evaluation_summary
+from streamsim.demo import DEFAULT_SCENARIO
 
 
 def demo(
-    scenario: Annotated[str, typer.Option(help="Which scenario to run.")] = "sensor-fleet",
+    scenario: Annotated[
+        str, typer.Option(help="card-velocity (endpoint + pipeline + evaluation) or sensor-fleet.")
+    ] = DEFAULT_SCENARIO,
     duration: Annotated[
-        float, typer.Option(min=1, help="Simulated seconds to run the scenario for.")
-    ] = 60.0,
+        float, typer.Option(min=1, help="Wall seconds to run the scenario for.")
+    ] = 120.0,
     speed: Annotated[
-        float, typer.Option(min=0.01, help="Simulated seconds per wall second.")
-    ] = 1.0,
+        float | None,
+        typer.Option(min=0.01, help="Simulated seconds per wall second (default: the scenario's)."),
+    ] = None,
     headless: Annotated[
-        bool, typer.Option(help="No control panel (the demo has no UI page yet; always headless).")
+        bool,
+        typer.Option(help="Accepted for the contract; the demo never opens the control panel."),
     ] = True,
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Start the local stack, run a scenario through the pipeline, print a summary."""
+    """Start the local stack, run a scenario through endpoint and pipeline, print a summary
+    (for card-velocity, the evaluation against truth)."""
     from pipeline.progress import BatchReport
     from streamsim.demo import run_demo
 
@@ -37,18 +44,23 @@ def demo(
             )
 
     if not as_json:
-        console.print(f"demo: {scenario} for {duration:g} simulated s at speed {speed:g}")
+        console.print(f"demo: {scenario} for {duration:g} s")
     result = run_demo(stack_from(config), scenario, duration, speed, on_batch=show)
+    emit(result, as_json, _human(result))
+
+
+def _human(result: dict[str, Any]) -> str:
     sim, pipe = result["simulation"], result["pipeline"]
     rows = max((q["input_rows"] for q in pipe["queries"].values()), default=0)
-    emit(
-        result,
-        as_json,
+    outputs = ", ".join(f"{n:,} to {t}" for t, n in pipe["outputs"].items())
+    lines = [
         f"simulated {sim['events']:,} events ({sim['duplicates']:,} duplicates, "
         f"{sim['dropped']:,} dropped in transit, {sim['outages']:,} outages) at "
-        f"{sim['events_per_s']:,.0f} events/s\n"
+        f"{sim['events_per_s']:,.0f} events/s",
         f"pipeline {pipe['job']} ({pipe['mode']}): {rows:,} events read by "
-        f"{len(pipe['queries'])} queries, {pipe['windows_emitted']:,} windows emitted, "
-        f"{result['late_dropped']:,} events too late for the watermark, "
-        f"{pipe['deadlettered']:,} dead-lettered",
-    )
+        f"{len(pipe['queries'])} queries; {outputs}; "
+        f"{result['late_dropped']:,} events too late for the watermark",
+    ]
+    if "paths" in result:
+        lines.append(evaluation_summary(result))
+    return "\n".join(lines)
