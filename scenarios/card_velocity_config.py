@@ -115,7 +115,7 @@ class MerchantSettings(Settings):
     """The merchant and terminal table, made once."""
 
     terminals_per_1k_cards: float = Field(
-        40.0, gt=0, description="POS terminals per 1,000 cards living in a city."
+        60.0, gt=0, description="POS terminals per 1,000 cards living in a city."
     )
     min_terminals_per_city: int = Field(
         8, ge=1, le=1000, description="POS terminals in every city used at all."
@@ -124,7 +124,14 @@ class MerchantSettings(Settings):
         40, ge=1, le=10_000, description="POS terminals at least, in each destination city."
     )
     terminals_per_merchant: float = Field(
-        1.5, ge=1, le=50, description="Mean POS terminals per merchant (1 + Poisson)."
+        1.5, ge=1, le=50, description="Mean POS terminals per merchant (geometric), before the cap."
+    )
+    max_terminals_per_merchant: int = Field(
+        3,
+        ge=1,
+        le=1000,
+        description="Cap on a merchant's terminals: a big store alone would see as many distinct "
+        "cards as a compromised terminal.",
     )
     online_merchants: int = Field(
         2000, ge=1, le=1_000_000, description="Online merchants (one payment gateway each)."

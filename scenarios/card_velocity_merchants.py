@@ -148,9 +148,11 @@ class Merchants:
         t_city = np.repeat(np.repeat(used, n_cat), per_cat.ravel())
         t_cat = np.repeat(np.tile(np.arange(n_cat, dtype=np.int32), used.shape[0]), per_cat.ravel())
         n_pos = int(t_city.shape[0])
-        # Merchants: runs of terminals of one city and category, 1 + Poisson(mean - 1) long.
+        # Merchants: runs of terminals of one city and category, geometric lengths, capped.
         breaks = rng.random(n_pos) < 1.0 / m.terminals_per_merchant
         breaks |= np.r_[True, (t_city[1:] != t_city[:-1]) | (t_cat[1:] != t_cat[:-1])]
+        run_start = np.maximum.accumulate(np.where(breaks, np.arange(n_pos), 0))
+        breaks |= (np.arange(n_pos) - run_start) % m.max_terminals_per_merchant == 0
         merchant = np.cumsum(breaks) - 1
         n_merchants = int(merchant[-1]) + 1 if n_pos else 0
         # Each merchant somewhere in its city; its terminals within ~50 m of each other.
