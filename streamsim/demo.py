@@ -57,7 +57,6 @@ SCENARIOS: dict[str, DemoScenario] = {
         Path("config/scenarios/sensor_fleet.yaml"), Path("config/pipelines/window-counts.yaml")
     ),
 }
-DEFAULT_SCENARIO = "sensor-fleet"
 
 
 def run_demo(

@@ -5,8 +5,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-
-import pyspark
+from importlib.metadata import version
 
 from streamsim.config import StackConfig
 from streamsim.jvm import (
@@ -50,13 +49,14 @@ def check_kafka_jars(stack: StackConfig) -> Check:
 
 
 def check_spark_connector(stack: StackConfig) -> Check:
-    wanted = f"spark-sql-kafka-0-10_2.13-{pyspark.__version__}.jar"
+    spark_version = version("pyspark")
+    wanted = f"spark-sql-kafka-0-10_2.13-{spark_version}.jar"
     names = [j.name for j in spark_kafka_jars(stack)]
     if wanted not in names:
         found = ", ".join(n for n in names if n.startswith("spark-sql-kafka")) or "none"
         return Check(
             False,
-            f"{wanted} (for PySpark {pyspark.__version__}) not cached; found: {found}",
+            f"{wanted} (for PySpark {spark_version}) not cached; found: {found}",
             RESOLVE_HINT,
         )
     return Check(True, wanted)

@@ -4,22 +4,26 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from scenarios.config import ScenarioConfig
-from simulators import Progress as EngineProgress
-from simulators import RunSummary, run_scenario
-from simulators.sinks import JsonlSink, Sink
 from streamsim.cli.common import ConfigOpt, JsonOpt, emit, err_console, fail, stack_from
 from streamsim.config import ConfigError, load_file
+
+if TYPE_CHECKING:  # the engine (numpy, simpy) loads only when a command runs it
+    from scenarios.config import ScenarioConfig
+    from simulators import Progress as EngineProgress
+    from simulators import RunSummary
+    from simulators.sinks import Sink
 
 SinkName = Literal["kafka", "jsonl"]
 
 
 def load_scenario(path: Path) -> ScenarioConfig:
+    from scenarios.config import ScenarioConfig
+
     kind, model = load_file(path)
     if not isinstance(model, ScenarioConfig):
         raise ConfigError(path, [f"expected a scenario config (kind: scenario), got kind {kind!r}"])
@@ -67,6 +71,8 @@ def simulate(
     stack = stack_from(config)
     target = make_sink(sink, out, config)
     with _progress_bar(enabled=not as_json and sys.stderr.isatty()) as on_progress:
+        from simulators import run_scenario
+
         summary = run_scenario(
             scenario_config,
             target,
@@ -94,6 +100,8 @@ def simulate(
 
 
 def make_sink(name: SinkName, out: Path | None, config: Path | None) -> Sink:
+    from simulators.sinks import JsonlSink
+
     if name == "jsonl":
         if out is None:
             raise typer.BadParameter("--sink jsonl needs --out DIR", param_hint="--out")

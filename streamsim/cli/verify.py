@@ -4,14 +4,15 @@ config, check each figure against the configured parameters (exit 1 when one is 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from scenarios.config import ScenarioConfig
 from streamsim.cli.common import JsonOpt, console, emit
 from streamsim.config import ConfigError, StackConfig, load_file, load_stack
-from streamsim.verify import read_jsonl, read_kafka, verify
+
+if TYPE_CHECKING:  # numpy and the scenario models load only when the command runs
+    from scenarios.config import ScenarioConfig
 
 ConfigsOpt = Annotated[
     list[Path] | None,
@@ -25,6 +26,8 @@ ConfigsOpt = Annotated[
 
 
 def split_configs(paths: list[Path]) -> tuple[StackConfig, ScenarioConfig | None]:
+    from scenarios.config import ScenarioConfig
+
     stack: StackConfig | None = None
     scenario: ScenarioConfig | None = None
     for path in paths:
@@ -58,6 +61,8 @@ def verify_stream(
         raise typer.BadParameter("give either --events (JSONL) or --topic (Kafka)")
     if topic is not None and truth_topic is None:
         raise typer.BadParameter("--topic needs --truth-topic", param_hint="--truth-topic")
+    from streamsim.verify import read_jsonl, read_kafka, verify
+
     stack, scenario = split_configs(config or [])
     if events is not None:
         stream, truth_records = read_jsonl(events, truth)
