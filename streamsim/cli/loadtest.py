@@ -53,15 +53,15 @@ def loadtest(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("answered {task.fields[answered]:,}"),
+        TextColumn("finished {task.fields[finished]:,}"),
         TimeElapsedColumn(),
         console=err_console,
         transient=True,
     ) as bar:
-        task = bar.add_task("sent", total=None, answered=0)
+        task = bar.add_task("sent", total=None, finished=0)
 
-        def progress(sent: int, answered: int, total: int) -> None:
-            bar.update(task, completed=sent, total=total, answered=answered)
+        def progress(sent: int, finished: int, total: int) -> None:
+            bar.update(task, completed=sent, total=total, finished=finished)
 
         report = run_loadtest(cfg, stack, name, folder, progress)
 

@@ -1,16 +1,18 @@
-"""Charts of a run, made offline with altair (Vega-Lite):
+"""Charts of a run as Vega-Lite specs (plain JSON, data inline; no plotting library needed):
 
 - `latency_over_time`: p50, p99 and max latency per time bin (by intended send time), over the
   intended and achieved request rates; the warm-up is shaded;
 - `latency_percentiles`: the HdrHistogram percentile distribution (latency against
   1/(1 - percentile), log scale), the measured requests only.
 
-Each is written as `<name>.html` (opens in a browser; vega-embed loads from a CDN) and
-`<name>.vl.json` (the bare spec, data inline, for the Streamlit UI or any offline renderer).
+Each is written as `<name>.vl.json` (the spec, for the Streamlit UI's `st.vega_lite_chart` or
+any Vega-Lite renderer, offline) and `<name>.html` (opens in a browser; vega-embed is loaded
+from a CDN).
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -18,32 +20,43 @@ import numpy as np
 
 from streamsim.loadtest.recorder import GOOD, Recorder
 
+SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
 MAX_BINS = 300
+_HTML = """<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>{title}</title>
+<script src="https://cdn.jsdelivr.net/npm/vega@5"></script>
+<script src="https://cdn.jsdelivr.net/npm/vega-lite@5"></script>
+<script src="https://cdn.jsdelivr.net/npm/vega-embed@6"></script>
+</head><body><div id="chart"></div>
+<script>vegaEmbed("#chart", {spec}, {{"actions": true}});</script>
+</body></html>
+"""
 
 
 def timeline(rec: Recorder, total_s: float) -> tuple[float, list[dict[str, Any]]]:
-    """Per-bin rows: t_s, intended_rate, achieved_rate, p50_ms, p99_ms, max_ms."""
+    """Per-bin rows: t_s, intended_rate, achieved_rate, and p50_ms, p99_ms, max_ms where the
+    bin has answers."""
     bin_s = max(1.0, float(np.ceil(total_s / MAX_BINS)))
-    bins = int(np.ceil(total_s / bin_s))
+    bins = max(1, int(np.ceil(total_s / bin_s)))
     times = np.asarray(rec.times)
     intended_bin = np.minimum((times // bin_s).astype(np.int64), bins - 1)
-    good = rec.outcome == GOOD
-    done_bin = (rec.done_at[good] // bin_s).astype(np.int64)
+    done = rec.done_at[rec.outcome == GOOD]
+    done_bin = (done // bin_s).astype(np.int64)
     done_bin = done_bin[(done_bin >= 0) & (done_bin < bins)]
     intended = np.bincount(intended_bin, minlength=bins)
     achieved = np.bincount(done_bin, minlength=bins)
     answered = ~np.isnan(rec.latency_s)
-    rows = []
     order = np.argsort(intended_bin[answered], kind="stable")
     lat_sorted = rec.latency_s[answered][order] * 1000
     bounds = np.searchsorted(intended_bin[answered][order], np.arange(bins + 1))
+    rows = []
     for b in range(bins):
-        lat = lat_sorted[bounds[b] : bounds[b + 1]]
         row: dict[str, Any] = {
             "t_s": b * bin_s,
             "intended_rate": float(intended[b] / bin_s),
             "achieved_rate": float(achieved[b] / bin_s),
         }
+        lat = lat_sorted[bounds[b] : bounds[b + 1]]
         if lat.size:
             p50, p99 = np.percentile(lat, [50, 99])
             row.update(p50_ms=float(p50), p99_ms=float(p99), max_ms=float(lat.max()))
@@ -51,64 +64,97 @@ def timeline(rec: Recorder, total_s: float) -> tuple[float, list[dict[str, Any]]
     return bin_s, rows
 
 
-def latency_over_time(rec: Recorder, total_s: float, warmup_s: float) -> Any:
-    import altair as alt
-    import pandas as pd
+def _long(rows: list[dict[str, Any]], keys: tuple[str, ...], value: str) -> list[dict[str, Any]]:
+    return [
+        {"t_s": row["t_s"], "series": key, value: round(row[key], 3)}
+        for row in rows
+        for key in keys
+        if key in row
+    ]
 
+
+def latency_over_time(rec: Recorder, total_s: float, warmup_s: float) -> dict[str, Any]:
     bin_s, rows = timeline(rec, total_s)
-    frame = pd.DataFrame(rows)
-    for column in ("p50_ms", "p99_ms", "max_ms"):
-        if column not in frame:
-            frame[column] = np.nan
-    latency = frame.melt("t_s", ["p50_ms", "p99_ms", "max_ms"], "series", "ms").dropna()
-    rates = frame.melt("t_s", ["intended_rate", "achieved_rate"], "series", "per_s")
-    x = alt.X("t_s:Q", title="seconds since start (by intended send time)")
-    warm = alt.Chart(pd.DataFrame({"start": [0.0], "end": [warmup_s]})).mark_rect(
-        opacity=0.12, color="gray"
-    )
-    warm = warm.encode(x="start:Q", x2="end:Q")
-    top = alt.layer(
-        warm,
-        alt.Chart(latency)
-        .mark_line(point=len(frame) < 60)
-        .encode(x=x, y=alt.Y("ms:Q", title="latency ms (from intended send)"), color="series:N"),
-    ).properties(width=720, height=280, title=f"Latency per {bin_s:g} s (warm-up shaded)")
-    bottom = (
-        alt.Chart(rates)
-        .mark_line()
-        .encode(x=x, y=alt.Y("per_s:Q", title="requests/s"), color="series:N")
-        .properties(width=720, height=140, title="Intended vs achieved rate")
-    )
-    return alt.vconcat(top, bottom).resolve_scale(color="independent")
+    x = {"field": "t_s", "type": "quantitative", "title": "seconds since start (intended send)"}
+    color = {"field": "series", "type": "nominal"}
+    latency = {
+        "layer": [
+            {
+                "data": {"values": [{"start": 0.0, "end": warmup_s}]},
+                "mark": {"type": "rect", "color": "gray", "opacity": 0.12},
+                "encoding": {
+                    "x": {"field": "start", "type": "quantitative"},
+                    "x2": {"field": "end"},
+                },
+            },
+            {
+                "data": {"values": _long(rows, ("p50_ms", "p99_ms", "max_ms"), "ms")},
+                "mark": {"type": "line", "point": len(rows) < 60},
+                "encoding": {
+                    "x": x,
+                    "y": {
+                        "field": "ms",
+                        "type": "quantitative",
+                        "title": "latency ms (from intended send)",
+                    },
+                    "color": color,
+                },
+            },
+        ],
+        "width": 720,
+        "height": 280,
+        "title": f"Latency per {bin_s:g} s (warm-up shaded)",
+    }
+    rates = {
+        "data": {"values": _long(rows, ("intended_rate", "achieved_rate"), "per_s")},
+        "mark": "line",
+        "encoding": {
+            "x": x,
+            "y": {"field": "per_s", "type": "quantitative", "title": "requests/s"},
+            "color": color,
+        },
+        "width": 720,
+        "height": 140,
+        "title": "Intended vs achieved rate",
+    }
+    return {
+        "$schema": SCHEMA,
+        "vconcat": [latency, rates],
+        "resolve": {"scale": {"color": "independent"}},
+    }
 
 
-def latency_percentiles(rec: Recorder) -> Any:
-    import altair as alt
-    import pandas as pd
-
-    points = rec.percentile_curve()
-    frame = pd.DataFrame(
-        [
-            {"percentile": p, "x": 1 / (1 - p / 100), "ms": ms}
-            for p, ms in points
-            if p < 100  # the max is in the report; 1/(1-p) has no place for it
-        ]
-        or [{"percentile": 0.0, "x": 1.0, "ms": 0.0}]
-    )
-    return (
-        alt.Chart(frame)
-        .mark_line(point=True)
-        .encode(
-            x=alt.X(
-                "x:Q",
-                scale=alt.Scale(type="log"),
-                title="percentile (1/(1-p): 10 = p90, 100 = p99, 1000 = p99.9)",
-            ),
-            y=alt.Y("ms:Q", title="latency ms (from intended send)"),
-            tooltip=["percentile:Q", "ms:Q"],
-        )
-        .properties(width=720, height=320, title="Latency by percentile (HdrHistogram)")
-    )
+def latency_percentiles(rec: Recorder) -> dict[str, Any]:
+    values = [
+        {"percentile": p, "x": 1 / (1 - p / 100), "ms": round(ms, 3)}
+        for p, ms in rec.percentile_curve()
+        if p < 100  # the max is in the report; 1/(1-p) has no place for it
+    ]
+    return {
+        "$schema": SCHEMA,
+        "data": {"values": values},
+        "mark": {"type": "line", "point": True},
+        "encoding": {
+            "x": {
+                "field": "x",
+                "type": "quantitative",
+                "scale": {"type": "log"},
+                "title": "percentile (1/(1-p): 10 = p90, 100 = p99, 1000 = p99.9)",
+            },
+            "y": {
+                "field": "ms",
+                "type": "quantitative",
+                "title": "latency ms (from intended send)",
+            },
+            "tooltip": [
+                {"field": "percentile", "type": "quantitative"},
+                {"field": "ms", "type": "quantitative"},
+            ],
+        },
+        "width": 720,
+        "height": 320,
+        "title": "Latency by percentile (HdrHistogram)",
+    }
 
 
 def write_charts(rec: Recorder, total_s: float, warmup_s: float, out: Path) -> list[Path]:
@@ -117,9 +163,10 @@ def write_charts(rec: Recorder, total_s: float, warmup_s: float, out: Path) -> l
         "latency_over_time": latency_over_time(rec, total_s, warmup_s),
         "latency_percentiles": latency_percentiles(rec),
     }
-    for name, chart in charts.items():
-        html, spec = out / f"{name}.html", out / f"{name}.vl.json"
-        chart.save(str(html))
-        spec.write_text(chart.to_json())
-        written += [html, spec]
+    for name, spec in charts.items():
+        text = json.dumps(spec)
+        html, vl = out / f"{name}.html", out / f"{name}.vl.json"
+        vl.write_text(text)
+        html.write_text(_HTML.format(title=name.replace("_", " "), spec=text))
+        written += [html, vl]
     return written

@@ -38,6 +38,7 @@ class Recorder:
         self.warmup_errors: Counter[str] = Counter()
         self.statuses: Counter[int] = Counter()
         self.decisions: Counter[str] = Counter()
+        self.finished = 0  # requests answered or failed, warm-up included
 
     @property
     def requests(self) -> int:
@@ -48,6 +49,7 @@ class Recorder:
         self, slot: int, status: int, done_s: float, decision: bytes | None = None
     ) -> None:
         latency = done_s - self.times[slot]
+        self.finished += 1
         self.done_at[slot] = done_s
         self.latency_s[slot] = latency
         good = 200 <= status < 300
@@ -73,6 +75,7 @@ class Recorder:
 
     def failed(self, slot: int, kind: str, done_s: float) -> None:
         """No answer: `timeout` or `connection`."""
+        self.finished += 1
         self.done_at[slot] = done_s
         self.outcome[slot] = ERROR
         if slot < self.first_measured:

@@ -29,7 +29,7 @@ from streamsim.loadtest.report import build_report, dumps
 from streamsim.loadtest.runner import OpenLoopRunner, RunResult
 from streamsim.loadtest.shapes import send_times
 
-Progress = Callable[[int, int, int], None]  # (sent, answered, total)
+Progress = Callable[[int, int, int], None]  # (sent, finished, total)
 
 
 @dataclass(frozen=True)
@@ -73,9 +73,7 @@ def execute(
         task = asyncio.create_task(runner.run())
         while not task.done():
             await asyncio.wait({task}, timeout=0.25)
-            answered = int(np.count_nonzero(recorder.outcome))
-            sent = int(np.count_nonzero(~np.isnan(runner.lag)))
-            progress(sent, answered, len(the_plan.times_s))
+            progress(runner.dispatched, recorder.finished, len(the_plan.times_s))
         return task.result()
 
     return uvloop.run(main())

@@ -81,6 +81,7 @@ class OpenLoopRunner:
         self.waited = 0
         self.connect_failures = 0
         self.lag = np.full(len(self.times), np.nan)
+        self.dispatched = 0
         self.stopping = False
         self._room: asyncio.Future[None] | None = None
         self._drained: asyncio.Future[None] | None = None
@@ -148,6 +149,7 @@ class OpenLoopRunner:
                 self.lag[i] = now - times[i]
                 self._submit(i, now)
                 i += 1
+                self.dispatched = i
 
     def _submit(self, slot: int, now: float) -> None:
         self.in_flight += 1

@@ -137,6 +137,7 @@ def test_the_in_flight_bound_pauses_sending_counts_it_and_skips_nothing() -> Non
     assert result.in_flight_limit_hits > 0
     assert result.max_in_flight == 3
     assert (rec.outcome == GOOD).all() and rec.histogram.get_total_count() == 30
+    assert rec.finished == 30
     assert rec.latency_s[-1] >= 30 * 0.02 - times[-1] - 0.01  # still from its intended time
 
 
