@@ -31,6 +31,8 @@ class Recorder:
         #: Slots are in intended-time order; these and later ones are measured.
         self.first_measured = int(np.searchsorted(times_s, warmup_s))
         self.histogram = HdrHistogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_DIGITS)
+        #: From the actual send instead (diagnostic only: what a closed-loop tool would show).
+        self.from_send = HdrHistogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_DIGITS)
         self.outcome = np.zeros(n, dtype=np.int8)
         self.done_at = np.full(n, np.nan)
         self.latency_s = np.full(n, np.nan)
@@ -46,7 +48,12 @@ class Recorder:
         return len(self.times) - self.first_measured
 
     def answered(
-        self, slot: int, status: int, done_s: float, decision: bytes | None = None
+        self,
+        slot: int,
+        status: int,
+        done_s: float,
+        decision: bytes | None = None,
+        sent_s: float | None = None,
     ) -> None:
         latency = done_s - self.times[slot]
         self.finished += 1
@@ -70,8 +77,9 @@ class Recorder:
             self.errors[kind] += 1
         if decision:
             self.decisions[decision.decode("ascii", "replace")] += 1
-        us = min(max(round(latency * 1e6), LOWEST_US), HIGHEST_US)
-        self.histogram.record_value(us)
+        self.histogram.record_value(_us(latency))
+        if sent_s is not None:
+            self.from_send.record_value(_us(done_s - sent_s))
 
     def failed(self, slot: int, kind: str, done_s: float) -> None:
         """No answer: `timeout` or `connection`."""
@@ -85,20 +93,10 @@ class Recorder:
 
     # figures
     def latency_ms(self) -> dict[str, float | None]:
-        h = self.histogram
-        if h.get_total_count() == 0:
-            return {"p50": None, "p90": None, "p99": None, "p999": None, "max": None}
+        return _percentiles_ms(self.histogram, {"p50": 50, "p90": 90, "p99": 99, "p999": 99.9})
 
-        def at(percentile: float) -> float:
-            return round(h.get_value_at_percentile(percentile) / 1000, 3)
-
-        return {
-            "p50": at(50),
-            "p90": at(90),
-            "p99": at(99),
-            "p999": at(99.9),
-            "max": round(h.get_max_value() / 1000, 3),
-        }
+    def latency_from_send_ms(self) -> dict[str, float | None]:
+        return _percentiles_ms(self.from_send, {"p50": 50, "p99": 99})
 
     def good_in_window(self, start_s: float, end_s: float) -> int:
         """Good answers completed in [start_s, end_s) (any request, warm-up ones included)."""
@@ -113,3 +111,17 @@ class Recorder:
             return []
         points = [0.0, 10, 25, 50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99, 99.999, 100.0]
         return [(p, h.get_value_at_percentile(p) / 1000) for p in points]
+
+
+def _us(seconds: float) -> int:
+    return min(max(round(seconds * 1e6), LOWEST_US), HIGHEST_US)
+
+
+def _percentiles_ms(h: HdrHistogram, points: dict[str, float]) -> dict[str, float | None]:
+    empty = h.get_total_count() == 0
+    out: dict[str, float | None] = {
+        name: None if empty else round(h.get_value_at_percentile(p) / 1000, 3)
+        for name, p in points.items()
+    }
+    out["max"] = None if empty else round(h.get_max_value() / 1000, 3)
+    return out

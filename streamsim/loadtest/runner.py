@@ -185,7 +185,7 @@ class OpenLoopRunner:
         slot, conn.slot = conn.slot, -1
         if slot < 0:
             return  # nothing was asked on it (cannot happen with a well-behaved server)
-        self.recorder.answered(slot, status, now, decision)
+        self.recorder.answered(slot, status, now, decision, conn.sent_at)
         self._finished()
         if keep_alive:
             self._next(conn, now)

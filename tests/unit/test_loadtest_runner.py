@@ -127,6 +127,10 @@ def test_a_queue_at_a_slow_server_shows_in_the_latency() -> None:
     k = np.arange(50)
     assert np.all(rec.latency_s >= 0.02 * k + 0.035)
     assert rec.latency_ms()["max"] >= 1000
+    # What a tool with coordinated omission would have reported: the service time only.
+    from_send = rec.latency_from_send_ms()
+    assert from_send["p50"] is not None and from_send["p50"] >= 35
+    assert from_send["p50"] < rec.latency_ms()["p50"] / 4
     assert result.waited_for_connection >= 40  # the one connection was busy
 
 
