@@ -5,8 +5,9 @@ population, spending habits), the merchant table (POS terminals in every city us
 merchants), trip plans. One SimPy cohort process steps every card per tick, vectorised:
 
 - everyday purchases: a Poisson process per card, thinned at night (local solar time); online
-  with the card's online share (no location), else at a terminal of the card's current city in
-  a category from the card's own mix; amounts from the category's distribution;
+  with the card's online share (no location), else at a terminal of the card's current city;
+  in a category from the card's own mix for that channel; amounts from the category's
+  distribution;
 - trips (`card_velocity_travel`): no card-present use in the air; uses at the destination;
 - fraud incidents (`card_velocity_fraud`), labelled in truth with their type and incident id;
 - hard negatives, marked in truth (`hard_negative`), which a good detector must not alert on:
@@ -134,9 +135,9 @@ class CardCohort:
         hard = np.where(cross, BORDER_NEIGHBOURS, hard).astype(np.int32)
         dev = np.empty(n, dtype=np.int32)
         at_pos = np.flatnonzero(~online)
-        dev[at_pos] = self.shops.at_pos(city[at_pos], cards.categories(ent[at_pos], rng), rng)
+        dev[at_pos] = self.shops.at_pos(city[at_pos], cards.pos_categories(ent[at_pos], rng), rng)
         on = np.flatnonzero(online)
-        dev[on] = self.shops.online(self.shops.online_categories(on.size, rng), rng)
+        dev[on] = self.shops.online(cards.online_categories(ent[on], rng), rng)
         amount = self.shops.amounts(ent, dev, rng)
         return Uses.make(ent, t, dev, amount, hard_negative=hard)
 

@@ -1,6 +1,8 @@
 """Card holders: fake Luhn-valid PANs, their tokens, homes in real cities, and spending habits.
 
-Everything is drawn once at set-up, as numpy columns (100,000 cards take well under a second,
+Spending habits are two category mixes per card (card-present and online, Dirichlet around the
+category weights), so a card keeps to its own categories in both channels. Everything is drawn
+once at set-up, as numpy columns (100,000 cards take well under a second,
 most of it the HMAC of each PAN). PANs are random digits after a network prefix with the Luhn
 check digit appended, vectorised; a PAN is kept only when the scenario needs it (POS mode),
 otherwise only its token and last 4 digits are.
@@ -12,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scenarios.card_velocity_config import CardVelocityDomain
+from scenarios.card_velocity_config import CardSettings, CardVelocityDomain
 from scenarios.card_velocity_geo import World, border_pairs
 from streamsim.pan import PanTokenizer
 
@@ -69,8 +71,10 @@ class CardProfiles:
     mean_gap_ms: np.ndarray  # float64: mean time between purchase attempts (before thinning)
     online_share: np.ndarray  # float64
     spend_scale: np.ndarray  # float64
-    category_cum: np.ndarray  # float32 (n, categories): cumulative category mix
-    typical_amount: np.ndarray  # float64: the card's mix-weighted median purchase
+    pos_cum: np.ndarray  # float32 (n, categories): cumulative mix of card-present purchases
+    online_cum: np.ndarray  # float32 (n, categories): cumulative mix of online purchases
+    usage: np.ndarray  # float32 (n, categories): share of all the card's purchases
+    typical_amount: np.ndarray  # float64: the card's usage-weighted median purchase
     traveller: np.ndarray  # bool
 
     def __len__(self) -> int:
@@ -98,14 +102,11 @@ class CardProfiles:
         mean_gap_ms = 3.6e6 * thinning / rate_per_h
         online = np.clip(c.online_share.sample(rng, n), 0.0, 1.0)
         scale = np.maximum(c.spend_scale.sample(rng, n), 0.01)
-        weights = np.array([cat.weight for cat in domain.categories])
-        weights = weights / weights.sum()
-        alpha = c.category_concentration * len(weights) * weights
-        mix = rng.standard_gamma(np.broadcast_to(alpha, (n, len(weights))))
-        totals = mix.sum(axis=1, keepdims=True)
-        mix = np.where(totals > 0, mix / np.where(totals > 0, totals, 1.0), weights)
+        pos_mix = _mixes(rng, n, [cat.weight for cat in domain.categories], c)
+        online_mix = _mixes(rng, n, [cat.online_weight for cat in domain.categories], c)
+        usage = pos_mix * (1 - online)[:, None] + online_mix * online[:, None]
         medians = np.array([cat.amount.ppf(0.5) for cat in domain.categories])
-        typical = (mix * medians).sum(axis=1) * scale
+        typical = (usage * medians).sum(axis=1) * scale
         traveller = (rng.random(n) < domain.travel.traveller_share) & (across == NO_CITY)
         return cls(
             tokens=tokens,
@@ -117,16 +118,35 @@ class CardProfiles:
             mean_gap_ms=mean_gap_ms,
             online_share=online,
             spend_scale=scale,
-            category_cum=np.cumsum(mix, axis=1).astype(np.float32),
+            pos_cum=np.cumsum(pos_mix, axis=1).astype(np.float32),
+            online_cum=np.cumsum(online_mix, axis=1).astype(np.float32),
+            usage=usage.astype(np.float32),
             typical_amount=typical,
             traveller=traveller,
         )
 
-    def categories(self, ent: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """A category per purchase, from each card's own mix."""
-        u = np.asarray(rng.random(ent.shape[0], dtype=np.float32))
-        cum = self.category_cum[ent]
-        return np.minimum((cum < u[:, None]).sum(axis=1), cum.shape[1] - 1).astype(np.int32)
+    def pos_categories(self, ent: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """A category per card-present purchase, from each card's own mix."""
+        return _draw(self.pos_cum[ent], rng)
+
+    def online_categories(self, ent: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """A category per online purchase, from each card's own online mix."""
+        return _draw(self.online_cum[ent], rng)
+
+
+def _mixes(rng: np.random.Generator, n: int, weights: list[float], c: CardSettings) -> np.ndarray:
+    """Per card, a category mix around `weights` (Dirichlet; categories of weight 0 never)."""
+    w = np.asarray(weights, dtype=np.float64)
+    w = w / w.sum()
+    alpha = c.category_concentration * np.count_nonzero(w) * w
+    mix = rng.standard_gamma(np.broadcast_to(alpha, (n, w.shape[0])))
+    totals = mix.sum(axis=1, keepdims=True)
+    return np.where(totals > 0, mix / np.where(totals > 0, totals, 1.0), w)
+
+
+def _draw(cum: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    u = np.asarray(rng.random(cum.shape[0], dtype=np.float32))
+    return np.minimum((cum < u[:, None]).sum(axis=1), cum.shape[1] - 1).astype(np.int32)
 
 
 def _homes(

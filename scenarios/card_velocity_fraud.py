@@ -118,7 +118,7 @@ class FraudInjector:
         ent = np.full(k + 2, card, dtype=np.int32)
         cities = np.r_[home, np.repeat(far, k), home].astype(np.int32)
         times = np.floor(np.r_[start, clone_ms, after])
-        dev = self.shops.at_pos(cities, self.cards.categories(ent, rng), rng)
+        dev = self.shops.at_pos(cities, self.cards.pos_categories(ent, rng), rng)
         amount = self.shops.amounts(ent, dev, rng)
         label = np.r_[0, np.full(k, IMPOSSIBLE_TRAVEL), 0]
         incidents = np.r_[-1, np.full(k, incident), -1]
@@ -139,7 +139,9 @@ class FraudInjector:
             dev = self.shops.online(self.shops.online_categories(k, rng), rng)
         else:
             city = self.cards.home[ent[:1]]
-            dev = np.repeat(self.shops.at_pos(city, self.cards.categories(ent[:1], rng), rng), k)
+            dev = np.repeat(
+                self.shops.at_pos(city, self.cards.pos_categories(ent[:1], rng), rng), k
+            )
         amount = cents(s.amount.sample(rng, k))
         return Uses.make(ent, times, dev, amount, CARD_TESTING, int(self.ids.take(1)[0]))
 
@@ -154,9 +156,8 @@ class FraudInjector:
             card = int(rng.integers(0, self.n))
             online[:] = True
         ent = np.full(k, card, dtype=np.int32)
-        cum = self.cards.category_cum[card].astype(np.float64)
-        mix = np.diff(np.r_[0.0, cum])
-        category = self._ato_categories[np.argmin(mix[self._ato_categories])]
+        usage = self.cards.usage[card]
+        category = self._ato_categories[np.argmin(usage[self._ato_categories])]
         cats = np.full(k, category, dtype=np.int32)
         dev = np.where(
             online,
@@ -176,7 +177,7 @@ class FraudInjector:
         if rng.random() >= s.online_share:
             cards, city = self._local_cards(rng, want, float(times[-1]) + HOUR_MS)
             if cards is not None:
-                category = self.cards.categories(cards[:1], rng)
+                category = self.cards.pos_categories(cards[:1], rng)
                 dev = np.repeat(self.shops.at_pos(np.array([city]), category, rng), cards.size)
         if cards is None or dev is None:
             cards = rng.choice(self.n, min(want, self.n), replace=False).astype(np.int32)
