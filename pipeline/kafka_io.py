@@ -9,6 +9,8 @@ A job reads top to bottom as source -> transform -> sink:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import DataStreamWriter
@@ -54,10 +56,13 @@ def read_kafka(
     )
 
 
-def parse_events(raw: DataFrame, schema: StructType) -> tuple[DataFrame, DataFrame]:
+def parse_events(
+    raw: DataFrame, schema: StructType, required: Sequence[str] = ()
+) -> tuple[DataFrame, DataFrame]:
     """Split raw records into parsed events (with `event_ts` from `event_time` ms) and rejects.
 
-    A reject keeps its original value and names the reason, for the dead-letter topic.
+    A reject keeps its original value and names the reason, for the dead-letter topic. Every
+    event needs `event_id` and `event_time`, plus the fields named in `required`.
     """
     with_corrupt = StructType([*schema.fields, StructField(CORRUPT, StringType())])
     options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
@@ -67,6 +72,8 @@ def parse_events(raw: DataFrame, schema: StructType) -> tuple[DataFrame, DataFra
         .when(F.col("event.event_id").isNull(), F.lit("missing event_id"))
         .when(F.col("event.event_time").isNull(), F.lit("missing or non-integer event_time"))
     )
+    for name in required:
+        reason = reason.when(F.col(f"event.{name}").isNull(), F.lit(f"missing {name}"))
     checked = parsed.withColumn("reject_reason", reason)
     events = checked.where(F.col("reject_reason").isNull()).select(
         *(F.col(f"event.{f.name}").alias(f.name) for f in schema.fields),
