@@ -1,0 +1,149 @@
+"""Card-transaction window aggregates in Spark SQL: per-card features and the rules' inputs.
+
+Spark computes every aggregate natively (`window()`, `count`, `sum`, `approx_count_distinct`);
+the detectors only decide on the rows (see `pipeline.window_rules`). Inputs are de-duplicated,
+watermarked transactions with `card_token`, `merchant_id`, `country`, `amount`, `event_id`,
+`event_time` (epoch ms) and `event_ts` (its timestamp). Window bounds come out as epoch ms.
+
+`card_features` takes a *factory* of that stream (`Transactions`) and builds one per window
+spec: in Spark 4.2, when one `withWatermark` + `dropDuplicatesWithinWatermark` node feeds
+several unioned aggregations, only the first aggregation ever sees the watermark advance (the
+others never emit in append mode); a watermark and dedup of their own per branch works.
+
+    card_features(tx, windows, small_amount=5.0)   # -> aggregates.card-features
+    velocity_windows(tx, VelocityParams())          # -> velocity_window_alerts
+    merchant_windows(tx, TerminalParams())          # -> terminal_window_alerts
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import reduce
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from detectors import TerminalParams, VelocityParams
+from pipeline.config import WindowSpec
+
+FEATURES_SCHEMA = "aggregates.card-features/1"
+
+#: Builds a fresh watermarked, de-duplicated transaction stream (one per unioned branch).
+Transactions = Callable[[], DataFrame]
+
+
+def spark_interval(ms: int) -> str:
+    """A Spark interval string for a whole number of milliseconds.
+
+    >>> spark_interval(600_000), spark_interval(1_500)
+    ('600 seconds', '1500 milliseconds')
+    """
+    return f"{ms // 1000} seconds" if ms % 1000 == 0 else f"{ms} milliseconds"
+
+
+def _window(spec_length_ms: int, slide_ms: int | None = None) -> Column:
+    length = spark_interval(spec_length_ms)
+    if slide_ms is None or slide_ms == spec_length_ms:
+        return F.window("event_ts", length)
+    return F.window("event_ts", length, spark_interval(slide_ms))
+
+
+def _bounds() -> list[Column]:
+    return [
+        F.unix_millis(F.col("window.start")).alias("window_start"),
+        F.unix_millis(F.col("window.end")).alias("window_end"),
+    ]
+
+
+def _small_count(small_amount: float) -> Column:
+    return F.sum(F.when(F.col("amount") < F.lit(small_amount), 1).otherwise(0))
+
+
+def card_features(
+    tx: Transactions, windows: list[WindowSpec], small_amount: float, rsd: float = 0.05
+) -> DataFrame:
+    """One row per card per window of every spec: counts, sums, distinct merchants/countries.
+
+    Each spec is its own aggregation (a union of them), so tumbling and sliding windows of
+    different lengths are emitted side by side, each when the watermark closes it.
+    """
+    per_spec = []
+    for spec in windows:
+        rows = (
+            tx()
+            .groupBy(F.col("card_token"), _window(spec.length_ms, spec.slide_ms))
+            .agg(
+                F.count(F.lit(1)).alias("tx_count"),
+                F.sum("amount").alias("amount_sum"),
+                _small_count(small_amount).alias("small_count"),
+                F.approx_count_distinct("merchant_id", rsd).alias("distinct_merchants"),
+                F.approx_count_distinct("country", rsd).alias("distinct_countries"),
+                F.max("event_time").alias("last_event_time"),
+            )
+            .select(
+                F.lit(FEATURES_SCHEMA).alias("schema"),
+                "card_token",
+                *_bounds(),
+                F.lit(spec.length_ms // 1000).alias("window_s"),
+                F.lit(spec.slide_ms // 1000).alias("slide_s"),
+                "tx_count",
+                F.round("amount_sum", 6).alias("amount_sum"),
+                F.col("small_count").cast("long").alias("small_count"),
+                "distinct_merchants",
+                "distinct_countries",
+                "last_event_time",
+            )
+        )
+        per_spec.append(rows)
+    return reduce(DataFrame.unionByName, per_spec)
+
+
+def velocity_windows(tx: DataFrame, params: VelocityParams, rsd: float = 0.05) -> DataFrame:
+    """Per-card tumbling windows of `params.window_s`: the columns `velocity_window_alerts`
+    takes (entity_id, window bounds, tx_count, small_count, amount_sum, distinct_merchants,
+    last_event_time, event_ids)."""
+    return (
+        tx.groupBy(F.col("card_token").alias("entity_id"), _window(params.window_ms))
+        .agg(
+            F.count(F.lit(1)).alias("tx_count"),
+            _small_count(params.small_amount).cast("long").alias("small_count"),
+            F.sum("amount").alias("amount_sum"),
+            F.approx_count_distinct("merchant_id", rsd).alias("distinct_merchants"),
+            F.max("event_time").alias("last_event_time"),
+            F.collect_list("event_id").alias("event_ids"),
+        )
+        .select(
+            "entity_id",
+            *_bounds(),
+            "tx_count",
+            "small_count",
+            "amount_sum",
+            "distinct_merchants",
+            "last_event_time",
+            "event_ids",
+        )
+    )
+
+
+def merchant_windows(tx: DataFrame, params: TerminalParams, rsd: float = 0.05) -> DataFrame:
+    """Per-merchant tumbling windows of `params.window_s`: approx distinct cards, the columns
+    `terminal_window_alerts` takes."""
+    window_ms = max(1, round(params.window_s * 1000))
+    return (
+        tx.where(F.col("merchant_id").isNotNull())
+        .groupBy(F.col("merchant_id").alias("entity_id"), _window(window_ms))
+        .agg(
+            F.approx_count_distinct("card_token", rsd).alias("distinct_cards"),
+            F.count(F.lit(1)).alias("tx_count"),
+            F.max("event_time").alias("last_event_time"),
+            F.collect_list("event_id").alias("event_ids"),
+        )
+        .select(
+            "entity_id",
+            *_bounds(),
+            "distinct_cards",
+            "tx_count",
+            "last_event_time",
+            "event_ids",
+        )
+    )
