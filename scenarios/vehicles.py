@@ -106,6 +106,7 @@ QUIET_AFTER_INCIDENT_MS = 120_000.0  # no hard-negative marks this soon after an
 REATTACH_S = (2.0, 10.0)
 GPS_SPEED_MIN_KMH = 2.0
 OPEN_ROAD_M = 4000.0  # speeding starts only this far before the next change of road class
+SPEEDING_HEADROOM = 1.25  # ... and where the vehicle can do this much over the limit
 
 
 class VehicleCohort:
@@ -339,6 +340,7 @@ class VehicleCohort:
         eligible[:, GPS_JUMP] = rolling & (zone_here != TUNNEL)
         eligible[:, HARSH_BRAKING] = v_kmh > 40.0
         open_road = (road != URBAN) & (cols["road_end"][a] - s > OPEN_ROAD_M)
+        open_road &= limit * SPEEDING_HEADROOM <= self.kind.max_speed_kmh  # trucks: limiter
         eligible[:, SPEEDING] = open_road & (v_kmh > 50.0) & (jam == 1.0) & (zone_here != TUNNEL)
         eligible[:, BATTERY_FAILURE] = (t - self.trip_start[i]) > 60_000
         self.faults.start(i, t, dt, eligible)

@@ -322,7 +322,7 @@ class Speeding(Settings):
     factor: Distribution = Field(
         Uniform(low=1.25, high=1.45), description="Speed as a share of the limit."
     )
-    duration_s: Distribution = Field(Uniform(low=120.0, high=480.0), description="Seconds.")
+    duration_s: Distribution = Field(Uniform(low=180.0, high=600.0), description="Seconds.")
 
 
 class BatteryFailure(Settings):

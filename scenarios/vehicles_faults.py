@@ -14,10 +14,11 @@ What each fault does to the readings (the signature a detector can find):
 - stuck_sensor: one signal repeats its value from the incident's first reading exactly;
 - gps_jump: `readings` positions are offset by `distance` km, an impossible implied speed;
 - harsh_braking: `events` decelerations of 6.5-9 m/s² within `within_s` (each waits until the
-  vehicle does 36 km/h or more);
+  vehicle does 27 km/h or more);
 - speeding: cruise at `factor` x the limit (> limit + 20%) for `duration` (starting on a
-  rural road or motorway at least 4 km before a town, ending early in town); the label lasts
-  until the speed is back within 15% of the limit;
+  rural road or motorway at least 4 km before a town, ending early in town, and never where
+  the top speed allows no +25%: a truck's limiter); the label lasts until the speed is back
+  within 15% of the limit;
 - battery_failure: charging stops: the voltage drops to the battery's and sags by `rate` V/min.
 Incidents still running when a trip ends end with it.
 """
@@ -41,7 +42,7 @@ from simulators.records import NO_ID
 ) = range(len(VEHICLE_FAULTS))
 NONE = -1
 RAMP, HOLD, RECOVER = 0, 1, 2
-MIN_BRAKING_MS = 10.0  # a harsh braking starts at 36 km/h or more
+MIN_BRAKING_MS = 7.5  # a harsh braking starts at 27 km/h or more (a 30 zone will do)
 KM_PER_DEG = 111.195
 BATTERY_SAG_FROM = 12.3  # volts: the battery under the running engine's load, not charged
 

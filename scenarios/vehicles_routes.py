@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scenarios.vehicles_cities import EARTH_KM, Cities
+from scenarios.vehicles_cities import EARTH_KM, Cities, haversine_km
 from scenarios.vehicles_config import ROAD_CLASSES, RoadClass, Roads, Trips, Zones
 
 SPACING_M = 800.0
@@ -222,11 +222,13 @@ def make_route(
     stations = [origin] + ([town] if town is not None else []) + [destination]
     points = [(float(cities.lat[c]), float(cities.lon[c])) for c in stations]
     x, y, lat0, lon0 = _polyline(points, trips.bend, rng)
-    s_dense = np.concatenate([[0.0], np.cumsum(np.hypot(np.diff(x), np.diff(y)))])
+    kx = M_PER_DEG * math.cos(math.radians(lat0))
+    lat_dense, lon_dense = lat0 + y / M_PER_DEG, lon0 + x / kx
+    step_m = 1000 * haversine_km(lat_dense[:-1], lon_dense[:-1], lat_dense[1:], lon_dense[1:])
+    s_dense = np.concatenate([[0.0], np.cumsum(step_m)])  # true distances, not projected
     length = float(s_dense[-1])
     town_at = None
     if town is not None:
-        kx = M_PER_DEG * math.cos(math.radians(lat0))
         tx = (cities.lon[town] - lon0) * kx
         ty = (cities.lat[town] - lat0) * M_PER_DEG
         town_at = float(s_dense[int(np.argmin(np.hypot(x - tx, y - ty)))])
@@ -256,10 +258,7 @@ def make_route(
         s = np.sort(np.concatenate([s_dense[keep], breaks]))
     else:
         s = s_dense
-    vx, vy = np.interp(s, s_dense, x), np.interp(s, s_dense, y)
-    kx = M_PER_DEG * math.cos(math.radians(lat0))
-    lat = lat0 + vy / M_PER_DEG
-    lon = lon0 + vx / kx
+    lat, lon = np.interp(s, s_dense, lat_dense), np.interp(s, s_dense, lon_dense)
     mid = (s[:-1] + s[1:]) / 2
     k = np.clip(np.searchsorted(piece_starts, mid, side="right") - 1, 0, len(piece_starts) - 1)
     road, limit = piece_roads[k], piece_limits[k]
