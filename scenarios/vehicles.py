@@ -535,6 +535,14 @@ class ConnectedVehicles:
             TruthField.choices("hard_negative", HARD_NEGATIVE.name, (None, *HARD_NEGATIVES)),
         )
 
+    @property
+    def own_outages(self) -> bool:
+        """Tunnels or dead zones take vehicles offline (verify-stream: outages beyond the
+        engine's are expected)."""
+        z = self.domain.zones
+        tunnels = z.offline_in_tunnels and z.tunnels_per_100km > 0
+        return tunnels or (z.offline_in_dead_zones and z.dead_zones_per_100km > 0)
+
     def encoder(self, id_prefix: str, table: EntityTable) -> VehicleEventEncoder:
         return VehicleEventEncoder(
             self.schema,
