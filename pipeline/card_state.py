@@ -8,11 +8,11 @@ the Paris one still gives the one Paris -> NY alert) and a restarted query repro
 The cost is latency: a use is judged once the watermark passes it.
 
 `CardRulesProcessor` runs it in `transformWithStateInPandas` (time mode EventTime): one
-`ValueState` (`state STRING`, the JSON snapshot) per card, an event-time timer per buffered
-event time; expired timers release the buffer up to the watermark and emit alert rows
-(`ALERT_SPARK_DDL`). Spark's state TTL is processing-time only (not allowed in EventTime
-mode), so a card's state is forgotten by another event-time timer, `ttl_ms` after its latest
-transaction.
+`ValueState` (`state STRING`, the JSON snapshot) and one event-time timer per card, at its
+earliest buffered use. When the watermark passes it, the timer releases the buffer up to the
+watermark, emits the alert rows (`ALERT_SPARK_DDL`) and moves to the next buffered use. Spark's
+state TTL is processing-time only (not allowed in EventTime mode), so with nothing buffered the
+timer instead waits for `ttl_ms` after the card's latest use, then forgets the card.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ class CardRules:
     [('paris', 'ny')]
     """
 
-    __slots__ = ("buffer", "latest_ms", "spending", "travel")
+    __slots__ = ("buffer", "earliest_ms", "latest_ms", "spending", "timer_ms", "travel")
 
     def __init__(
         self,
@@ -92,6 +92,8 @@ class CardRules:
     ) -> None:
         self.buffer = EventTimeBuffer(max_buffered)
         self.latest_ms: int | None = None  # the latest event time ever pushed
+        self.earliest_ms: int | None = None  # the earliest event time buffered
+        self.timer_ms: int | None = None  # the event-time timer registered for this card
         self.travel = None if travel is None else TravelState(card, travel)
         self.spending = None if spending is None else SpendingState(card, spending)
 
@@ -113,22 +115,47 @@ class CardRules:
             _float_or_none(amount),
             category,
         ]
-        if not self.buffer.push(int(event_time), str(event_id), payload):
+        time_ms = int(event_time)
+        if not self.buffer.push(time_ms, str(event_id), payload):
             return False
-        self.latest_ms = max(int(event_time), self.latest_ms or int(event_time))
+        self.latest_ms = time_ms if self.latest_ms is None else max(time_ms, self.latest_ms)
+        self.earliest_ms = time_ms if self.earliest_ms is None else min(time_ms, self.earliest_ms)
         return True
 
     def release(self, watermark_ms: int | None) -> list[Alert]:
         """Feed the rules every use at or before the watermark, in event-time order."""
         alerts: list[Alert] = []
-        for event_time, event_id, (lat, lon, card_present, amount, category) in self.buffer.release(
-            watermark_ms
-        ):
+        released = self.buffer.release(watermark_ms)
+        for event_time, event_id, (lat, lon, card_present, amount, category) in released:
             if self.travel is not None:
                 alerts.extend(self.travel.update(event_id, event_time, lat, lon, card_present))
             if self.spending is not None and amount is not None:
                 alerts.extend(self.spending.update(event_id, event_time, amount, category))
+        if released:
+            held = self.buffer.snapshot()["events"]
+            self.earliest_ms = int(held[0][0]) if held else None
         return alerts
+
+    def next_timer(self, ttl_ms: int | None) -> int | None:
+        """When this card needs its timer: the earliest buffered use, else its expiry.
+
+        >>> rules = CardRules("card-1", TravelParams(), None)
+        >>> for event_id, time_ms in [("b", 2_000), ("a", 1_000), ("c", 3_000)]:
+        ...     _ = rules.push(event_id, time_ms, None, None, False, 5.0, "food")
+        >>> rules.next_timer(ttl_ms=60_000)
+        1000
+        >>> _ = rules.release(2_500)
+        >>> rules.next_timer(ttl_ms=60_000)
+        3000
+        >>> _ = rules.release(3_000)
+        >>> rules.next_timer(ttl_ms=60_000), rules.next_timer(ttl_ms=None)
+        (63000, None)
+        """
+        if self.earliest_ms is not None:
+            return self.earliest_ms
+        if ttl_ms is None or self.latest_ms is None:
+            return None
+        return self.latest_ms + ttl_ms
 
     @property
     def buffered(self) -> int:
@@ -152,6 +179,8 @@ class CardRules:
             {
                 "buffer": self.buffer.snapshot(),
                 "latest_ms": self.latest_ms,
+                "earliest_ms": self.earliest_ms,
+                "timer_ms": self.timer_ms,
                 "travel": None if self.travel is None else self.travel.snapshot(),
                 "spending": None if self.spending is None else self.spending.snapshot(),
             },
@@ -162,6 +191,8 @@ class CardRules:
         data: Mapping[str, Any] = json.loads(text)
         self.buffer.restore(data["buffer"])
         self.latest_ms = data.get("latest_ms")
+        self.earliest_ms = data.get("earliest_ms")
+        self.timer_ms = data.get("timer_ms")
         if self.travel is not None and data.get("travel") is not None:
             self.travel.restore(data["travel"])
         if self.spending is not None and data.get("spending") is not None:
@@ -192,21 +223,25 @@ class CardRulesProcessor(StatefulProcessor):
             rules.load_json(stored[0])
         return rules
 
+    def _save(self, rules: CardRules) -> None:
+        """Move the card's one timer where `rules` needs it, then store the state."""
+        wanted = rules.next_timer(self.ttl_ms)
+        if wanted != rules.timer_ms:
+            if rules.timer_ms is not None:
+                self.handle.deleteTimer(rules.timer_ms)
+            if wanted is not None:
+                self.handle.registerTimer(wanted)
+            rules.timer_ms = wanted
+        self.state.update((rules.to_json(),))
+
     def handleInputRows(
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
     ) -> Iterator[pd.DataFrame]:
-        card = str(key[0])
-        rules = self._load(card)
-        times: set[int] = set()
+        rules = self._load(str(key[0]))
         for frame in rows:
             for row in frame.loc[:, list(INPUT_COLUMNS)].itertuples(index=False):
-                if rules.push(*row):
-                    times.add(int(row.event_time))
-        for time_ms in sorted(times):
-            self.handle.registerTimer(time_ms)
-        if self.ttl_ms is not None and rules.latest_ms is not None:
-            self.handle.registerTimer(rules.latest_ms + self.ttl_ms)
-        self.state.update((rules.to_json(),))
+                rules.push(*row)
+        self._save(rules)
         return iter([])
 
     def handleExpiredTimer(
@@ -215,13 +250,16 @@ class CardRulesProcessor(StatefulProcessor):
         if not self.state.exists():
             return iter([])
         rules = self._load(str(key[0]))
+        if rules.timer_ms == expiredTimerInfo.getExpiryTimeInMs():
+            rules.timer_ms = None  # Spark has removed the timer that fired
         watermark = timerValues.getCurrentWatermarkInMs()
-        held = rules.buffered
-        alerts = rules.release(watermark) if held else []
+        alerts = rules.release(watermark)
         if rules.expired(watermark, self.ttl_ms):
             self.state.clear()
-        elif held:
-            self.state.update((rules.to_json(),))
+            if rules.timer_ms is not None:
+                self.handle.deleteTimer(rules.timer_ms)
+        else:
+            self._save(rules)
         if not alerts:
             return iter([])
         return iter([alerts_to_frame(alerts).loc[:, list(ALERT_COLUMNS)]])
