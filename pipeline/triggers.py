@@ -2,8 +2,11 @@
 
 Spark 4.2's Real-time Mode runs stateless queries only (projections, filters, unions,
 stream-static joins) and only in the `update` output mode; a stateful query asked for it runs
-in micro-batches instead (`query_trigger`). `start_query` records the mode a query really runs
-in, so a job and `streamsim pipeline run` can report it (`query_mode`).
+in micro-batches instead (`query_trigger`). A Real-time Mode query also holds one task slot
+per source partition for its whole batch, so where that would leave no slot for the job's
+micro-batch queries it runs in micro-batches too (`realtime_fits`). `start_query` records the
+mode a query really runs in and why, so a job and `streamsim pipeline run` can report it
+(`query_mode`, `query_note`).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from pipeline.config import TriggerSettings
 MICROBATCH = TriggerSettings(mode="microbatch", interval="0 seconds")
 
 _MODES: dict[str, str] = {}  # query id -> the trigger mode it was started with
+_NOTES: dict[str, str] = {}  # query id -> why it runs in another mode than configured
 
 
 def with_trigger(writer: DataStreamWriter, trigger: TriggerSettings) -> DataStreamWriter:
@@ -38,18 +42,52 @@ def query_trigger(trigger: TriggerSettings, stateful: bool) -> TriggerSettings:
     return trigger
 
 
+def realtime_fits(
+    trigger: TriggerSettings, partitions: int, slots: int, busy_queries: int = 1
+) -> tuple[TriggerSettings, str | None]:
+    """The trigger, or micro-batches (and why) when Real-time Mode would take every slot.
+
+    A Real-time Mode query runs one long task per source partition for its whole batch; the
+    other queries need at least `busy_queries` slots between them.
+
+    >>> realtime = TriggerSettings(mode="realtime", interval="5 seconds")
+    >>> realtime_fits(realtime, partitions=1, slots=2)[0].mode
+    'realtime'
+    >>> trigger, note = realtime_fits(realtime, partitions=3, slots=2)
+    >>> trigger.mode, note
+    ('microbatch', 'Real-time Mode would hold 3 of 2 task slots, leaving the others none')
+    """
+    if trigger.mode != "realtime" or partitions + busy_queries <= slots:
+        return trigger, None
+    return MICROBATCH, (
+        f"Real-time Mode would hold {partitions} of {slots} task slots, leaving the others "
+        f"{'none' if partitions >= slots else slots - partitions}"
+    )
+
+
 def output_mode(trigger: TriggerSettings) -> str:
     """Real-time Mode needs `update`; a stateless query emits the same rows in either mode."""
     return "update" if trigger.mode == "realtime" else "append"
 
 
-def start_query(writer: DataStreamWriter, name: str, trigger: TriggerSettings) -> StreamingQuery:
-    """Start `writer` as query `name` with `trigger`, recording its mode for `query_mode`."""
+def start_query(
+    writer: DataStreamWriter, name: str, trigger: TriggerSettings, note: str | None = None
+) -> StreamingQuery:
+    """Start `writer` as query `name` with `trigger`; `query_mode` and `query_note` tell."""
     query = with_trigger(writer, trigger).queryName(name).start()
     _MODES[str(query.id)] = trigger.mode
+    if note:
+        _NOTES[str(query.id)] = note
+    else:
+        _NOTES.pop(str(query.id), None)
     return query
 
 
 def query_mode(query: StreamingQuery) -> str | None:
     """realtime, microbatch or available_now for a query started by `start_query`."""
     return _MODES.get(str(query.id))
+
+
+def query_note(query: StreamingQuery) -> str | None:
+    """Why a query runs in micro-batches although Real-time Mode was asked for, if it does."""
+    return _NOTES.get(str(query.id))

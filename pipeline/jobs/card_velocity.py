@@ -54,10 +54,11 @@ from pipeline.kafka_io import (
     read_kafka,
     write_kafka,
 )
-from pipeline.triggers import output_mode, query_trigger, start_query
+from pipeline.triggers import output_mode, query_trigger, realtime_fits, start_query
 from pipeline.window_rules import terminal_alert_rows, velocity_alert_rows
 from streamsim.config import StackConfig
 from streamsim.kafka import ensure_topics
+from streamsim.kafka.admin import admin_client
 
 NAME = "card-velocity"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -84,6 +85,12 @@ TRANSACTION_SCHEMA = StructType(
 )
 #: Beyond event_id and event_time, a transaction without these goes to the dead-letter topic.
 REQUIRED = ("card_token", "amount")
+
+
+def input_partitions(stack: StackConfig, topics: list[str]) -> int:
+    """Partitions across the input topics: the tasks a Real-time Mode query keeps running."""
+    metadata = admin_client(stack).list_topics(timeout=30)
+    return sum(len(metadata.topics[t].partitions) for t in topics if t in metadata.topics)
 
 
 def transactions(events: DataFrame, watermark: str) -> DataFrame:
@@ -136,7 +143,11 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
         return transactions(events, cfg.watermark)
 
     stateful = query_trigger(cfg.trigger, stateful=True)
-    stateless = query_trigger(settings.deadletter_trigger, stateful=False)
+    stateless, note = realtime_fits(
+        query_trigger(settings.deadletter_trigger, stateful=False),
+        partitions=input_partitions(stack, cfg.input_topics),
+        slots=spark.sparkContext.defaultParallelism,
+    )
 
     deadletter = write_kafka(
         deadletter_records(rejects, NAME),
@@ -165,7 +176,7 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
         .outputMode("append")
     )
     return [
-        start_query(deadletter, f"{NAME}.deadletter", stateless),
+        start_query(deadletter, f"{NAME}.deadletter", stateless, note),
         start_query(features, f"{NAME}.features", stateful),
         start_query(alerts, f"{NAME}.alerts", stateful),
     ]
