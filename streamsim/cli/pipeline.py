@@ -37,6 +37,7 @@ def run(
     from pipeline.jobs import start_job
     from pipeline.metrics import MetricsPublisher
     from pipeline.progress import BatchReport, ProgressTotals
+    from pipeline.triggers import query_mode, query_note
 
     cfg = load_model(PipelineConfig, pipeline_file or Path("config/pipelines") / f"{job}.yaml")
     if cfg.job != job:
@@ -55,10 +56,14 @@ def run(
     metrics = MetricsPublisher(stack, cfg.job, cfg.trigger.mode)
     totals = ProgressTotals(show, metrics)
     queries = start_job(stack, cfg, totals)
-    console.print(
-        f"started {len(queries)} queries ({cfg.trigger.mode} mode): "
-        + ", ".join(str(q.name) for q in queries)
-    )
+    modes = {str(q.name): query_mode(q) or cfg.trigger.mode for q in queries}
+    console.print(f"started {len(queries)} queries:", highlight=False)
+    for query in queries:
+        note = query_note(query)
+        console.print(
+            f"  {query.name}: {modes[str(query.name)]}" + (f" ({note})" if note else ""),
+            highlight=False,
+        )
     deadline = time.monotonic() + duration if duration else None
     try:
         while deadline is None or time.monotonic() < deadline:
@@ -73,12 +78,15 @@ def run(
             query.stop()
         metrics.close()
     queries_totals = totals.to_dict()
+    for name, mode in modes.items():
+        queries_totals.setdefault(name, {"batches": 0, "input_rows": 0, "dropped_by_watermark": 0})
+        queries_totals[name]["mode"] = mode
     emit(
         {"job": job, "mode": cfg.trigger.mode, "queries": queries_totals},
         as_json,
         f"stopped {job}: "
         + "; ".join(
-            f"{name}: {t['batches']} batches, {t['input_rows']:,} rows, "
+            f"{name} ({t['mode']}): {t['batches']} batches, {t['input_rows']:,} rows, "
             f"{t['dropped_by_watermark']:,} dropped as too late"
             for name, t in queries_totals.items()
         ),
