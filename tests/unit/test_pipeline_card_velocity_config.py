@@ -1,0 +1,112 @@
+"""The card_velocity section of a pipeline config: defaults, validation, the shipped file."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from detectors import SpendingParams, TerminalParams, TravelParams, VelocityParams
+from pipeline.config import CardVelocitySettings, PipelineConfig, WindowSpec, duration_ms
+from streamsim.config import load_model
+from streamsim.config.errors import ConfigError
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def config(**card_velocity: object) -> PipelineConfig:
+    return PipelineConfig.model_validate(
+        {
+            "job": "card-velocity",
+            "input_topics": ["cards.transactions"],
+            "output_topic": "alerts",
+            "card_velocity": card_velocity,
+        }
+    )
+
+
+def test_defaults() -> None:
+    settings = config().card_velocity
+    assert settings.features_topic == "aggregates.card-features"
+    assert [(w.length_ms, w.slide_ms) for w in settings.feature_windows] == [
+        (60_000, 60_000),
+        (600_000, 60_000),
+        (3_600_000, 600_000),
+    ]
+    assert settings.rules == [
+        "velocity",
+        "compromised_terminal",
+        "impossible_travel",
+        "spending_anomaly",
+    ]
+    assert settings.deadletter_trigger.mode == "realtime"
+
+
+def test_thresholds_are_the_detectors_own_models() -> None:
+    settings = config(velocity={"min_count": 7}, travel={"max_speed_kmh": 900}).card_velocity
+    assert isinstance(settings.velocity, VelocityParams) and settings.velocity.min_count == 7
+    assert isinstance(settings.travel, TravelParams) and settings.travel.max_speed_kmh == 900
+    assert isinstance(settings.terminal, TerminalParams)
+    assert isinstance(settings.spending, SpendingParams)
+    with pytest.raises(ValueError, match="min_cnt"):
+        config(velocity={"min_cnt": 7})  # a misspelt threshold is an error
+    with pytest.raises(ValueError, match="min_small_count"):
+        config(velocity={"min_count": 2, "min_small_count": 3})  # the detector's own check
+
+
+@pytest.mark.parametrize(
+    ("window", "message"),
+    [
+        ({"length": "10 minutes", "slide": "20 minutes"}, "slide must be"),
+        ({"length": "0 seconds"}, "length must be"),
+        ({"length": "10 mins"}, "pattern"),
+    ],
+)
+def test_bad_windows_are_refused(window: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        config(feature_windows=[window])
+
+
+def test_empty_rules_and_unknown_rules_are_refused() -> None:
+    with pytest.raises(ValueError):
+        config(rules=[])
+    with pytest.raises(ValueError):
+        config(rules=["velocity", "teleport"])
+
+
+def test_the_section_belongs_to_card_velocity_only() -> None:
+    with pytest.raises(ValueError, match="card_velocity configures job card-velocity"):
+        PipelineConfig.model_validate(
+            {
+                "job": "window-counts",
+                "input_topics": ["x"],
+                "output_topic": "y",
+                "card_velocity": {},
+            }
+        )
+    plain = PipelineConfig(job="window-counts", input_topics=["x"], output_topic="y")
+    assert plain.card_velocity == CardVelocitySettings()
+
+
+def test_duration_ms_and_window_spec() -> None:
+    assert duration_ms("1 day") == 86_400_000
+    assert duration_ms("1 second") == 1000
+    assert WindowSpec(length="1 hour", slide="10 minutes").slide_ms == 600_000
+
+
+def test_the_shipped_pipeline_file_loads() -> None:
+    cfg = load_model(PipelineConfig, REPO / "config" / "pipelines" / "card-velocity.yaml")
+    assert cfg.job == "card-velocity"
+    assert cfg.input_topics == ["cards.transactions"] and cfg.output_topic == "alerts"
+    assert cfg.card_velocity.velocity == VelocityParams()  # the file spells out the defaults
+
+
+def test_a_bad_value_names_its_key(tmp_path: Path) -> None:
+    path = tmp_path / "card-velocity.yaml"
+    path.write_text(
+        "kind: pipeline\njob: card-velocity\ninput_topics: [a]\noutput_topic: alerts\n"
+        "card_velocity:\n  terminal:\n    min_distinct_cards: 1\n"
+    )
+    with pytest.raises(ConfigError, match=re.escape("card_velocity.terminal.min_distinct_cards")):
+        load_model(PipelineConfig, path)
