@@ -43,6 +43,7 @@ class DemoScenario:
     evaluation: str | None = None  # `streamsim evaluate` name, where truth can be scored
     endpoint: bool = False  # start the fraud endpoint; the simulator posts to it (POS mode)
     overrides: dict[str, Any] = field(default_factory=dict)  # demo-sized scenario settings
+    inputs: list[str] | None = None  # the pipeline's input topics, if not its config's
 
 
 SCENARIOS: dict[str, DemoScenario] = {
@@ -52,6 +53,7 @@ SCENARIOS: dict[str, DemoScenario] = {
         evaluation="card-velocity",
         endpoint=True,
         overrides={"entities": 20_000},
+        inputs=["cards.activity"],  # POS -> endpoint -> card activity -> Spark (Dunning ch. 6)
     ),
     "sensor-fleet": DemoScenario(
         Path("config/scenarios/sensor_fleet.yaml"), Path("config/pipelines/window-counts.yaml")
@@ -177,6 +179,8 @@ def _run(
     from pipeline.metrics import MetricsPublisher
 
     cfg = load_model(PipelineConfig, plan.pipeline)
+    if plan.inputs:
+        cfg = cfg.model_copy(update={"input_topics": plan.inputs})
     sources, sinks = cfg.input_topics, [cfg.output_topic, cfg.deadletter_topic]
     ensure_topics(stack, [*sources, *sinks])
     start = {t: end_offsets(stack, t) for t in [*sources, *sinks]}

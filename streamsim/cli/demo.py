@@ -9,7 +9,7 @@ import typer
 from streamsim.cli.common import ConfigOpt, JsonOpt, console, emit, stack_from
 from streamsim.cli.evaluate import human as evaluation_summary
 
-DEFAULT_SCENARIO = "sensor-fleet"  # the demo's main job once the card-velocity pipeline lands
+DEFAULT_SCENARIO = "card-velocity"
 
 
 def demo(
