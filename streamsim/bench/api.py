@@ -86,10 +86,12 @@ class ServerProcess:
         return self.log.read_text(errors="replace")[-chars:]
 
     def stop(self, timeout_s: float = 30.0) -> None:
-        """SIGINT, wait (reaping it with wait4 for its peak RSS), SIGKILL if it hangs."""
+        """SIGTERM (a graceful stop for uvicorn and the canned server; SIGINT may be ignored by
+        a background child), wait, reaping it with wait4 for its peak RSS; SIGKILL if it
+        hangs."""
         if self.proc.returncode is not None:
             return
-        self.proc.send_signal(signal.SIGINT)
+        self.proc.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)

@@ -8,7 +8,7 @@ generator's own ceiling (`bench api` reports it as `generator_ceiling_per_s`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import signal
 import sys
 
 import httptools
@@ -37,15 +37,25 @@ class CannedProtocol(asyncio.Protocol):
 
 
 async def serve(host: str, port: int) -> None:
-    server = await asyncio.get_running_loop().create_server(CannedProtocol, host, port)
+    """Serve until SIGINT or SIGTERM (handled explicitly: a child started in the background
+    inherits an ignored SIGINT)."""
+    loop = asyncio.get_running_loop()
+    stop = loop.create_future()
+
+    def done() -> None:
+        if not stop.done():
+            stop.set_result(None)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, done)
+    server = await loop.create_server(CannedProtocol, host, port)
     async with server:
-        await server.serve_forever()
+        await stop
 
 
 def main() -> None:
     host, port = sys.argv[1], int(sys.argv[2])
-    with contextlib.suppress(KeyboardInterrupt):
-        uvloop.run(serve(host, port))
+    uvloop.run(serve(host, port))
 
 
 if __name__ == "__main__":
