@@ -10,7 +10,8 @@ Definitions (the same for every path):
   true-positive detection / incidents; F1 their harmonic mean.
 - latency = the first true-positive detection of an incident (in simulated time) minus the
   incident's earliest true time; p50 and p99 over detected incidents.
-- A hard-negative alert is a detection whose events include one marked `hard_negative`.
+- A hard-negative alert is a detection whose events include one marked `hard_negative` and
+  none of an incident of its label type.
 """
 
 from __future__ import annotations
@@ -75,10 +76,21 @@ def _figures(true_positive: int, detections: int, detected: int, support: int) -
 
 
 def hard_negative_alerts(detections: pd.DataFrame, truth: pd.DataFrame) -> int:
+    """Detections that touch a hard-negative event and are not true positives.
+
+    A window rule that caught a real incident may also name a marked reading beside it (a GPS
+    pair, a trend window); that is a correct alert, not one raised by the hard negative.
+    """
     if "hard_negative" not in truth.columns:
         return 0
     marked = set(truth.loc[truth["hard_negative"].notna(), "event_id"])
-    return int(sum(1 for ids in detections["event_ids"] if marked.intersection(ids)))
+    events = incidents(truth)
+    label_of = dict(zip(events["event_id"], events["label"], strict=True))
+    return sum(
+        1
+        for label, ids in zip(detections["label"], detections["event_ids"], strict=True)
+        if marked.intersection(ids) and not any(label_of.get(e) == label for e in ids)
+    )
 
 
 def to_sim_ms(wall_ms: pd.Series, anchor: dict[str, Any]) -> pd.Series:

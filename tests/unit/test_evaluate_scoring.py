@@ -74,9 +74,16 @@ def test_wrong_label_is_not_a_hit() -> None:
     assert scores["impossible_travel"]["recall"] == 0.0
 
 
-def test_hard_negative_alerts_counts_detections_touching_marked_events() -> None:
-    found = detections([("impossible_travel", ["n1", "x"], 0.0), ("card_testing", ["c1"], 0.0)])
-    assert hard_negative_alerts(found, TRUTH) == 1
+def test_hard_negative_alerts_counts_false_detections_touching_marked_events() -> None:
+    found = detections(
+        [
+            ("impossible_travel", ["n1", "x"], 0.0),  # raised by the hard negative
+            ("impossible_travel", ["n1", "a1"], 0.0),  # a true incident beside a marked one
+            ("card_testing", ["n1", "a1"], 0.0),  # wrong label type: still a false alert
+            ("card_testing", ["c1"], 0.0),
+        ]
+    )
+    assert hard_negative_alerts(found, TRUTH) == 2
 
 
 def test_unpaced_runs_have_no_latency() -> None:
