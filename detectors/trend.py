@@ -155,30 +155,133 @@ class TrendState(SeriesState):
         self.params = params
         self.window: deque[tuple[int, float, str]] = deque()
         self.holding = False
+        self.fit = WindowFit()
 
     def update(self, event_id: str, event_time: int, value: float | None) -> list[Alert]:
         return self.push(event_id, event_time, [value])
 
     def step(self, event_id: str, event_time: int, values: Sequence[float]) -> Alert | None:
-        self.window.append((event_time, values[0], event_id))
-        while self.window[0][0] <= event_time - self.params.window_ms:
-            self.window.popleft()
-        slope = _slope(self.window)
-        points, span_s = len(self.window), (event_time - self.window[0][0]) / 1000.0
-        was, self.holding = self.holding, bool(trending(slope, points, span_s, self.params))
+        p, window, fit = self.params, self.window, self.fit
+        window.append((event_time, values[0], event_id))
+        fit.add(event_time, values[0])
+        while window[0][0] <= event_time - p.window_ms:
+            t, v, _ = window.popleft()
+            fit.remove(t, v)
+        if fit.updates > 2 * len(window) + 16:
+            fit.refit(window)  # bound the rounding the running updates accumulate
+        points, span_s = len(window), (event_time - window[0][0]) / 1000.0
+        was = self.holding
+        if points < p.min_points or span_s < p.min_span_s:
+            self.holding = False
+            return None
+        slope = fit.slope() if window[0][0] != event_time else float("nan")
+        if _near_limit(slope, p) or fit.sxx < 1e-3:
+            slope = _slope(window)  # the exact two-pass fit decides close calls
+        self.holding = bool(trending(slope, points, span_s, p))
         if was or not self.holding:
             return None
-        evidence = trend_evidence(self.signal, values[0], slope, points, span_s, self.params)
-        ids = [e for _, _, e in self.window]
+        evidence = trend_evidence(self.signal, values[0], _slope(window), points, span_s, p)
+        ids = [e for _, _, e in window]
         key = (self.signal, event_id)
         return Alert.make(self.rule, self.entity_id, event_time, ids, evidence, key, self.label)
 
     def _snapshot(self) -> dict[str, Any]:
-        return {"window": [list(r) for r in self.window], "holding": self.holding}
+        return {
+            "window": [list(r) for r in self.window],
+            "holding": self.holding,
+            "fit": self.fit.snapshot(),
+        }
 
     def _restore(self, data: Mapping[str, Any]) -> None:
         self.window = deque((int(t), float(v), str(e)) for t, v, e in data["window"])
         self.holding = bool(data["holding"])
+        if data.get("fit") is not None:
+            self.fit.restore(data["fit"])
+        else:
+            self.fit.refit(self.window)
+
+
+def _near_limit(slope: float, params: TrendParams) -> bool:
+    """True when a running-sum slope is too close to a limit to trust its rounding."""
+    for limit in (params.rising_above, params.falling_below):
+        if limit is not None and abs(slope - limit) <= 1e-6 * (abs(limit) + abs(slope)) + 1e-9:
+            return True
+    return False
+
+
+class WindowFit:
+    """Running least-squares moments of (seconds, value) over a window, with add and remove.
+
+    O(1) per reading instead of a pass over the window; `refit` recomputes them exactly (two
+    passes) and `TrendState` calls it once the window has turned over, so rounding never
+    accumulates, and falls back to the exact `_slope` near a limit, so decisions are those of
+    the exact fit.
+
+    >>> fit = WindowFit()
+    >>> for t, v in [(0, 1.0), (60_000, 2.0), (120_000, 3.0), (180_000, 5.0)]:
+    ...     fit.add(t, v)
+    >>> fit.remove(0, 1.0)
+    >>> round(fit.slope(), 9)  # per minute, over the last three readings
+    1.5
+    """
+
+    __slots__ = ("mean_t", "mean_v", "n", "origin", "sxx", "sxy", "updates")
+
+    def __init__(self) -> None:
+        self.origin = 0
+        self.n, self.updates = 0, 0
+        self.mean_t = self.mean_v = self.sxx = self.sxy = 0.0
+
+    def add(self, time_ms: int, value: float) -> None:
+        if self.n == 0:
+            self.origin = time_ms
+        x = (time_ms - self.origin) / 1000.0
+        self.n += 1
+        self.updates += 1
+        dx = x - self.mean_t
+        self.mean_t += dx / self.n
+        self.mean_v += (value - self.mean_v) / self.n
+        self.sxx += dx * (x - self.mean_t)
+        self.sxy += dx * (value - self.mean_v)
+
+    def remove(self, time_ms: int, value: float) -> None:
+        if self.n <= 1:
+            self.__init__()  # type: ignore[misc]
+            return
+        x = (time_ms - self.origin) / 1000.0
+        dx = x - self.mean_t
+        self.n -= 1
+        self.updates += 1
+        self.mean_t -= dx / self.n
+        dv = value - self.mean_v
+        self.mean_v -= dv / self.n
+        self.sxx -= dx * (x - self.mean_t)
+        self.sxy -= dx * (value - self.mean_v)
+
+    def slope(self) -> float:
+        """Per minute; NaN without spread in time."""
+        return self.sxy / self.sxx * 60.0 if self.sxx > 0 else float("nan")
+
+    def refit(self, window: deque[tuple[int, float, str]]) -> None:
+        """The exact moments of `window` (two passes), measured from its first reading."""
+        self.__init__()  # type: ignore[misc]
+        if not window:
+            return
+        self.origin, self.n = window[0][0], len(window)
+        xs = [(t - self.origin) / 1000.0 for t, _, _ in window]
+        self.mean_t = sum(xs) / self.n
+        self.mean_v = sum(v for _, v, _ in window) / self.n
+        self.sxx = sum((x - self.mean_t) ** 2 for x in xs)
+        self.sxy = sum(
+            (x - self.mean_t) * (v - self.mean_v) for x, (_, v, _) in zip(xs, window, strict=True)
+        )
+
+    def snapshot(self) -> list[float]:
+        return [self.origin, self.n, self.updates, self.mean_t, self.mean_v, self.sxx, self.sxy]
+
+    def restore(self, data: Sequence[float]) -> None:
+        origin, n, updates, self.mean_t, self.mean_v, self.sxx, self.sxy = data
+        self.origin, self.n, self.updates = int(origin), int(n), int(updates)
 
 
 def _slope(window: deque[tuple[int, float, str]]) -> float:
