@@ -25,34 +25,22 @@ from pyspark.sql import functions as F
 
 from detectors import TerminalParams, VelocityParams
 from pipeline.config import WindowSpec
+from pipeline.event_windows import event_window as _window
+from pipeline.event_windows import spark_interval
+from pipeline.event_windows import window_bounds as _bounds
 
 FEATURES_SCHEMA = "aggregates.card-features/1"
 
 #: Builds a fresh watermarked, de-duplicated transaction stream (one per unioned branch).
 Transactions = Callable[[], DataFrame]
 
-
-def spark_interval(ms: int) -> str:
-    """A Spark interval string for a whole number of milliseconds.
-
-    >>> spark_interval(600_000), spark_interval(1_500)
-    ('600 seconds', '1500 milliseconds')
-    """
-    return f"{ms // 1000} seconds" if ms % 1000 == 0 else f"{ms} milliseconds"
-
-
-def _window(spec_length_ms: int, slide_ms: int | None = None) -> Column:
-    length = spark_interval(spec_length_ms)
-    if slide_ms is None or slide_ms == spec_length_ms:
-        return F.window("event_ts", length)
-    return F.window("event_ts", length, spark_interval(slide_ms))
-
-
-def _bounds() -> list[Column]:
-    return [
-        F.unix_millis(F.col("window.start")).alias("window_start"),
-        F.unix_millis(F.col("window.end")).alias("window_end"),
-    ]
+__all__ = [
+    "Transactions",
+    "card_features",
+    "merchant_windows",
+    "spark_interval",
+    "velocity_windows",
+]
 
 
 def _small_count(small_amount: float) -> Column:

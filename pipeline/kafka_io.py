@@ -17,6 +17,7 @@ from pyspark.sql.streaming import DataStreamWriter
 from pyspark.sql.types import StringType, StructField, StructType
 
 from streamsim.config import StackConfig
+from streamsim.kafka.admin import admin_client
 
 DEADLETTER_TOPIC = "deadletter"
 CORRUPT = "_corrupt_record"
@@ -116,3 +117,9 @@ def write_kafka(
         .option("checkpointLocation", checkpoint)
         .outputMode(output_mode)
     )
+
+
+def input_partitions(stack: StackConfig, topics: list[str]) -> int:
+    """Partitions across the input topics: the tasks a Real-time Mode query keeps running."""
+    metadata = admin_client(stack).list_topics(timeout=30)
+    return sum(len(metadata.topics[t].partitions) for t in topics if t in metadata.topics)

@@ -20,6 +20,7 @@ from streamsim.errors import StreamsimError
 from streamsim.jvm import RESOLVE_HINT, spark_kafka_jars
 
 LOG4J2 = Path(__file__).with_name("log4j2.properties")
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
 def spark_conf(stack: StackConfig, app: str) -> dict[str, str]:
@@ -64,3 +65,13 @@ def spark_session(stack: StackConfig, app: str) -> SparkSession:
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel(stack.spark.log_level)
     return session
+
+
+def use_rocksdb_state(spark: SparkSession) -> None:
+    """RocksDB state with changelog checkpointing, for queries started after this call.
+
+    transformWithState needs RocksDB state (recorded per checkpoint at its first batch);
+    changelog checkpointing commits a small changelog per batch instead of a snapshot.
+    """
+    spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
+    spark.conf.set("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")

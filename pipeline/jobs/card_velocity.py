@@ -50,18 +50,18 @@ from pipeline.config import CardVelocitySettings, PipelineConfig, duration_ms
 from pipeline.kafka_io import (
     as_kafka_record,
     deadletter_records,
+    input_partitions,
     parse_events,
     read_kafka,
     write_kafka,
 )
+from pipeline.session import use_rocksdb_state
 from pipeline.triggers import output_mode, query_trigger, realtime_fits, start_query
 from pipeline.window_rules import terminal_alert_rows, velocity_alert_rows
 from streamsim.config import StackConfig
 from streamsim.kafka import ensure_topics
-from streamsim.kafka.admin import admin_client
 
 NAME = "card-velocity"
-ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 #: The fields this job reads from `cards.transaction/1` and `cards.activity/1` records.
 TRANSACTION_SCHEMA = StructType(
@@ -85,12 +85,6 @@ TRANSACTION_SCHEMA = StructType(
 )
 #: Beyond event_id and event_time, a transaction without these goes to the dead-letter topic.
 REQUIRED = ("card_token", "amount")
-
-
-def input_partitions(stack: StackConfig, topics: list[str]) -> int:
-    """Partitions across the input topics: the tasks a Real-time Mode query keeps running."""
-    metadata = admin_client(stack).list_topics(timeout=30)
-    return sum(len(metadata.topics[t].partitions) for t in topics if t in metadata.topics)
 
 
 def transactions(events: DataFrame, watermark: str) -> DataFrame:
@@ -129,10 +123,7 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
     settings = cfg.card_velocity
     checkpoints = stack.dirs.checkpoints / NAME
     ensure_topics(stack, [settings.features_topic])
-    # transformWithState needs RocksDB state (recorded per checkpoint at its first batch);
-    # changelog checkpointing commits a small changelog per batch instead of a snapshot.
-    spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
-    spark.conf.set("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
+    use_rocksdb_state(spark)
 
     raw = read_kafka(
         spark, stack, cfg.input_topics, cfg.starting_offsets, cfg.max_offsets_per_trigger
