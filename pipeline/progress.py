@@ -1,4 +1,11 @@
-"""What a running query reports per batch: rows, rates, watermark, and late rows dropped."""
+"""What a running query reports per batch: rows, rates, watermark, and late rows dropped.
+
+Besides Spark's own figures, a report carries what a batch oracle needs to re-derive which
+input the query dropped as late (`pipeline.parity`): the query id, the Kafka offset range the
+batch read, and its watermark in epoch ms. A row read by batch `b` is dropped as late when its
+event time is at or before the watermark of batch `b - 1` (Spark filters late rows with the
+previous batch's watermark, so a chain of stateful operators agrees on what is late).
+"""
 
 from __future__ import annotations
 
@@ -6,9 +13,12 @@ import json
 import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from typing import Any
 
 from pyspark.sql.streaming import StreamingQueryListener
+
+Offsets = dict[str, dict[str, int]]  # topic -> partition -> offset, as Spark's Kafka source
 
 
 @dataclass(frozen=True)
@@ -21,18 +31,35 @@ class BatchReport:
     watermark: str | None
     dropped_by_watermark: int
     duration_ms: int
+    query_id: str | None = None
+    watermark_ms: int | None = None
+    watermark_lag_ms: int | None = None
+    late_events: int = 0
+    start_offsets: Offsets | None = None
+    end_offsets: Offsets | None = None
 
     @classmethod
     def from_progress(cls, progress: dict[str, Any]) -> BatchReport:
+        watermark = progress.get("eventTime", {}).get("watermark")
+        watermark_ms = iso_ms(watermark)
+        started_ms = iso_ms(progress.get("timestamp"))
         return cls(
             query=progress.get("name") or progress["id"],
             batch_id=progress["batchId"],
             input_rows=progress.get("numInputRows", 0),
             input_rows_per_s=float(progress.get("inputRowsPerSecond") or 0.0),
             processed_rows_per_s=float(progress.get("processedRowsPerSecond") or 0.0),
-            watermark=progress.get("eventTime", {}).get("watermark"),
+            watermark=watermark,
             dropped_by_watermark=dropped_by_watermark(progress),
             duration_ms=int(progress.get("durationMs", {}).get("triggerExecution", 0)),
+            query_id=progress.get("id"),
+            watermark_ms=watermark_ms,
+            watermark_lag_ms=(
+                None if watermark_ms is None or started_ms is None else started_ms - watermark_ms
+            ),
+            late_events=late_events(progress),
+            start_offsets=source_offsets(progress, "startOffset"),
+            end_offsets=source_offsets(progress, "endOffset"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -40,8 +67,58 @@ class BatchReport:
 
 
 def dropped_by_watermark(progress: dict[str, Any]) -> int:
-    """Rows the stateful operators dropped as too late in this batch."""
+    """Rows the stateful operators dropped as too late in this batch (summed over operators)."""
     return sum(op.get("numRowsDroppedByWatermark", 0) for op in progress.get("stateOperators", []))
+
+
+def late_events(progress: dict[str, Any]) -> int:
+    """Input rows this batch dropped as too late: the most any one operator dropped.
+
+    Each branch of a union filters the same late input rows, and an operator never sees the
+    rows an operator before it dropped, so the sum over operators counts a late row several
+    times; the maximum counts it once.
+
+    >>> late_events({"stateOperators": [{"numRowsDroppedByWatermark": 2},
+    ...     {"numRowsDroppedByWatermark": 2}, {"numRowsDroppedByWatermark": 0}]})
+    2
+    """
+    return max(
+        (op.get("numRowsDroppedByWatermark", 0) for op in progress.get("stateOperators", [])),
+        default=0,
+    )
+
+
+def iso_ms(text: str | None) -> int | None:
+    """Epoch ms of a Spark progress timestamp such as '2026-01-01T00:00:15.000Z'.
+
+    >>> iso_ms("2026-01-01T00:00:15.000Z"), iso_ms(None)
+    (1767225615000, None)
+    """
+    if not text:
+        return None
+    return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def source_offsets(progress: dict[str, Any], which: str) -> Offsets | None:
+    """The Kafka offsets a batch started or ended at, merged over its sources (None if none).
+
+    >>> source_offsets({"sources": [{"endOffset": '{"t": {"0": 5, "1": 7}}'}]}, "endOffset")
+    {'t': {'0': 5, '1': 7}}
+    """
+    merged: Offsets = {}
+    for source in progress.get("sources", []):
+        value = source.get(which)
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                continue
+        if not isinstance(value, dict):
+            continue
+        for topic, partitions in value.items():
+            if isinstance(partitions, dict):
+                merged.setdefault(topic, {}).update({str(p): int(o) for p, o in partitions.items()})
+    return merged or None
 
 
 class ProgressTotals(StreamingQueryListener):
@@ -64,11 +141,13 @@ class ProgressTotals(StreamingQueryListener):
         report = BatchReport.from_progress(json.loads(event.progress.json))
         with self._lock:
             totals = self.queries.setdefault(
-                report.query, {"batches": 0, "input_rows": 0, "dropped_by_watermark": 0}
+                report.query,
+                {"batches": 0, "input_rows": 0, "dropped_by_watermark": 0, "late_events": 0},
             )
             totals["batches"] += 1
             totals["input_rows"] += report.input_rows
             totals["dropped_by_watermark"] += report.dropped_by_watermark
+            totals["late_events"] += report.late_events
             totals["watermark"] = report.watermark
         for callback in self.on_batch:
             callback(report)
@@ -80,7 +159,8 @@ class ProgressTotals(StreamingQueryListener):
         pass
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
-        """Query name -> batches, input_rows, dropped_by_watermark and the last watermark."""
+        """Query name -> batches, input_rows, dropped_by_watermark, late_events and the last
+        watermark."""
         with self._lock:
             return {name: dict(totals) for name, totals in self.queries.items()}
 
