@@ -33,14 +33,10 @@ from typing import Any
 import orjson
 import pandas as pd
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
 from detectors import (
-    SpendingParams,
-    TerminalParams,
-    TravelParams,
-    VelocityParams,
     spending_alerts,
     terminal_window_alerts,
     terminal_window_features,
@@ -49,12 +45,13 @@ from detectors import (
     velocity_window_features,
 )
 from pipeline.alerts_sink import AlertSink, read_lake, sink_of
-from pipeline.config import PipelineConfig, TriggerSettings
+from pipeline.config import CardVelocitySettings, PipelineConfig, TriggerSettings
 from pipeline.jobs import card_velocity
 from pipeline.triggers import query_mode
 from streamsim.config import StackConfig
 from streamsim.kafka import consumer_config, ensure_topics, producer_config
 from streamsim.kafka.admin import admin_client
+from streamsim.kafka.offsets import end_offsets
 
 pytestmark = pytest.mark.integration
 
@@ -152,28 +149,22 @@ EXPECTED = {  # (rule, entity, event ids) of every alert, nothing else
     ("compromised_terminal", "m-skimmer", tuple(f"sk-{i:02}" for i in range(25))),
     ("spending_anomaly", "tok-ato", ("ato-10",)),
 }
-PARAMS = {
-    "velocity": VelocityParams(),
-    "terminal": TerminalParams(),
-    "travel": TravelParams(),
-    "spending": SpendingParams(),
-}
 
 
-def oracle_alerts() -> pd.DataFrame:
+def oracle_alerts(settings: CardVelocitySettings) -> pd.DataFrame:
     """The detectors' batch forms over the on-time input (the late use excluded)."""
     rows = [value for _, value in PHASE_1 + PHASE_2 + PHASE_3]
     frame = pd.DataFrame(rows).rename(columns={"card_token": "entity_id"})
-    travel = travel_alerts(frame, PARAMS["travel"])
+    travel = travel_alerts(frame, settings.travel)
     velocity = velocity_window_alerts(
-        velocity_window_features(frame, PARAMS["velocity"]), PARAMS["velocity"]
+        velocity_window_features(frame, settings.velocity), settings.velocity
     )
     by_merchant = frame.rename(columns={"entity_id": "card_id", "merchant_id": "entity_id"})
     terminal = terminal_window_alerts(
-        terminal_window_features(by_merchant, PARAMS["terminal"]), PARAMS["terminal"]
+        terminal_window_features(by_merchant, settings.terminal), settings.terminal
     )
     spending = spending_alerts(
-        frame.rename(columns={"merchant_category": "category"}), PARAMS["spending"]
+        frame.rename(columns={"merchant_category": "category"}), settings.spending
     )
     return pd.concat([travel, velocity, terminal, spending], ignore_index=True)
 
@@ -187,24 +178,35 @@ def produce(stack: StackConfig, topic: str, records: list[tuple[str, Any]]) -> N
     assert producer.flush(30) == 0
 
 
-def read_topic(stack: StackConfig, topic: str, idle_s: float = 2.0) -> list[tuple[dict, int]]:
-    """Every record of `topic` with its Kafka timestamp, until `idle_s` pass without one."""
+def read_records(stack: StackConfig, topic: str) -> list[tuple[bytes, bytes, int, int]]:
+    """(key, value, Kafka timestamp, offset) of every record now in `topic`, all partitions.
+
+    Reads each partition from its start to its current end offset: no consumer group to
+    join, no guessing when the topic has gone quiet."""
+    ends = {p: end for p, end in end_offsets(stack, topic).items() if end > 0}
     consumer = Consumer(consumer_config(stack, group_id=f"test-{uuid.uuid4()}"))
-    consumer.subscribe([topic])
-    rows: list[tuple[dict, int]] = []
-    last = time.monotonic()
-    deadline = last + 60
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
+    records: list[tuple[bytes, bytes, int, int]] = []
+    done = {p: False for p in ends}
+    deadline = time.monotonic() + 60
     try:
-        while time.monotonic() - last < idle_s and time.monotonic() < deadline:
+        while not all(done.values()):
+            assert time.monotonic() < deadline, f"{topic}: read {len(records)} records"
             msg = consumer.poll(0.5)
             if msg is None:
                 continue
             assert msg.error() is None, msg.error()
-            rows.append((orjson.loads(msg.value()), msg.timestamp()[1]))
-            last = time.monotonic()
+            partition, offset = int(msg.partition() or 0), int(msg.offset() or 0)
+            records.append((msg.key() or b"", msg.value() or b"", msg.timestamp()[1], offset))
+            done[partition] = offset + 1 >= ends[partition]
     finally:
         consumer.close()
-    return rows
+    return records
+
+
+def read_topic(stack: StackConfig, topic: str) -> list[tuple[dict, int]]:
+    """Every JSON record of `topic` with its Kafka timestamp."""
+    return [(orjson.loads(value), ts) for _, value, ts, _ in read_records(stack, topic)]
 
 
 def create_log_append_topic(stack: StackConfig, topic: str) -> None:
@@ -358,19 +360,7 @@ def run(kafka_stack: StackConfig, spark: Any, tmp_path_factory: pytest.TempPathF
 
 def append_times(stack: StackConfig, topic: str) -> dict[int, int]:
     """Offset -> the broker's append time of every record of a one-partition topic."""
-    consumer = Consumer(consumer_config(stack, group_id=f"test-{uuid.uuid4()}"))
-    consumer.subscribe([topic])
-    times: dict[int, int] = {}
-    last = time.monotonic()
-    try:
-        while time.monotonic() - last < 2.0:
-            msg = consumer.poll(0.5)
-            if msg is not None and msg.error() is None:
-                times[msg.offset()] = msg.timestamp()[1]
-                last = time.monotonic()
-    finally:
-        consumer.close()
-    return times
+    return {offset: ts for _, _, ts, offset in read_records(stack, topic)}
 
 
 def report_latency(run: Run) -> None:
@@ -408,7 +398,7 @@ def test_alert_set_is_exactly_the_planted_incidents(run: Run) -> None:
 
 
 def test_alert_ids_match_the_detectors_batch_oracle(run: Run) -> None:
-    oracle = oracle_alerts()
+    oracle = oracle_alerts(run.cfg.card_velocity)
     expected = {(r.alert_id, r.rule, r.entity_id, tuple(r.event_ids)) for r in oracle.itertuples()}
     got = {(r["alert_id"], r["rule"], r["entity_id"], tuple(r["event_ids"])) for r, _ in run.alerts}
     assert got == expected
@@ -437,19 +427,9 @@ def test_alert_records_carry_source_job_time_and_evidence(run: Run) -> None:
 
 
 def test_alerts_are_keyed_by_entity(run: Run) -> None:
-    consumer = Consumer(consumer_config(run.stack, group_id=f"test-{uuid.uuid4()}"))
-    consumer.subscribe([run.cfg.output_topic])
-    keys = []
-    deadline = time.monotonic() + 30
-    try:
-        while len(keys) < len(EXPECTED) and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is not None and msg.error() is None:
-                keys.append((msg.key().decode(), orjson.loads(msg.value())["entity_id"]))
-    finally:
-        consumer.close()
-    assert len(keys) == len(EXPECTED)
-    assert all(key == entity for key, entity in keys)
+    records = read_records(run.stack, run.cfg.output_topic)
+    assert len(records) == len(EXPECTED)
+    assert all(key.decode() == orjson.loads(value)["entity_id"] for key, value, _, _ in records)
 
 
 def test_lake_holds_each_alert_once(run: Run) -> None:
