@@ -5,6 +5,10 @@ records/s per topic, kept in memory by two background threads.
   (no consumer group, nothing committed), starting `tail` records before each partition's end,
   and keeps the newest records in bounded ring buffers. Topics that appear later (a Spark job's
   first alert) are picked up within `refresh_s`.
+- The vehicle thread reads `vehicles.telemetry` into a `VehicleView` (latest reading per
+  vehicle, recent readings of a few hundred), at most `vehicle_read_cap_per_s` records/s,
+  skipping ahead when the topic runs faster (see `api.vehicles`). Vehicle alerts from the tail
+  are kept per vehicle there too.
 - The rate thread asks the cluster for every topic's end offsets once per `sample_s` (one batched
   ListOffsets request) and turns the deltas into records/s (`RateTracker`).
 
@@ -30,6 +34,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from api.kafkalog import kafka_logger
+from api.vehicles import VEHICLES_TOPIC, VehicleTail, VehicleView
 from streamsim.config import StackConfig
 from streamsim.kafka import consumer_config
 from streamsim.kafka.clients import base_config
@@ -280,14 +285,18 @@ class Feeds:
         *,
         alerts_topic: str = ALERTS_TOPIC,
         metrics_topic: str = METRICS_TOPIC,
+        vehicles_topic: str = VEHICLES_TOPIC,
         tail: int = 500,
         sample_s: float = 1.0,
         refresh_s: float = 3.0,
+        vehicle_view: VehicleView | None = None,
+        vehicle_read_cap_per_s: int = 5_000,
     ) -> None:
         self.stack = stack
         self.alerts_topic = alerts_topic
         self.activity_topic = activity_topic
         self.metrics_topic = metrics_topic
+        self.vehicles_topic = vehicles_topic
         self.tail = tail
         self.sample_s = sample_s
         self.refresh_s = refresh_s
@@ -295,6 +304,14 @@ class Feeds:
         self.activity = RingBuffer(tail, key="decided_at", id_key="transaction_id")
         self.progress = PipelineProgress()
         self.rates = RateTracker()
+        self.vehicles = vehicle_view or VehicleView()
+        self.vehicle_tail = VehicleTail(
+            stack,
+            vehicles_topic,
+            self.vehicles,
+            read_cap_per_s=vehicle_read_cap_per_s,
+            refresh_s=refresh_s,
+        )
         self.malformed: dict[str, int] = {}
         self.assigned: set[tuple[str, int]] = set()
         self.status = "starting"
@@ -308,6 +325,9 @@ class Feeds:
         self._threads = [
             threading.Thread(target=self._guard(self._tail_loop), name="feeds-tail", daemon=True),
             threading.Thread(target=self._guard(self._rate_loop), name="feeds-rates", daemon=True),
+            threading.Thread(
+                target=self._guard(self._vehicle_loop), name="feeds-vehicles", daemon=True
+            ),
         ]
 
     def start(self) -> None:
@@ -324,12 +344,16 @@ class Feeds:
     def source(self, topic: str) -> dict[str, Any]:
         """How a feed is doing: for the responses, so the UI can tell 'nothing yet' from
         'cannot read'."""
-        partitions = sorted(p for t, p in self.assigned if t == topic)
+        if topic == self.vehicles_topic:
+            partitions = len(self.vehicle_tail.partitions)
+        else:
+            partitions = sum(1 for t, _ in self.assigned if t == topic)
         return {
             "topic": topic,
             "status": self.status,
-            "partitions": len(partitions),
-            "error": self.last_error,
+            "partitions": partitions,
+            "error": self.last_error
+            or (self.vehicle_tail.error if topic == self.vehicles_topic else None),
         }
 
     # -- tail ----------------------------------------------------------------------------------
@@ -419,6 +443,7 @@ class Feeds:
             self._count_malformed(self.alerts_topic)
         else:
             self.alerts.append(row)
+            self.vehicles.add_alert(row)
 
     def _on_activity(self, record: Any) -> None:
         row = activity_row(record)
@@ -432,6 +457,9 @@ class Feeds:
         if row is None:
             return  # other schemas may share the metrics topic
         self.progress.add(row)
+
+    def _vehicle_loop(self) -> None:
+        self.vehicle_tail.run(self._stop)
 
     # -- rates ---------------------------------------------------------------------------------
 

@@ -9,6 +9,8 @@ Routes:
   `GET /v1/runs`, `GET /v1/scenarios` (open);
 - `GET /v1/alerts`, `/v1/activity/recent`, `/v1/pipeline`, `/v1/rates`,
   `/v1/evaluations/latest`: read API for the control panel (open);
+- `GET /v1/vehicles`, `/v1/vehicles/{vehicle_id}/telemetry`: the fleet for the Vehicles page
+  (open);
 - `/docs`, `/openapi.json`: OpenAPI.
 """
 
@@ -25,7 +27,7 @@ from fastapi.exceptions import RequestValidationError
 from api.errors import validation_error_handler
 from api.feeds import Feeds
 from api.responses import OrjsonResponse
-from api.routes import cards, control, feeds, health, runs, stats, transactions
+from api.routes import cards, control, feeds, health, runs, stats, transactions, vehicles
 from api.runs import RunManager
 from api.service import FraudService
 from api.settings import load_secrets, load_settings
@@ -73,7 +75,7 @@ def create_app(
     app.state.feeds = feed
     app.state.evaluations_dir = evaluations_dir
     app.add_exception_handler(RequestValidationError, validation_error_handler)
-    for module in (transactions, cards, stats, health, control, runs, feeds):
+    for module in (transactions, cards, stats, health, control, runs, feeds, vehicles):
         app.include_router(module.router)
     app.add_middleware(LatencyMiddleware, stats=service.stats)
     return app

@@ -1,0 +1,103 @@
+"""Read routes for the Vehicles page (open): the fleet's latest positions and status, and one
+vehicle's recent telemetry with its alerts (from `vehicles.telemetry` and `alerts`, see
+`api.vehicles` for what is kept and how the feed samples a fast topic)."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Path, Query, Request, status
+
+from api.feeds import Feeds
+from api.responses import OrjsonResponse
+from api.routes.feeds import _UNAVAILABLE, feeds_of
+from api.run_models import ErrorBody
+from api.vehicle_models import Signal, Status, VehicleList, VehicleTelemetry
+from api.vehicles import DEFAULT_SIGNALS
+
+router = APIRouter(prefix="/v1", tags=["read"])
+
+VehicleId = Annotated[
+    str, Path(min_length=1, max_length=128, description="The vehicle id (the Kafka key).")
+]
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _sampling(feeds: Feeds) -> dict[str, object]:
+    view = feeds.vehicles
+    return {
+        **feeds.vehicle_tail.sampling(),
+        "readings": view.readings,
+        "stale": view.stale,
+        "malformed": view.malformed,
+    }
+
+
+@router.get(
+    "/vehicles",
+    response_class=OrjsonResponse,
+    responses={200: {"model": VehicleList}, **_UNAVAILABLE},
+)
+def vehicles(
+    request: Request,
+    limit: Annotated[
+        int, Query(ge=1, le=10_000, description="At most this many (alerting first).")
+    ] = 1000,
+    status_: Annotated[
+        Status | None, Query(alias="status", description="Only vehicles in this status.")
+    ] = None,
+) -> OrjsonResponse:
+    """The vehicles' latest readings: last GPS fix, speed, road, a few signals; status
+    (alerting, moving, parked) and last alert; the feed's bounds and sampling."""
+    feeds = feeds_of(request)
+    rows, counts = feeds.vehicles.vehicles(_now_ms(), limit, status_)
+    return OrjsonResponse(
+        {
+            "vehicles": rows,
+            "count": len(rows),
+            "counts": counts,
+            "bounds": feeds.vehicles.sizes(),
+            "sampling": _sampling(feeds),
+            "source": feeds.source(feeds.vehicles_topic),
+        }
+    )
+
+
+@router.get(
+    "/vehicles/{vehicle_id}/telemetry",
+    response_class=OrjsonResponse,
+    responses={
+        200: {"model": VehicleTelemetry},
+        404: {"model": ErrorBody, "description": "No reading or alert of this vehicle seen."},
+        **_UNAVAILABLE,
+    },
+)
+def telemetry(
+    request: Request,
+    vehicle_id: VehicleId,
+    signal: Annotated[
+        list[Signal] | None,
+        Query(
+            description="Signals to return (repeat the parameter); default: what the page "
+            "charts (speed and limit, coolant, battery, tyres, acceleration)."
+        ),
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=10_000, description="The newest this many.")] = 300,
+) -> OrjsonResponse:
+    """One vehicle's recent readings (oldest first) and its alerts (newest first). Asking for
+    a vehicle whose history is not kept starts keeping it."""
+    feeds = feeds_of(request)
+    now = _now_ms()
+    feeds.vehicles.want(vehicle_id, now)
+    signals = tuple(dict.fromkeys(signal)) if signal else DEFAULT_SIGNALS
+    found = feeds.vehicles.telemetry(vehicle_id, now, limit, signals)
+    if found is None:
+        raise HTTPException(
+            status.HTTP_404_NOT_FOUND,
+            f"no reading or alert of {vehicle_id} seen on {feeds.vehicles_topic} (yet)",
+        )
+    return OrjsonResponse(found)
