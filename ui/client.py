@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -142,6 +143,22 @@ class ApiClient:
 
     def rates(self) -> dict[str, Any]:
         return self._get("/v1/rates")
+
+    def vehicles(self, limit: int = 1000, status: str | None = None) -> dict[str, Any]:
+        params: dict[str, Any] = {"limit": limit}
+        if status is not None:
+            params["status"] = status
+        return self._get("/v1/vehicles", **params)
+
+    def vehicle_telemetry(
+        self, vehicle_id: str, signals: list[str] | None = None, limit: int = 300
+    ) -> dict[str, Any]:
+        """Recent readings (oldest first) and alerts of one vehicle; `ApiError` 404 if the
+        API has seen nothing of it."""
+        params: dict[str, Any] = {"limit": limit}
+        if signals:
+            params["signal"] = signals
+        return self._get(f"/v1/vehicles/{quote(vehicle_id, safe='')}/telemetry", **params)
 
     def latest_evaluation(self) -> dict[str, Any] | None:
         """None when there is no evaluation yet (404)."""

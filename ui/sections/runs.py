@@ -47,7 +47,13 @@ def _default_index(names: list[str]) -> int:
 def _start_form(client: ApiClient, scenarios: list[dict[str, Any]]) -> None:
     names = [s["name"] for s in scenarios]
     name = st.selectbox("Scenario", names, index=_default_index(names), key="run-scenario")
-    scenario = next(s for s in scenarios if s["name"] == name)
+    start_form(client, next(s for s in scenarios if s["name"] == name))
+
+
+def start_form(client: ApiClient, scenario: dict[str, Any]) -> None:
+    """The sliders of one scenario (a `GET /v1/scenarios` item) and its "Start run" button;
+    other pages embed it too (the Vehicles page, for connected_vehicles)."""
+    name = scenario["name"]
     if scenario["error"]:
         st.error(f"This scenario file does not validate: {scenario['error']}")
         return
@@ -174,10 +180,11 @@ def _runs_list(client: ApiClient) -> None:
                 if active and st.button(
                     "Stop", key=f"stop-{run['run_id']}", icon=":material/stop:"
                 ):
-                    _stop(client, run["run_id"])
+                    stop_run(client, run["run_id"])
 
 
-def _stop(client: ApiClient, run_id: str) -> None:
+def stop_run(client: ApiClient, run_id: str) -> None:
+    """Stop a run from a button inside a fragment (reruns that fragment)."""
     try:
         stopped = client.stop_run(run_id)
     except ApiUnavailable as exc:
