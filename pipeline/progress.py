@@ -164,6 +164,8 @@ class ProgressTotals(StreamingQueryListener):
         with self._lock:
             return {name: dict(totals) for name, totals in self.queries.items()}
 
-    def dropped_by_watermark(self) -> int:
+    def late_events(self) -> int:
+        """Input events the job dropped as too late, each counted once: the queries of a job
+        read the same input with the same watermark, so the largest per-query count."""
         with self._lock:
-            return sum(t["dropped_by_watermark"] for t in self.queries.values())
+            return max((t["late_events"] for t in self.queries.values()), default=0)

@@ -207,7 +207,7 @@ def _run(
         metrics.close()
     return {
         "scenario": path.stem,
-        "late_dropped": totals.dropped_by_watermark(),
+        "late_dropped": totals.late_events(),
         "simulation": simulation,
         "pipeline": {
             "job": cfg.job,

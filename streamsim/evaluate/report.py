@@ -124,8 +124,12 @@ def _detections(rows: list[dict[str, Any]], anchor: dict[str, Any]) -> pd.DataFr
 
 
 def _late_dropped(metrics: list[dict[str, Any]], since_wall_ms: int) -> int:
-    return sum(
-        int(r.get("dropped_by_watermark", 0))
-        for r in metrics
-        if r.get("schema") == "pipeline.progress/1" and r.get("at", 0) >= since_wall_ms
-    )
+    """Input events the pipeline dropped as too late since the run started, each once: per
+    query the sum of its batches' late events, then the largest over the queries (they read
+    the same input with the same watermark)."""
+    per_query: dict[str, int] = {}
+    for r in metrics:
+        if r.get("schema") == "pipeline.progress/1" and r.get("at", 0) >= since_wall_ms:
+            late = int(r.get("late_events", r.get("dropped_by_watermark", 0)))
+            per_query[r["query"]] = per_query.get(r["query"], 0) + late
+    return max(per_query.values(), default=0)
