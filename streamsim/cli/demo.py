@@ -40,7 +40,7 @@ def demo(
             console.print(
                 f"  {report.query} batch {report.batch_id}: {report.input_rows:,} rows "
                 f"at {report.processed_rows_per_s:,.0f}/s, watermark {report.watermark}, "
-                f"late dropped {report.dropped_by_watermark}",
+                f"late dropped {report.late_events}",
                 highlight=False,
             )
 

@@ -48,7 +48,7 @@ def run(
             console.print(
                 f"{report.query} batch {report.batch_id}: {report.input_rows} rows, "
                 f"{report.processed_rows_per_s:,.0f} rows/s, watermark {report.watermark}, "
-                f"dropped late {report.dropped_by_watermark}",
+                f"late events dropped {report.late_events}",
                 highlight=False,
             )
 
@@ -87,7 +87,7 @@ def run(
         f"stopped {job}: "
         + "; ".join(
             f"{name} ({t['mode']}): {t['batches']} batches, {t['input_rows']:,} rows, "
-            f"{t['dropped_by_watermark']:,} dropped as too late"
+            f"{t['late_events']:,} events dropped as too late"
             for name, t in queries_totals.items()
         ),
     )
