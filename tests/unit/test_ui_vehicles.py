@@ -345,6 +345,13 @@ def test_telemetry_frame_leaves_out_clock_resets_and_marks_alerts_in_the_window(
     assert vehicles.telemetry_frame([])[0].empty
 
 
+def test_durations() -> None:
+    assert vehicles.fmt_duration(12.46) == "12.5 s"
+    assert vehicles.fmt_duration(600) == "10.0 min"
+    assert vehicles.fmt_duration(3 * 3600) == "3.0 h"
+    assert vehicles.fmt_duration(22_706_140) == "262.8 days"
+
+
 def test_default_vehicle_and_job_filters() -> None:
     assert vehicles.default_vehicle(VEHICLES) == "veh-000007"
     assert vehicles.default_vehicle(VEHICLES[1:]) == "veh-000001"

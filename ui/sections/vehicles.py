@@ -52,7 +52,7 @@ PANELS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 CLOCK_RESET_MS = 6 * 3600 * 1000
 PICK_KEY = "vehicle-pick"  # the picker's widget key
 PICKED_KEY = "vehicle-picked"  # True once the user chose a vehicle (stop following alerts)
-WIDTH_PX, HEIGHT_PX = 700, 480
+WIDTH_PX, HEIGHT_PX = 560, 480  # what the fit assumes (the map's column at 1400 px)
 
 
 def render(client: ApiClient) -> None:
@@ -163,7 +163,7 @@ def _figures(client: ApiClient) -> None:
             )
             cols[3].metric(
                 "Watermark lag",
-                "—" if not lags else f"{max(lags):,.1f} s",
+                "—" if not lags else fmt_duration(max(lags)),
                 border=True,
                 help="Report time minus watermark, the largest over the job's queries (large "
                 "for a stream of simulated past dates).",
@@ -184,6 +184,17 @@ def _figures(client: ApiClient) -> None:
             "send nothing; tunnels and dead zones hold readings back)."
             + (f" Kafka: {source['error']}" if source.get("error") else "")
         )
+
+
+def fmt_duration(seconds: float) -> str:
+    """Seconds as s, min, h or days, whichever reads best."""
+    if abs(seconds) < 120:
+        return f"{seconds:,.1f} s"
+    if abs(seconds) < 7200:
+        return f"{seconds / 60:,.1f} min"
+    if abs(seconds) < 2 * 86_400:
+        return f"{seconds / 3600:,.1f} h"
+    return f"{seconds / 86_400:,.1f} days"
 
 
 def _queries_frame(queries: list[dict[str, Any]]) -> pd.DataFrame:
@@ -239,8 +250,8 @@ def fit(points: list[dict[str, Any]]) -> tuple[float, float, float]:
         return 10.4, 51.1, math.log2(min(WIDTH_PX / 11, HEIGHT_PX / 9))
     lons = [p["lon"] for p in points]
     lats = [p["lat"] for p in points]
-    span_x = max(max(lons) - min(lons), 1.0) * 1.2
-    span_y = max(max(lats) - min(lats), 0.7) * 1.2
+    span_x = max(max(lons) - min(lons), 1.0) * 1.3
+    span_y = max(max(lats) - min(lats), 0.7) * 1.3
     zoom = math.log2(min(WIDTH_PX / span_x, HEIGHT_PX / span_y))
     return (max(lons) + min(lons)) / 2, (max(lats) + min(lats)) / 2, min(zoom, 12.0)
 
@@ -259,12 +270,24 @@ def _big_cities() -> tuple[dict[str, Any], ...]:
     )
 
 
-def cities_near(lon: float, lat: float, zoom: float, most: int = 30) -> list[dict[str, Any]]:
-    """The biggest cities in view, for orientation."""
+def cities_near(
+    lon: float, lat: float, zoom: float, most: int = 30, apart_px: float = 60.0
+) -> list[dict[str, Any]]:
+    """The biggest cities in view, for orientation, none within `apart_px` of a bigger one
+    (labels do not pile up in the Ruhr)."""
     half_x, half_y = WIDTH_PX / 2**zoom / 2, HEIGHT_PX / 2**zoom / 2
-    return [
-        c for c in _big_cities() if abs(c["lon"] - lon) <= half_x and abs(c["lat"] - lat) <= half_y
-    ][:most]
+    apart = apart_px / 2**zoom
+    chosen: list[dict[str, Any]] = []
+    for c in _big_cities():  # biggest first
+        if abs(c["lon"] - lon) > half_x or abs(c["lat"] - lat) > half_y:
+            continue
+        if any(abs(c["lon"] - o["lon"]) < apart and abs(c["lat"] - o["lat"]) < apart / 2
+               for o in chosen):  # fmt: skip
+            continue
+        chosen.append(c)
+        if len(chosen) >= most:
+            break
+    return chosen
 
 
 def graticule(lon: float, lat: float, zoom: float) -> list[dict[str, Any]]:
@@ -282,7 +305,7 @@ def deck(vehicles: list[dict[str, Any]], selected: str | None) -> pdk.Deck:
     lon, lat, zoom = fit(points)
     alerting = [p for p in points if p["status"] == "alerting"]
     chosen = [p for p in points if p["vehicle_id"] == selected]
-    pixels = pdk.types.String("pixels")
+    pixels = pdk.types.String("pixels")  # sizes in pixels: a world unit is a degree here
     cities = cities_near(lon, lat, zoom)
     layers = [
         pdk.Layer(
@@ -325,7 +348,8 @@ def deck(vehicles: list[dict[str, Any]], selected: str | None) -> pdk.Deck:
             radius_units=pixels,
             stroked=True,
             get_line_color=[255, 255, 255, 200],
-            line_width_min_pixels=1,
+            get_line_width=1,
+            line_width_units=pixels,
             pickable=True,
         ),
         pdk.Layer(  # alert markers: a ring and the label
@@ -338,7 +362,8 @@ def deck(vehicles: list[dict[str, Any]], selected: str | None) -> pdk.Deck:
             filled=False,
             stroked=True,
             get_line_color=[220, 20, 60, 255],
-            line_width_min_pixels=3,
+            get_line_width=3,
+            line_width_units=pixels,
         ),
         pdk.Layer(
             "TextLayer",
@@ -361,7 +386,8 @@ def deck(vehicles: list[dict[str, Any]], selected: str | None) -> pdk.Deck:
             filled=False,
             stroked=True,
             get_line_color=[255, 170, 0, 255],
-            line_width_min_pixels=2,
+            get_line_width=2,
+            line_width_units=pixels,
         ),
     ]
     return pdk.Deck(
@@ -554,14 +580,18 @@ def alert_marks(alerts: list[dict[str, Any]], frame: pd.DataFrame) -> tuple[pd.D
 
 
 def panel_chart(frame: pd.DataFrame, marks: pd.DataFrame, title: str, unit: str) -> Any:
-    x = alt.X("time:T", title="event time (device clock, UTC)", axis=alt.Axis(format="%H:%M"))
+    x = alt.X("time:T", title=None, axis=alt.Axis(format="%H:%M:%S", labelOverlap=True))
+    several = frame["signal"].nunique() > 1
     lines = (
         alt.Chart(frame)
         .mark_line(interpolate="linear", strokeWidth=1.5)
         .encode(
             x=x,
-            y=alt.Y("value:Q", title=unit, scale=alt.Scale(zero=False)),
-            color=alt.Color("signal:N", legend=alt.Legend(orient="bottom", title=None)),
+            y=alt.Y("value:Q", title=None, scale=alt.Scale(zero=False)),
+            color=alt.Color(
+                "signal:N",
+                legend=alt.Legend(orient="top", title=None) if several else None,
+            ),
             strokeDash=alt.condition(
                 alt.datum.signal == "speed_limit_kmh", alt.value([4, 3]), alt.value([1, 0])
             ),
@@ -585,7 +615,7 @@ def panel_chart(frame: pd.DataFrame, marks: pd.DataFrame, title: str, unit: str)
             .encode(x="time:T", y=alt.value(2), text="alert")
         )
         layers += [rules, labels]
-    return alt.layer(*layers).properties(title=title, height=190)
+    return alt.layer(*layers).properties(title=f"{title} ({unit})", height=210)
 
 
 def _charts(data: dict[str, Any]) -> None:
@@ -606,8 +636,8 @@ def _charts(data: dict[str, Any]) -> None:
             st.altair_chart(panel_chart(part, marks, title, unit), width="stretch")
     n = len(data["readings"])
     st.caption(
-        f"{n} recent readings (of at most {data['history_len']} kept) by the device's clock; "
-        "red rules: its alerts at their event times."
+        f"{n} recent readings (of at most {data['history_len']} kept) against the device's "
+        "clock (event time, UTC); red rules: its alerts at their event times."
         + (f" {reset} readings of a clock reset left out." if reset else "")
         + (f" {outside} alerts outside this window." if outside else "")
     )
