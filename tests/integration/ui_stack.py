@@ -1,0 +1,242 @@
+"""What the browser tests of the control panel share: a real `streamsim api` (with a control
+token) and `streamlit run ui/app.py` on the session's broker (`servers`), headless Chromium
+driven by selenium (`browser`), and waits that poll the page's visible text.
+
+Test modules load it with `pytest_plugins = ("tests.integration.ui_stack",)` and import the
+helpers.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from streamsim.config import StackConfig
+from tests.conftest import REPO_ROOT, free_port
+
+webdriver = pytest.importorskip("selenium.webdriver")
+from selenium.common.exceptions import (  # noqa: E402
+    StaleElementReferenceException,
+    WebDriverException,
+)
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+STREAMSIM = str(Path(sys.executable).parent / "streamsim")
+CHROMEDRIVER = "/usr/bin/chromedriver"
+CHROMIUM = "/usr/bin/chromium"
+SECRET = "ui-test-pan-secret-0123456789"
+TOKEN = "ui-test-control-token"
+WAIT_S = 60
+SCREENSHOTS = REPO_ROOT / ".data"
+
+
+def wait_http(
+    url: str, ok: Callable[[httpx.Response], bool], proc: subprocess.Popen[bytes], log: Path
+) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"{url}: the server exited:\n{log.read_text()}"
+        try:
+            if ok(httpx.get(url, timeout=5)):
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"{url} not ready after {WAIT_S}s:\n{log.read_text()}")
+
+
+@dataclass
+class Stack:
+    api_url: str
+    ui_url: str
+    data: Path
+    activity_topic: str
+    http: httpx.Client
+
+
+def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
+    if proc.poll() is None:
+        proc.send_signal(sig)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture
+def servers(kafka_stack: StackConfig, tmp_path: Path) -> Iterator[Stack]:
+    """`streamsim api` (with a control token) and `streamlit run ui/app.py`, both headless."""
+    topic = f"cards.activity-ui-{uuid.uuid4().hex[:8]}"
+    data = tmp_path / "data"
+    api_port, ui_port = free_port(), free_port()
+    stack_file = tmp_path / "stack.yaml"
+    stack_file.write_text(
+        f"kafka:\n  bootstrap: {kafka_stack.kafka.bootstrap_servers}\n"
+        f"dirs:\n  data: {data}\n"
+        f"api:\n  port: {api_port}\n"
+    )
+    settings_file = tmp_path / "api.yaml"
+    settings_file.write_text(f"kind: api\ntopic: {topic}\nrebuild_timeout_s: 30\n")
+    env = {
+        **os.environ,
+        "STREAMSIM_PAN_SECRET": SECRET,
+        "STREAMSIM_API_TOKEN": TOKEN,
+        "PYTHONUNBUFFERED": "1",
+    }
+    api_log, ui_log = tmp_path / "api.log", tmp_path / "ui.log"
+    api_url, ui_url = f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{ui_port}"
+    with api_log.open("ab") as out:
+        api = subprocess.Popen(
+            [STREAMSIM, "api", "--config", str(stack_file), "--settings", str(settings_file),
+             "--no-access-log"],
+            stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO_ROOT,
+        )  # fmt: skip
+    ui = None
+    http = httpx.Client(base_url=api_url, timeout=30)
+    try:
+        wait_http(
+            f"{api_url}/v1/health",
+            lambda r: r.json()["state"]["status"] == "live",
+            api,
+            api_log,
+        )
+        ui_env = {k: v for k, v in env.items() if k != "STREAMSIM_PAN_SECRET"}
+        ui_env["STREAMSIM_API_URL"] = api_url
+        with ui_log.open("ab") as out:
+            ui = subprocess.Popen(
+                [sys.executable, "-m", "streamlit", "run", "ui/app.py",
+                 "--server.headless", "true", "--server.port", str(ui_port),
+                 "--server.address", "127.0.0.1", "--server.fileWatcherType", "none",
+                 "--browser.gatherUsageStats", "false"],
+                stdout=out, stderr=subprocess.STDOUT, env=ui_env, cwd=REPO_ROOT,
+            )  # fmt: skip
+        wait_http(f"{ui_url}/_stcore/health", lambda r: r.status_code == 200, ui, ui_log)
+        yield Stack(api_url, ui_url, data, topic, http)
+    finally:
+        try:  # a run left behind would keep producing into the session's broker
+            for run in http.get("/v1/runs").json()["runs"]:
+                if run["status"] in ("running", "stopping"):
+                    http.delete(
+                        f"/v1/control/runs/{run['run_id']}",
+                        headers={"Authorization": f"Bearer {TOKEN}"},
+                    )
+        except httpx.HTTPError:
+            pass
+        http.close()
+        if ui is not None:
+            stop(ui)
+        stop(api, signal.SIGINT)
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[WebDriver]:
+    if not (Path(CHROMEDRIVER).exists() and Path(CHROMIUM).exists()):
+        pytest.skip("chromium and chromium-driver are not installed (apt-get install -y ...)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,1500",
+        f"--user-data-dir={tempfile.mkdtemp(prefix='chromium-', dir=tmp_path)}",
+    ):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(WAIT_S)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def body_text(driver: WebDriver) -> str:
+    try:
+        return str(driver.find_element(By.TAG_NAME, "body").text)
+    except (StaleElementReferenceException, WebDriverException):
+        return ""
+
+
+def wait_text(driver: WebDriver, *needles: str, timeout_s: float = WAIT_S) -> str:
+    """Wait until the page's visible text holds every needle; returns that text."""
+    seen = ""
+
+    def ready(d: WebDriver) -> bool:
+        nonlocal seen
+        seen = body_text(d)
+        return all(n in seen for n in needles)
+
+    try:
+        WebDriverWait(driver, timeout_s, poll_frequency=0.25).until(ready)
+    except Exception as exc:
+        raise AssertionError(
+            f"{needles} not on {driver.current_url}; the page says:\n{seen}"
+        ) from exc
+    return seen
+
+
+def open_page(driver: WebDriver, url: str, heading: str) -> None:
+    driver.get(url)
+    wait_text(driver, heading)
+
+
+def click_button(driver: WebDriver, label: str, then: Callable[[WebDriver], bool]) -> None:
+    """Click the button labelled `label` until `then` holds (fragments re-render buttons, so a
+    click may hit a stale element and is retried)."""
+    xpath = f"//button[normalize-space(.)='{label}' or .//p[normalize-space(.)='{label}']]"
+
+    def clicked(d: WebDriver) -> bool:
+        if then(d):
+            return True
+        try:
+            button = d.find_element(By.XPATH, xpath)
+            d.execute_script("arguments[0].scrollIntoView({block: 'center'});", button)
+            button.click()
+        except (StaleElementReferenceException, WebDriverException):
+            return False
+        return then(d)
+
+    WebDriverWait(driver, WAIT_S, poll_frequency=0.5).until(clicked)
+
+
+def shoot(driver: WebDriver, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    driver.save_screenshot(str(SCREENSHOTS / name))
+
+
+def rate_row(driver: WebDriver, topic: str) -> str:
+    for row in driver.find_elements(By.XPATH, f"//tr[.//*[normalize-space(.)='{topic}']]"):
+        try:
+            return str(row.text)
+        except StaleElementReferenceException:
+            continue
+    return ""
+
+
+def nonzero_rate(driver: WebDriver, topic: str) -> bool:
+    text = rate_row(driver, topic)
+    parts = text.split()
+    return len(parts) >= 2 and parts[1].endswith("/s") and parts[1] not in ("0.0/s", "—")
