@@ -501,6 +501,7 @@ class VehicleTail:
         self.last_skip_at: int | None = None  # epoch ms
         self.error: str | None = None
         self._behind = False
+        self._next: dict[int, int] = {}  # partition -> the offset the tail reads next
 
     def consumer(self) -> Consumer:
         return Consumer(
@@ -522,6 +523,7 @@ class VehicleTail:
     def run(self, stop: threading.Event) -> None:
         consumer = self.consumer()
         self.partitions = frozenset()
+        self._next = {}
         try:
             next_refresh = 0.0
             while not stop.is_set():
@@ -554,7 +556,9 @@ class VehicleTail:
             low, high = consumer.get_watermark_offsets(
                 TopicPartition(self.topic, partition), timeout=5.0
             )
-            new.append(TopicPartition(self.topic, partition, max(low, high - self.start_back)))
+            start = max(low, high - self.start_back)
+            new.append(TopicPartition(self.topic, partition, start))
+            self._next[partition] = start
         if new:
             consumer.incremental_assign(new)
             self.partitions = self.partitions | {tp.partition for tp in new}
@@ -570,7 +574,7 @@ class VehicleTail:
                 break
             messages = consumer.consume(min(500, budget - read), left)
             now_ms = time.time_ns() // 1_000_000
-            add = self.view.add_raw
+            add, after = self.view.add_raw, self._next
             for msg in messages:
                 err = msg.error()
                 if err is not None:
@@ -578,6 +582,7 @@ class VehicleTail:
                     continue
                 kind, at = msg.timestamp()
                 add(msg.value(), at if kind else None, now_ms)
+                after[msg.partition()] = msg.offset() + 1  # type: ignore[index,operator]
             read += len(messages)
         self.records_read += read
         self._behind = read >= budget
@@ -586,25 +591,23 @@ class VehicleTail:
 
     def _skip_ahead(self, consumer: Consumer) -> None:
         """Each partition more than its share of a cycle's budget behind its end jumps to that
-        share before the end."""
+        share before the end. (Where the tail is comes from its own bookkeeping: the consumer's
+        `position()` knows nothing of a partition before its first message after a seek.)"""
         keep = max(1, self.budget() // max(1, len(self.partitions)))
-        try:
-            positions = consumer.position([TopicPartition(self.topic, p) for p in self.partitions])
-        except KafkaException:
-            return
-        for tp in positions:
-            if tp.offset < 0:
-                continue  # nothing consumed there yet
+        for partition in self.partitions:
+            at = self._next.get(partition)
+            if at is None:
+                continue
+            tp = TopicPartition(self.topic, partition)
             try:
-                _, high = consumer.get_watermark_offsets(
-                    TopicPartition(self.topic, tp.partition), timeout=2.0
-                )
-                if high - tp.offset <= keep:
+                _, high = consumer.get_watermark_offsets(tp, timeout=2.0)
+                if high - at <= keep:
                     continue
-                consumer.seek(TopicPartition(self.topic, tp.partition, high - keep))
+                consumer.seek(TopicPartition(self.topic, partition, high - keep))
             except KafkaException:
                 continue  # e.g. not fetching yet: next cycle
-            self.records_skipped += high - keep - tp.offset
+            self._next[partition] = high - keep
+            self.records_skipped += high - keep - at
             self.skips += 1
             self.last_skip_at = time.time_ns() // 1_000_000
 
