@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -21,7 +22,7 @@ from detectors import (
     travel_alerts,
 )
 from detectors.geo import HAVERSINE_HIGH, HAVERSINE_LOW
-from detectors.travel import fastest_s, is_impossible
+from detectors.travel import fastest_s, is_impossible, pair_alert
 
 LONDON = (51.5074, -0.1278)
 NEW_YORK = (40.7128, -74.0060)
@@ -54,6 +55,49 @@ def test_vectorised_geodesic_matches_geopy() -> None:
     got = geodesic_km_array(lat1, lon1, lat2, lon2)
     want = np.array([geodesic_km(*p) for p in zip(lat1, lon1, lat2, lon2, strict=True)])
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-6)
+
+
+def test_scalar_geodesic_is_geopy_s_bit_for_bit() -> None:
+    from geopy.distance import geodesic
+
+    rng = np.random.default_rng(11)
+    n = 2000
+    pairs = np.column_stack(
+        [
+            rng.uniform(-90, 90, n),
+            rng.uniform(-180, 180, n),
+            rng.uniform(-90, 90, n),
+            rng.uniform(-180, 180, n),
+        ]
+    )
+    pairs[:500, 2] = np.clip(pairs[:500, 0] + rng.normal(0, 0.05, 500), -90, 90)  # short
+    pairs[:500, 3] = pairs[:500, 1] + rng.normal(0, 0.05, 500)  # some past +-180
+    pairs[500:600, 2], pairs[500:600, 3] = -pairs[500:600, 0], pairs[500:600, 1] + 179.99
+    cases: list[tuple[float, ...]] = [tuple(float(v) for v in p) for p in pairs]
+    cases += [
+        (0.0, 0.0, 0.0, 0.0),
+        (-0.0, -0.0, 0.0, 0.0),
+        (45.0, 7.0, 45.0, 7.0),
+        (90.0, 0.0, -90.0, 0.0),
+        (90.0, 10.0, 90.0, -170.0),
+        (0.0, 179.9, 0.0, -179.9),
+        (0.0, 0.0, 0.0, 180.0),
+        (0.0, 0.0, 0.5, 179.7),  # nearly antipodal
+        (10.0, 190.0, 10.0, -350.0),  # longitudes geopy wraps
+        (51, 0, 52, 1),  # ints
+        (np.float64(51.5), np.float32(-0.25), np.float64(40.7), np.float64(-74.0)),
+    ]
+    for lat1, lon1, lat2, lon2 in cases:
+        want = float(geodesic((lat1, lon1), (lat2, lon2)).km)
+        got = geodesic_km(lat1, lon1, lat2, lon2)
+        assert got == want and math.copysign(1, got) == math.copysign(1, want), (lat1, lon1)
+    for bad in [(math.nan, 0.0, 0.0, 0.0), (0.0, math.inf, 0.0, 0.0), (91.0, 0.0, 0.0, 0.0)]:
+        with pytest.raises(ValueError), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # geopy warns about |lat| > 90 too
+            geodesic((bad[0], bad[1]), (bad[2], bad[3]))
+        with pytest.raises(ValueError), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            geodesic_km(*bad)
 
 
 def test_vectorised_geodesic_handles_nan_and_identical_points() -> None:
@@ -113,6 +157,82 @@ def test_fast_but_not_impossible_boundary_uses_skew_allowance() -> None:
     assert just_in < limit_ms < just_out
     assert check_travel("c", pos("a", 0, PARIS), pos("b", just_in, LYON), P) is not None
     assert check_travel("c", pos("a", 0, PARIS), pos("b", just_out, LYON), P) is None
+
+
+def _exact_rule(
+    previous: Position, current: Position, params: TravelParams
+) -> tuple[bool, float, float]:
+    """The rule on the exact geodesic, no shortcut: (impossible, distance, gap_s)."""
+    distance = geodesic_km(previous.lat, previous.lon, current.lat, current.lon)
+    gap_s = abs(current.event_time - previous.event_time) / 1000.0
+    return bool(is_impossible(distance, gap_s, params)), distance, gap_s
+
+
+def _meridian_point(start: tuple[float, float], km: float) -> tuple[float, float]:
+    """A point due north of `start` at `km` on the geodesic (bisection to ~1e-12 degrees)."""
+    lo, hi = 0.0, 10.0
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if geodesic_km(*start, start[0] + mid, start[1]) < km else (lo, mid)
+    return start[0] + hi, start[1]
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        P,
+        TravelParams(max_ground_speed_kmh=None),
+        TravelParams(overhead_s=0, skew_allowance_s=0),
+        TravelParams(min_distance_km=2_000, max_speed_kmh=900, max_ground_speed_kmh=120),
+        TravelParams(min_distance_km=0, skew_allowance_s=0, overhead_s=0),
+    ],
+)
+def test_haversine_shortcut_decides_as_the_exact_rule(params: TravelParams) -> None:
+    """`check_travel` rules most pairs out on a haversine bound; on a seeded random set, and
+    on pairs placed on the rule's boundaries (the gap at which a distance stops being
+    impossible, to the millisecond, and distances at min_distance_km), it decides exactly as
+    the rule on the exact geodesic, and its alerts carry the exact distance."""
+    rng = np.random.default_rng(2024)
+    pairs: list[tuple[Position, Position]] = []
+    for i in range(3000):
+        lat1, lon1 = float(rng.uniform(-85, 85)), float(rng.uniform(-180, 180))
+        spread = float(rng.choice([0.5, 5.0, 40.0, 180.0]))
+        lat2 = float(np.clip(lat1 + rng.normal(0, spread), -90, 90))
+        lon2 = float(lon1 + rng.normal(0, spread))
+        gap_ms = int(rng.choice([-1, 1]) * rng.exponential(float(rng.choice([6e4, 3.6e6, 3.6e7]))))
+        pairs.append((Position(f"a{i}", 0, lat1, lon1), Position(f"b{i}", gap_ms, lat2, lon2)))
+    boundary = 0
+    for i in range(600):  # the threshold boundary in time: just in, at, just out
+        a = Position(f"c{i}", 0, float(rng.uniform(-80, 80)), float(rng.uniform(-180, 180)))
+        b = Position(
+            f"d{i}",
+            0,
+            float(np.clip(a.lat + rng.normal(0, 20), -90, 90)),
+            float(a.lon + rng.normal(0, 20)),
+        )
+        limit_ms = (fastest_s(_exact_rule(a, b, params)[1], params) - params.skew_allowance_s) * 1e3
+        for t in {
+            math.floor(limit_ms) - 1,
+            math.floor(limit_ms),
+            math.ceil(limit_ms),
+            math.ceil(limit_ms) + 1,
+        }:
+            if t >= 0:
+                pairs.append((a, b._replace(event_time=t)))
+                boundary += 1
+    for i, km in enumerate(np.linspace(-1e-6, 1e-6, 9)):  # at min_distance_km, no time gap
+        start = (float(rng.uniform(-60, 60)), float(rng.uniform(-180, 180)))
+        end = _meridian_point(start, params.min_distance_km + float(km))
+        pairs.append((Position(f"e{i}", 0, *start), Position(f"f{i}", 0, *end)))
+    outcomes = {True: 0, False: 0}
+    for previous, current in pairs:
+        impossible, distance, _ = _exact_rule(previous, current, params)
+        alert = check_travel("card", previous, current, params)
+        assert (alert is not None) == impossible, (previous, current)
+        if alert is not None:
+            assert alert == pair_alert("card", previous, current, distance, params)
+        outcomes[impossible] += 1
+    assert boundary > 1000 and min(outcomes.values()) > 100, outcomes
 
 
 def test_rule_boundaries_are_strict() -> None:
