@@ -90,11 +90,40 @@ class QueryProgress(_Open):
     report_age_s: float | None = Field(description="Seconds since that report.")
     batches_seen: int
     input_rows_seen: int
-    dropped_by_watermark_seen: int = Field(description="Late rows dropped, over reports seen.")
+    dropped_by_watermark_seen: int = Field(
+        description="Late rows dropped, over reports seen (summed over stateful operators: a "
+        "late row that several operators drop counts several times)."
+    )
+    late_events: int | None = Field(
+        None,
+        description="Input rows the last batch dropped as late, each counted once (the most "
+        "any operator dropped).",
+    )
+    late_events_seen: int = Field(
+        0,
+        description="Late input rows over reports seen, each counted once. A job's figure is "
+        "the largest of its queries' (they read the same input).",
+    )
+
+
+class JobProgress(BaseModel):
+    """One job's queries together."""
+
+    job: str
+    queries: int
+    modes: list[str] = Field(description="realtime and/or microbatch.")
+    input_rows_per_s: float = Field(description="Summed over its queries' latest reports.")
+    processed_rows_per_s: float = Field(description="Summed over its queries' latest reports.")
+    watermark_delay_s: float | None = Field(description="The largest of its queries'.")
+    late_events_seen: int = Field(
+        description="Late input rows, each counted once: the largest of its queries' "
+        "`late_events_seen` (they read the same input with the same watermark)."
+    )
 
 
 class PipelineView(BaseModel):
     queries: list[QueryProgress]
+    jobs: list[JobProgress] = Field(default_factory=list, description="By job name.")
     source: Source
 
 

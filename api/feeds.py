@@ -86,6 +86,7 @@ PROGRESS_FIELDS = (
     "processed_rows_per_s",
     "watermark",
     "dropped_by_watermark",
+    "late_events",
     "duration_ms",
     "at",
 )
@@ -186,11 +187,21 @@ class PipelineProgress:
         query = str(row["query"])
         with self._lock:
             totals = self._totals.setdefault(
-                query, {"batches_seen": 0, "input_rows_seen": 0, "dropped_by_watermark_seen": 0}
+                query,
+                {
+                    "batches_seen": 0,
+                    "input_rows_seen": 0,
+                    "dropped_by_watermark_seen": 0,
+                    "late_events_seen": 0,
+                },
             )
             totals["batches_seen"] += 1
             totals["input_rows_seen"] += int(row.get("input_rows") or 0)
             totals["dropped_by_watermark_seen"] += int(row.get("dropped_by_watermark") or 0)
+            late = row.get("late_events")  # reports before late_events: the operators' sum
+            if late is None:
+                late = row.get("dropped_by_watermark")
+            totals["late_events_seen"] += int(late or 0)
             current = self._latest.get(query)
             if current is None or _number(row.get("at")) >= _number(current.get("at")):
                 self._latest[query] = row
@@ -218,6 +229,38 @@ class PipelineProgress:
                 }
             )
         return out
+
+
+def job_summaries(queries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per job (from `queries()`): its queries, rows/s summed, the largest watermark delay, and
+    late input rows counted once: a job's queries read the same input with the same watermark,
+    so the most any of its queries dropped (`late_events_seen`), not their sum."""
+    jobs: dict[str, dict[str, Any]] = {}
+    for q in queries:
+        job = str(q.get("job") or q["query"])
+        summary = jobs.setdefault(
+            job,
+            {
+                "job": job,
+                "queries": 0,
+                "modes": [],
+                "input_rows_per_s": 0.0,
+                "processed_rows_per_s": 0.0,
+                "watermark_delay_s": None,
+                "late_events_seen": 0,
+            },
+        )
+        summary["queries"] += 1
+        if q.get("mode") and q["mode"] not in summary["modes"]:
+            summary["modes"].append(q["mode"])
+        summary["input_rows_per_s"] += float(q.get("input_rows_per_s") or 0.0)
+        summary["processed_rows_per_s"] += float(q.get("processed_rows_per_s") or 0.0)
+        delay = q.get("watermark_delay_s")
+        if delay is not None:
+            known = summary["watermark_delay_s"]
+            summary["watermark_delay_s"] = delay if known is None else max(known, delay)
+        summary["late_events_seen"] = max(summary["late_events_seen"], q["late_events_seen"])
+    return [jobs[name] for name in sorted(jobs)]
 
 
 class RateTracker:

@@ -11,7 +11,7 @@ from fastapi import APIRouter, HTTPException, Query, Request, status
 
 from api.evaluations import latest_evaluation
 from api.feed_models import ActivityFeed, AlertFeed, Evaluation, PipelineView, Rates
-from api.feeds import Feeds
+from api.feeds import Feeds, job_summaries
 from api.responses import OrjsonResponse
 from api.run_models import ErrorBody
 
@@ -70,11 +70,17 @@ def recent_activity(request: Request, limit: Limit = 100) -> OrjsonResponse:
 )
 def pipeline(request: Request) -> OrjsonResponse:
     """The latest progress of each streaming query (the `metrics` topic): mode, rows/s,
-    watermark and how far it trails, late rows dropped."""
+    watermark and how far it trails, late rows dropped; and per job: rows/s, the largest
+    watermark delay, late input rows counted once."""
     feeds = feeds_of(request)
     now = time.time_ns() // 1_000_000
+    queries = feeds.progress.queries(now)
     return OrjsonResponse(
-        {"queries": feeds.progress.queries(now), "source": feeds.source(feeds.metrics_topic)}
+        {
+            "queries": queries,
+            "jobs": job_summaries(queries),
+            "source": feeds.source(feeds.metrics_topic),
+        }
     )
 
 

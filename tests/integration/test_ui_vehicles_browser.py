@@ -96,7 +96,8 @@ def publish_vehicle_alert(
         "input_rows_per_s": 45.0,
         "processed_rows_per_s": 620.0,
         "watermark": "2026-03-03T08:00:30.000Z",
-        "dropped_by_watermark": 3,
+        "dropped_by_watermark": 6,  # two operators dropped the same 3 readings
+        "late_events": 3,
         "duration_ms": 410,
         "at": now,
     }
@@ -134,7 +135,10 @@ def test_vehicles_page_in_a_real_browser(
     # The fleet, live: a nonzero count, the run, the job's figures.
     text = wait_text(browser, "Vehicles seen", "Moving", f"run {run_id} running", "Stop")
     WebDriverWait(browser, WAIT_S, poll_frequency=0.5).until(lambda d: seen_count(d) > 0)
-    wait_text(browser, "vehicle-telemetry rows/s", "Late rows dropped (seen)", "Watermark lag")
+    text = wait_text(
+        browser, "vehicle-telemetry rows/s", "Late events dropped (seen)", "Watermark lag"
+    )
+    assert "Late events dropped (seen)\n3\n" in text, text
     # The alert with its evidence; the alerting vehicle is the one charted.
     text = wait_text(
         browser,

@@ -20,6 +20,7 @@ from api.feeds import (
     RingBuffer,
     activity_row,
     alert_row,
+    job_summaries,
     parse_watermark,
     progress_row,
 )
@@ -154,6 +155,30 @@ def test_pipeline_progress_keeps_the_latest_per_query_and_totals() -> None:
     assert list(queries) == ["alerts", "counts"]
 
 
+def test_late_events_are_counted_once_per_job() -> None:
+    view = PipelineProgress()
+    for query, batch, dropped, late in (
+        ("alerts", 1, 6, 3),
+        ("alerts", 2, 4, 2),
+        ("stats", 1, 5, 5),
+    ):
+        report = progress(query, batch, 1_767_226_260_000 + batch, dropped=dropped)
+        row = progress_row({**report, "late_events": late, "job": "vehicle-telemetry"})
+        view.add(row)  # type: ignore[arg-type]
+    old = progress_row({**progress("counts", 1, 1_767_226_260_000, dropped=4), "job": "old"})
+    view.add(old)  # type: ignore[arg-type]  # a report from before late_events: the operators' sum
+    queries = {q["query"]: q for q in view.queries(now_ms=1_767_226_275_000)}
+    assert queries["alerts"]["late_events_seen"] == 5 and queries["alerts"]["late_events"] == 2
+    assert queries["alerts"]["dropped_by_watermark_seen"] == 10
+    assert queries["counts"]["late_events_seen"] == 4
+    jobs = {j["job"]: j for j in job_summaries(list(queries.values()))}
+    vehicle = jobs["vehicle-telemetry"]
+    assert vehicle["late_events_seen"] == 5  # the most of one query: not 5 + 5
+    assert vehicle["queries"] == 2 and vehicle["modes"] == ["microbatch"]
+    assert vehicle["processed_rows_per_s"] == 400.0 and vehicle["watermark_delay_s"] == 60.002
+    assert jobs["old"]["late_events_seen"] == 4
+
+
 # -- routes ----------------------------------------------------------------------------------
 
 
@@ -202,6 +227,7 @@ def test_feed_routes(client: tuple[TestClient, Feeds, Path]) -> None:
 
     pipeline = PipelineView.model_validate(http.get("/v1/pipeline").json())
     assert pipeline.queries[0].dropped_by_watermark_seen == 7
+    assert [(j.job, j.late_events_seen) for j in pipeline.jobs] == [("card-velocity", 7)]
 
     rates = Rates.model_validate(http.get("/v1/rates").json())
     assert [(t.topic, t.records_per_s, t.end_offset) for t in rates.topics] == [

@@ -169,7 +169,8 @@ def canned(
                     "processed_rows_per_s": 950.0,
                     "watermark_ms": T0,
                     "watermark_delay_s": 12.5,
-                    "dropped_by_watermark_seen": 17,
+                    "dropped_by_watermark_seen": 30,
+                    "late_events_seen": 17,
                 },
                 {
                     "query": "card-alerts",
@@ -178,6 +179,27 @@ def canned(
                     "processed_rows_per_s": 5.0,
                     "watermark_delay_s": 900.0,
                     "dropped_by_watermark_seen": 1000,
+                    "late_events_seen": 1000,
+                },
+            ],
+            "jobs": [
+                {
+                    "job": "card-velocity",
+                    "queries": 1,
+                    "modes": ["realtime"],
+                    "input_rows_per_s": 5.0,
+                    "processed_rows_per_s": 5.0,
+                    "watermark_delay_s": 900.0,
+                    "late_events_seen": 1000,
+                },
+                {
+                    "job": "vehicle-telemetry",
+                    "queries": 1,
+                    "modes": ["microbatch"],
+                    "input_rows_per_s": 40.0,
+                    "processed_rows_per_s": 950.0,
+                    "watermark_delay_s": 12.5,
+                    "late_events_seen": 17,
                 },
             ],
             "source": SOURCE,
@@ -252,7 +274,7 @@ def test_page_shows_the_fleet_the_alert_and_the_alerting_vehicles_charts() -> No
     assert metrics["Moving"] == "2" and metrics["Parked"] == "1"
     assert metrics["Telemetry (topic)"] == "48.0/s"
     assert metrics["vehicle-telemetry rows/s"] == "950/s"  # the card job's queries left out
-    assert metrics["Late rows dropped (seen)"] == "17"
+    assert metrics["Late events dropped (seen)"] == "17"  # counted once, not 30
     assert metrics["Watermark lag"] == "12.5 s"
     # The map: one deck, vehicles with a fix, the alerting one ringed and labelled.
     (deck,) = test.get("deck_gl_json_chart")

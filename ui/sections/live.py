@@ -101,7 +101,9 @@ def _pipeline(client: ApiClient) -> None:
                 "`streamsim pipeline run JOB`."
             )
             return
-        dropped = sum(q["dropped_by_watermark_seen"] for q in queries)
+        # Late input rows counted once per job (its queries read the same input).
+        jobs = view.get("jobs") or []
+        dropped = sum(j["late_events_seen"] for j in jobs)
         cols = st.columns(3)
         cols[0].metric("Queries reporting", len(queries), border=True)
         cols[1].metric(
@@ -122,8 +124,12 @@ def _pipeline(client: ApiClient) -> None:
                         "processed rows/s": fmt_rate(q.get("processed_rows_per_s")),
                         "watermark (UTC)": fmt_ms(q.get("watermark_ms")),
                         "watermark behind (s)": fmt_num(q.get("watermark_delay_s"), 1),
-                        "late drops (last batch)": fmt_num(q.get("dropped_by_watermark")),
-                        "late drops (seen)": fmt_num(q.get("dropped_by_watermark_seen")),
+                        "late drops (last batch)": fmt_num(
+                            _first(q.get("late_events"), q.get("dropped_by_watermark"))
+                        ),
+                        "late drops (seen)": fmt_num(
+                            _first(q.get("late_events_seen"), q.get("dropped_by_watermark_seen"))
+                        ),
                         "report age (s)": fmt_num(q.get("report_age_s"), 1),
                     }
                     for q in queries
@@ -154,6 +160,10 @@ def _endpoint(client: ApiClient) -> None:
             f"queued {fmt_num(publish['queued'])}; state {stats['state']['status']} with "
             f"{fmt_num(stats['state']['cards'])} cards; up {fmt_num(stats['uptime_s'])} s."
         )
+
+
+def _first(*values: Any) -> Any:
+    return next((v for v in values if v is not None), None)
 
 
 def _ms(value: Any) -> str:

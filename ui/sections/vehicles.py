@@ -128,6 +128,11 @@ def job_queries(queries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [q for q in queries if q.get("job") == JOB]
 
 
+def job_summary(view: dict[str, Any]) -> dict[str, Any] | None:
+    """The vehicle-telemetry job's figures (`GET /v1/pipeline` `jobs`)."""
+    return next((j for j in view.get("jobs") or [] if j["job"] == JOB), None)
+
+
 def topic_rate(rates: dict[str, Any], topic: str = TOPIC) -> float | None:
     for row in rates.get("topics", []):
         if row["topic"] == topic:
@@ -141,7 +146,9 @@ def _figures(client: ApiClient) -> None:
     with api_errors("Reading the fleet"):
         fleet = client.vehicles(limit=1)
         rates = client.rates()
-        queries = job_queries(client.pipeline()["queries"])
+        pipeline = client.pipeline()
+        queries = job_queries(pipeline["queries"])
+        job = job_summary(pipeline)
         counts = fleet["counts"]
         cols = st.columns(4)
         cols[0].metric("Vehicles seen", fmt_num(sum(counts.values())), border=True)
@@ -150,20 +157,19 @@ def _figures(client: ApiClient) -> None:
         cols[3].metric("Alerting", fmt_num(counts.get("alerting")), border=True)
         cols = st.columns(4)
         cols[0].metric("Telemetry (topic)", fmt_rate(topic_rate(rates)), border=True)
-        if queries:
-            processed = sum(q.get("processed_rows_per_s") or 0.0 for q in queries)
-            lags = [
-                q["watermark_delay_s"] for q in queries if q.get("watermark_delay_s") is not None
-            ]
-            cols[1].metric(f"{JOB} rows/s", fmt_rate(processed), border=True)
+        if queries and job is not None:
+            lag = job["watermark_delay_s"]
+            cols[1].metric(f"{JOB} rows/s", fmt_rate(job["processed_rows_per_s"]), border=True)
             cols[2].metric(
-                "Late rows dropped (seen)",
-                fmt_num(sum(q["dropped_by_watermark_seen"] for q in queries)),
+                "Late events dropped (seen)",
+                fmt_num(job["late_events_seen"]),
                 border=True,
+                help="Readings the job dropped as too late for its watermark, each counted "
+                "once, over the progress reports the API has seen.",
             )
             cols[3].metric(
                 "Watermark lag",
-                "—" if not lags else fmt_duration(max(lags)),
+                "—" if lag is None else fmt_duration(lag),
                 border=True,
                 help="Report time minus watermark, the largest over the job's queries (large "
                 "for a stream of simulated past dates).",
@@ -206,7 +212,7 @@ def _queries_frame(queries: list[dict[str, Any]]) -> pd.DataFrame:
                 "processed rows/s": fmt_rate(q.get("processed_rows_per_s")),
                 "watermark (UTC)": fmt_ms(q.get("watermark_ms")),
                 "watermark behind (s)": fmt_num(q.get("watermark_delay_s"), 1),
-                "late drops (seen)": fmt_num(q.get("dropped_by_watermark_seen")),
+                "late drops (seen)": fmt_num(q.get("late_events_seen")),
             }
             for q in queries
         ]
