@@ -250,6 +250,29 @@ class History:
         return sum(a.itemsize * len(a) for a in arrays)
 
 
+def _row_of(
+    vehicle: str,
+    reading: Reading | None,
+    status: str,
+    last_alert: dict[str, Any] | None,
+    alerts: int,
+    history: int,
+    now_ms: int,
+) -> dict[str, Any]:
+    if reading is not None:
+        row = reading.to_dict()
+    else:  # only an alert of it so far
+        row = {**dict.fromkeys(Reading.__slots__), "vehicle_id": vehicle}
+    row["status"] = status
+    row["silent_s"] = (
+        None if reading is None else round(max(0, now_ms - reading.received_at) / 1000, 3)
+    )
+    row["last_alert"] = last_alert
+    row["alerts"] = alerts
+    row["history"] = history
+    return row
+
+
 class VehicleView:
     """Latest reading per vehicle, histories, and vehicle alerts; thread-safe (one lock)."""
 
@@ -405,37 +428,49 @@ class VehicleView:
         return "moving"
 
     def _row(self, vehicle: str, reading: Reading | None, now_ms: int) -> dict[str, Any]:
-        if reading is not None:
-            row = reading.to_dict()
-        else:  # only an alert of it so far
-            row = {**dict.fromkeys(Reading.__slots__), "vehicle_id": vehicle}
         alerts = self._alerts.get(vehicle)
         history = self._history.get(vehicle)
-        row["status"] = self.status_of(vehicle, reading, now_ms)
-        row["silent_s"] = (
-            None if reading is None else round(max(0, now_ms - reading.received_at) / 1000, 3)
+        return _row_of(
+            vehicle,
+            reading,
+            self.status_of(vehicle, reading, now_ms),
+            alerts[-1] if alerts else None,
+            len(alerts) if alerts else 0,
+            len(history) if history is not None else 0,
+            now_ms,
         )
-        row["last_alert"] = alerts[-1] if alerts else None
-        row["alerts"] = len(alerts) if alerts else 0
-        row["history"] = len(history) if history is not None else 0
-        return row
 
     def vehicles(
         self, now_ms: int, limit: int, status: str | None = None
     ) -> tuple[list[dict[str, Any]], dict[str, int]]:
         """Up to `limit` vehicles (alerting first, then moving, then parked; by id within),
-        and the count per status over all of them."""
-        with self._lock:
-            names = list(self._latest.keys() | self._alerts.keys())
-            rows = [self._row(v, self._latest.get(v), now_ms) for v in names]
-        counts = dict.fromkeys(STATUSES, 0)
-        for row in rows:
-            counts[row["status"]] += 1
-        if status is not None:
-            rows = [r for r in rows if r["status"] == status]
+        and the count per status over all of them. Rows are built for those returned only,
+        outside the lock (a `Reading` is never changed, only replaced)."""
         order = {s: i for i, s in enumerate(STATUSES)}
-        rows.sort(key=lambda r: (order[r["status"]], r["vehicle_id"]))
-        return rows[: max(0, limit)], counts
+        counts = dict.fromkeys(STATUSES, 0)
+        with self._lock:
+            keys: list[tuple[int, str]] = []
+            for vehicle in self._latest.keys() | self._alerts.keys():
+                state = self.status_of(vehicle, self._latest.get(vehicle), now_ms)
+                counts[state] += 1
+                if status is None or state == status:
+                    keys.append((order[state], vehicle))
+            keys.sort()
+            picked = []
+            for rank, vehicle in keys[: max(0, limit)]:
+                alerts = self._alerts.get(vehicle)
+                history = self._history.get(vehicle)
+                picked.append(
+                    (
+                        vehicle,
+                        self._latest.get(vehicle),
+                        STATUSES[rank],
+                        alerts[-1] if alerts else None,
+                        len(alerts) if alerts else 0,
+                        len(history) if history is not None else 0,
+                    )
+                )
+        return [_row_of(*p, now_ms) for p in picked], counts
 
     def telemetry(
         self, vehicle: str, now_ms: int, limit: int, signals: tuple[str, ...]
