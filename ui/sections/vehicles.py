@@ -25,7 +25,7 @@ import pandas as pd
 import pydeck as pdk
 import streamlit as st
 
-from ui.client import ApiClient, ApiError
+from ui.client import ApiClient, ApiError, ApiUnavailable
 from ui.sections.alerts import evidence_lines
 from ui.sections.runs import STATUS_ICONS, start_form, stop_run
 from ui.view import REFRESH_S, api_errors, fmt_ms, fmt_num, fmt_rate
@@ -90,7 +90,7 @@ def _scenario(client: ApiClient) -> None:
 def _scenario_runs(client: ApiClient) -> None:
     try:
         runs = [r for r in client.runs() if r["scenario"] == SCENARIO]
-    except Exception:  # the figures below say when the API is down
+    except (ApiUnavailable, ApiError):  # the figures below say what is wrong
         return
     active = [r for r in runs if r["status"] in ("running", "stopping")]
     if not runs:
