@@ -4,6 +4,9 @@
 thread serves the delivery callbacks with `poll`. While Kafka is unreachable, records wait in
 librdkafka's queue and are retried until `message.timeout.ms`; whatever still fails is counted
 (`failed`, `last_error`) and logged, never dropped silently. Records never hold a PAN.
+
+Each record carries its transaction id in the `transaction_id` header (`TXID_HEADER`), so the
+updater can skip the endpoint's own records as they come back without parsing them.
 """
 
 from __future__ import annotations
@@ -21,11 +24,14 @@ from streamsim.kafka import producer_config
 
 log = logging.getLogger("api.publisher")
 
+#: The record header holding the record's transaction_id (UTF-8).
+TXID_HEADER = "transaction_id"
+
 
 class Publisher(Protocol):
     def start(self) -> None: ...
 
-    def publish(self, key: str, value: bytes) -> None: ...
+    def publish(self, key: str, value: bytes, transaction_id: str) -> None: ...
 
     def counters(self) -> dict[str, Any]: ...
 
@@ -60,9 +66,15 @@ class KafkaPublisher:
     def start(self) -> None:
         self._thread.start()
 
-    def publish(self, key: str, value: bytes) -> None:
+    def publish(self, key: str, value: bytes, transaction_id: str) -> None:
         try:
-            self._producer.produce(self.topic, value, key, on_delivery=self._on_delivery)
+            self._producer.produce(
+                self.topic,
+                value,
+                key,
+                on_delivery=self._on_delivery,
+                headers=[(TXID_HEADER, transaction_id)],
+            )
         except BufferError:
             self._fail("local queue full (Kafka unreachable for long?)")
             return
@@ -129,12 +141,14 @@ class MemoryPublisher:
 
     def __init__(self) -> None:
         self.records: list[tuple[str, bytes]] = []
+        self.headers: list[list[tuple[str, bytes]]] = []  # per record, as a consumer gets them
 
     def start(self) -> None:
         pass
 
-    def publish(self, key: str, value: bytes) -> None:
+    def publish(self, key: str, value: bytes, transaction_id: str) -> None:
         self.records.append((key, value))
+        self.headers.append([(TXID_HEADER, transaction_id.encode())])
 
     def counters(self) -> dict[str, Any]:
         n = len(self.records)

@@ -95,7 +95,7 @@ class FraudService:
         if record is None:
             self.stats.replays += 1
             return body
-        self.publisher.publish(record["card_token"], orjson.dumps(record))
+        self.publisher.publish(record["card_token"], orjson.dumps(record), tx.transaction_id)
         self.stats.decisions[record["decision"]] += 1
         return body
 

@@ -4,7 +4,9 @@ On start it reads every partition of the topic from the beginning up to the end 
 found (`rebuilt` is set then, and the endpoint starts serving), and then keeps consuming, so
 decisions made by other endpoint instances reach this one's state too. Records this endpoint
 made itself were applied when it made them; they are skipped when they come back (by
-transaction_id). Malformed records are counted and skipped, never fatal.
+transaction_id: a record whose `transaction_id` header names a transaction the state already
+holds is skipped before its JSON is parsed; the endpoint's own records always are). Malformed
+records are counted and skipped, never fatal.
 
 The consumer is assigned all partitions (no consumer group, nothing committed): every instance
 holds the whole state, rebuilt from the topic on each start.
@@ -23,6 +25,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 
 from api.decision import RECORD_KEYS, response_body
 from api.kafkalog import kafka_logger
+from api.publisher import TXID_HEADER
 from api.state import LastUseState
 from streamsim.config import StackConfig
 from streamsim.kafka import consumer_config, ensure_topics
@@ -30,6 +33,7 @@ from streamsim.kafka import consumer_config, ensure_topics
 log = logging.getLogger("api.updater")
 
 Status = Literal["starting", "rebuilding", "live", "stopped"]
+Headers = list[tuple[str, str | bytes | None]] | dict[str, str | bytes | None] | None
 
 
 class ActivityUpdater:
@@ -87,7 +91,8 @@ class ActivityUpdater:
                         else:
                             self.last_error = err.str()
                         continue
-                    self._apply(msg.value(), partition, offset)
+                    if not self._known(msg.headers()):
+                        self._apply(msg.value(), partition, offset)
                     end = pending.get(partition)
                     if end is not None and offset + 1 >= end:
                         del pending[partition]
@@ -147,6 +152,22 @@ class ActivityUpdater:
             [TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in sorted(meta.partitions)]
         )
         return pending
+
+    def _known(self, headers: Headers) -> bool:
+        """Whether the record's `transaction_id` header names a transaction already in (then
+        it is counted as skipped). Without the lock: a read of the verdict cache's dict, atomic
+        under the GIL; a record not known here goes through `_apply`, which checks again under
+        the lock."""
+        if not headers:
+            return False
+        for name, value in headers.items() if isinstance(headers, dict) else headers:
+            if name == TXID_HEADER and value is not None:
+                txid = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+                if txid in self.state.verdicts:
+                    self.skipped += 1
+                    return True
+                return False
+        return False
 
     def _apply(self, value: bytes | None, partition: int, offset: int) -> None:
         try:

@@ -297,6 +297,26 @@ def test_own_records_coming_back_from_the_topic_are_not_applied_twice(h: Harness
     assert h.post(tx("t2", T0 + MIN, None))["evidence"]["velocity"]["tx_count"] == 2
 
 
+def test_own_records_are_skipped_by_their_header_before_parsing(h: Harness) -> None:
+    from api.publisher import TXID_HEADER
+    from api.updater import ActivityUpdater
+    from streamsim.config import StackConfig
+
+    h.post(tx("t1", T0, None))
+    updater = ActivityUpdater(StackConfig(), "cards.activity", h.service.state)
+    assert h.publisher.headers == [[(TXID_HEADER, b"t1")]]
+    assert updater._known(h.publisher.headers[0])
+    assert (updater.applied, updater.skipped, updater.malformed) == (0, 1, 0)
+    # Another instance's record (unknown id), or one without the header: parsed and applied.
+    other = {**h.records()[0], "transaction_id": "o1", "event_id": "o1"}
+    assert not updater._known([(TXID_HEADER, b"o1")])
+    assert not updater._known(None) and not updater._known([("other", b"t1")])
+    updater._apply(orjson.dumps(other), 0, 1)
+    assert (updater.applied, updater.skipped, updater.malformed) == (1, 1, 0)
+    assert updater._known([(TXID_HEADER, b"o1")])
+    assert h.post(tx("t2", T0 + MIN, None))["evidence"]["velocity"]["tx_count"] == 3
+
+
 def test_response_body_is_a_function_of_the_record(h: Harness) -> None:
     response = h.client.post("/v1/transactions", json=tx("t1", T0))
     assert response_body(h.records()[0]) == response.content
