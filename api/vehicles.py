@@ -56,22 +56,13 @@ import orjson
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from api.kafkalog import kafka_logger
+from scenarios.vehicles_config import VEHICLE_FAULTS
 from streamsim.config import StackConfig
 from streamsim.kafka import consumer_config
 
 VEHICLES_TOPIC = "vehicles.telemetry"
 VEHICLE_JOB = "vehicle-telemetry"
-VEHICLE_LABELS = frozenset(
-    {
-        "overheating",
-        "tyre_leak",
-        "stuck_sensor",
-        "gps_jump",
-        "harsh_braking",
-        "speeding",
-        "battery_failure",
-    }
-)
+VEHICLE_LABELS = frozenset(VEHICLE_FAULTS)
 #: The numeric signals a vehicle's history keeps, in storage order.
 SIGNALS: tuple[str, ...] = (
     "speed_kmh",

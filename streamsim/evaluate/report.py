@@ -9,29 +9,17 @@ from typing import Any
 import orjson
 import pandas as pd
 
+from scenarios.card_velocity_config import CARD_FRAUDS
+from scenarios.vehicles_config import VEHICLE_FAULTS
 from streamsim.config import StackConfig
 from streamsim.errors import StreamsimError
 from streamsim.evaluate.scoring import hard_negative_alerts, score_path, to_sim_ms
 from streamsim.evaluate.sources import latest_run, read_topic
 
 #: What each scenario's evaluation reads and scores.
-SCENARIOS: dict[str, dict[str, Any]] = {
-    "card_velocity": {
-        "labels": ["impossible_travel", "card_testing", "account_takeover", "compromised_terminal"],
-        "endpoint_topic": "cards.activity",
-    },
-    "connected_vehicles": {
-        "labels": [
-            "overheating",
-            "tyre_leak",
-            "stuck_sensor",
-            "gps_jump",
-            "harsh_braking",
-            "speeding",
-            "battery_failure",
-        ],
-        "endpoint_topic": None,
-    },
+SCENARIOS: dict[str, dict[str, Any]] = {  # label types come from the scenarios themselves
+    "card_velocity": {"labels": list(CARD_FRAUDS), "endpoint_topic": "cards.activity"},
+    "connected_vehicles": {"labels": list(VEHICLE_FAULTS), "endpoint_topic": None},
 }
 ALERTS_TOPIC = "alerts"
 METRICS_TOPIC = "metrics"
