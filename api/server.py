@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 
@@ -17,6 +18,24 @@ from api.service import FraudService
 from streamsim.config import StackConfig
 from streamsim.errors import StreamsimError
 from streamsim.kafka.broker import port_in_use
+
+
+def uvicorn_config(
+    app: Any, host: str, port: int, access_log: bool, log_level: str
+) -> uvicorn.Config:
+    """The server settings every streamsim HTTP app runs with (and `bench api`'s reference)."""
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        workers=1,
+        loop="uvloop",
+        http="httptools",
+        lifespan="on",
+        log_config=log_config(access_log, log_level.upper()),
+        access_log=access_log,
+        timeout_graceful_shutdown=10,
+    )
 
 
 def serve(
@@ -34,19 +53,7 @@ def serve(
             "config (or STREAMSIM_API_PORT)"
         )
     app = app_from_config(stack, settings_file)
-    config = uvicorn.Config(
-        app,
-        host=host,
-        port=port,
-        workers=1,
-        loop="uvloop",
-        http="httptools",
-        lifespan="on",
-        log_config=log_config(access_log, log_level.upper()),
-        access_log=access_log,
-        timeout_graceful_shutdown=10,
-    )
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(uvicorn_config(app, host, port, access_log, log_level))
     with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the Ctrl-C it handled
         server.run()
     if not server.started:

@@ -20,7 +20,7 @@ import uvicorn
 from fastapi import FastAPI
 from pydantic import BaseModel, ConfigDict
 
-from api.logscrub import log_config
+from api.server import uvicorn_config
 
 PATH = "/v1/transactions"
 
@@ -55,18 +55,7 @@ def create_bare_app() -> FastAPI:
 
 
 def serve_bare(host: str, port: int, *, access_log: bool = False, log_level: str = "info") -> None:
-    config = uvicorn.Config(
-        create_bare_app(),
-        host=host,
-        port=port,
-        workers=1,
-        loop="uvloop",
-        http="httptools",
-        lifespan="on",
-        log_config=log_config(access_log, log_level.upper()),
-        access_log=access_log,
-        timeout_graceful_shutdown=10,
-    )
+    config = uvicorn_config(create_bare_app(), host, port, access_log, log_level)
     with contextlib.suppress(KeyboardInterrupt):
         uvicorn.Server(config).run()
 
