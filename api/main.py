@@ -77,6 +77,8 @@ def create_app(
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     for module in (transactions, cards, stats, health, control, runs, feeds, vehicles):
         app.include_router(module.router)
+    # Inside the latency middleware, so lane requests are timed and counted like the rest.
+    app.add_middleware(transactions.TransactionLane, service=service)
     app.add_middleware(LatencyMiddleware, stats=service.stats)
     return app
 
