@@ -17,7 +17,11 @@ class ChildRun:
 
 
 def run_measured(command: list[str], env: dict[str, str] | None = None) -> ChildRun:
-    """Like subprocess.run, plus this child's peak resident set size (wait4's ru_maxrss)."""
+    """Like subprocess.run, plus this child's peak resident set size (wait4's ru_maxrss).
+
+    Linux keeps the pre-exec image's peak in ru_maxrss, so the figure is at least this (small)
+    process's own size at the time of the spawn.
+    """
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(command, stdout=out, stderr=err, env=env, text=True)
         _, status, usage = os.wait4(proc.pid, 0)
