@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import orjson
@@ -30,11 +31,17 @@ def read_topic(stack: StackConfig, topic: str, timeout_s: float = 60.0) -> list[
     consumer.assign([TopicPartition(topic, p, 0) for p in ends])
     records: list[dict[str, Any]] = []
     remaining = set(ends)
+    last_read = time.monotonic()
     try:
         while remaining:
-            batch = consumer.consume(10_000, timeout=timeout_s)
+            # consume() waits its whole timeout unless the batch fills: poll in short steps
+            batch = consumer.consume(10_000, timeout=0.2)
             if not batch:
-                raise TimeoutError(f"reading {topic} stalled with partitions {remaining} unread")
+                if time.monotonic() - last_read > timeout_s:
+                    unread = sorted(remaining)
+                    raise TimeoutError(f"reading {topic} stalled with partitions {unread} unread")
+                continue
+            last_read = time.monotonic()
             for msg in batch:
                 partition, offset, error = msg.partition() or 0, msg.offset() or 0, msg.error()
                 if error is not None and error.code() == KafkaError._PARTITION_EOF:
