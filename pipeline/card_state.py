@@ -1,45 +1,26 @@
 """Per-card stateful rules in event-time order: impossible travel and account takeover.
 
-`CardRules` holds one card's state: an `EventTimeBuffer` of its not-yet-released uses, the
-detectors' `TravelState` and `SpendingState`. Uses are buffered as they arrive and fed to the
-rules only when the watermark passes them, in (event_time, event_id) order, so the alerts are
-those of the event-time-sorted stream whatever the arrival order (the NY use arriving before
-the Paris one still gives the one Paris -> NY alert) and a restarted query reproduces them.
-The cost is latency: a use is judged once the watermark passes it.
+`CardRules` holds one card's state (see `pipeline.series_processor.BufferedRules`): an
+`EventTimeBuffer` of its not-yet-released uses, the detectors' `TravelState` and
+`SpendingState`. Uses are fed to the rules only when the watermark passes them, in
+(event_time, event_id) order, so the alerts are those of the event-time-sorted stream
+whatever the arrival order (the NY use arriving before the Paris one still gives the one
+Paris -> NY alert) and a restarted query reproduces them.
 
-`CardRulesProcessor` runs it in `transformWithStateInPandas` (time mode EventTime): one
-`ValueState` (`state STRING`, the JSON snapshot) and one event-time timer per card, at its
-earliest buffered use. When the watermark passes it, the timer releases the buffer up to the
-watermark, emits the alert rows (`ALERT_SPARK_DDL`) and moves to the next buffered use. Spark's
-state TTL is processing-time only (not allowed in EventTime mode), so with nothing buffered the
-timer instead waits for `ttl_ms` after the card's latest use, then forgets the card.
+`CardRulesProcessor` runs it in `transformWithStateInPandas` (time mode EventTime) with one
+`ValueState` and one event-time timer per card (`BufferedRulesProcessor`).
 """
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
-from pyspark.sql.streaming.stateful_processor import (
-    ExpiredTimerInfo,
-    StatefulProcessor,
-    StatefulProcessorHandle,
-    TimerValues,
-)
 
-from detectors import (
-    ALERT_COLUMNS,
-    Alert,
-    EventTimeBuffer,
-    SpendingParams,
-    SpendingState,
-    TravelParams,
-    TravelState,
-    alerts_to_frame,
-)
+from detectors import Alert, SpendingParams, SpendingState, TravelParams, TravelState
+from pipeline.series_processor import STATE_DDL, BufferedRules, BufferedRulesProcessor
 
 #: Input columns of the processor (beyond the grouping key `card_token`).
 INPUT_COLUMNS = (
@@ -51,7 +32,8 @@ INPUT_COLUMNS = (
     "amount",
     "merchant_category",
 )
-STATE_DDL = "state STRING"
+
+__all__ = ["INPUT_COLUMNS", "STATE_DDL", "CardRules", "CardRulesProcessor"]
 
 
 def _float_or_none(value: Any) -> float | None:
@@ -67,7 +49,7 @@ def _bool_or_none(value: Any) -> bool | None:
     return bool(value)
 
 
-class CardRules:
+class CardRules(BufferedRules):
     """One card's buffered uses and rule states; `None` params switch a rule off.
 
     >>> rules = CardRules("card-1", TravelParams(), None)
@@ -81,7 +63,7 @@ class CardRules:
     [('paris', 'ny')]
     """
 
-    __slots__ = ("buffer", "earliest_ms", "latest_ms", "spending", "timer_ms", "travel")
+    __slots__ = ("spending", "travel")
 
     def __init__(
         self,
@@ -90,14 +72,11 @@ class CardRules:
         spending: SpendingParams | None,
         max_buffered: int = 10_000,
     ) -> None:
-        self.buffer = EventTimeBuffer(max_buffered)
-        self.latest_ms: int | None = None  # the latest event time ever pushed
-        self.earliest_ms: int | None = None  # the earliest event time buffered
-        self.timer_ms: int | None = None  # the event-time timer registered for this card
+        super().__init__(max_buffered)
         self.travel = None if travel is None else TravelState(card, travel)
         self.spending = None if spending is None else SpendingState(card, spending)
 
-    def push(
+    def push(  # type: ignore[override]
         self,
         event_id: str,
         event_time: int,
@@ -115,25 +94,15 @@ class CardRules:
             _float_or_none(amount),
             category,
         ]
-        time_ms = int(event_time)
-        if not self.buffer.push(time_ms, str(event_id), payload):
-            return False
-        self.latest_ms = time_ms if self.latest_ms is None else max(time_ms, self.latest_ms)
-        self.earliest_ms = time_ms if self.earliest_ms is None else min(time_ms, self.earliest_ms)
-        return True
+        return super().push(event_id, event_time, payload)
 
-    def release(self, watermark_ms: int | None) -> list[Alert]:
-        """Feed the rules every use at or before the watermark, in event-time order."""
+    def feed(self, event_id: str, event_time: int, payload: Any) -> list[Alert]:
+        lat, lon, card_present, amount, category = payload
         alerts: list[Alert] = []
-        released = self.buffer.release(watermark_ms)
-        for event_time, event_id, (lat, lon, card_present, amount, category) in released:
-            if self.travel is not None:
-                alerts.extend(self.travel.update(event_id, event_time, lat, lon, card_present))
-            if self.spending is not None and amount is not None:
-                alerts.extend(self.spending.update(event_id, event_time, amount, category))
-        if released:
-            held = self.buffer.snapshot()["events"]
-            self.earliest_ms = int(held[0][0]) if held else None
+        if self.travel is not None:
+            alerts.extend(self.travel.update(event_id, event_time, lat, lon, card_present))
+        if self.spending is not None and amount is not None:
+            alerts.extend(self.spending.update(event_id, event_time, amount, category))
         return alerts
 
     def next_timer(self, ttl_ms: int | None) -> int | None:
@@ -151,15 +120,7 @@ class CardRules:
         >>> rules.next_timer(ttl_ms=60_000), rules.next_timer(ttl_ms=None)
         (63000, None)
         """
-        if self.earliest_ms is not None:
-            return self.earliest_ms
-        if ttl_ms is None or self.latest_ms is None:
-            return None
-        return self.latest_ms + ttl_ms
-
-    @property
-    def buffered(self) -> int:
-        return len(self.buffer)
+        return super().next_timer(ttl_ms)
 
     def expired(self, watermark_ms: int, ttl_ms: int | None) -> bool:
         """Nothing buffered and the watermark `ttl_ms` past the latest use: forget the card.
@@ -170,37 +131,26 @@ class CardRules:
         >>> rules.expired(60_000, ttl_ms=60_000), rules.expired(61_000, ttl_ms=60_000)
         (False, True)
         """
-        if ttl_ms is None or self.buffered or self.latest_ms is None:
-            return False
-        return watermark_ms >= self.latest_ms + ttl_ms
+        return super().expired(watermark_ms, ttl_ms)
 
-    def to_json(self) -> str:
-        return json.dumps(
-            {
-                "buffer": self.buffer.snapshot(),
-                "latest_ms": self.latest_ms,
-                "earliest_ms": self.earliest_ms,
-                "timer_ms": self.timer_ms,
-                "travel": None if self.travel is None else self.travel.snapshot(),
-                "spending": None if self.spending is None else self.spending.snapshot(),
-            },
-            separators=(",", ":"),
-        )
+    def rules_snapshot(self) -> dict[str, Any]:
+        return {
+            "travel": None if self.travel is None else self.travel.snapshot(),
+            "spending": None if self.spending is None else self.spending.snapshot(),
+        }
 
-    def load_json(self, text: str) -> None:
-        data: Mapping[str, Any] = json.loads(text)
-        self.buffer.restore(data["buffer"])
-        self.latest_ms = data.get("latest_ms")
-        self.earliest_ms = data.get("earliest_ms")
-        self.timer_ms = data.get("timer_ms")
+    def rules_restore(self, data: Mapping[str, Any]) -> None:
         if self.travel is not None and data.get("travel") is not None:
             self.travel.restore(data["travel"])
         if self.spending is not None and data.get("spending") is not None:
             self.spending.restore(data["spending"])
 
 
-class CardRulesProcessor(StatefulProcessor):
+class CardRulesProcessor(BufferedRulesProcessor):
     """`CardRules` per card in `transformWithStateInPandas` (see the module docstring)."""
+
+    input_columns = INPUT_COLUMNS
+    state_name = "card"
 
     def __init__(
         self,
@@ -208,61 +158,19 @@ class CardRulesProcessor(StatefulProcessor):
         spending: SpendingParams | None,
         ttl_ms: int | None = None,
     ) -> None:
+        super().__init__(ttl_ms)
         self.travel_params = travel
         self.spending_params = spending
-        self.ttl_ms = ttl_ms
 
-    def init(self, handle: StatefulProcessorHandle) -> None:
-        self.handle = handle
-        self.state = handle.getValueState("card", STATE_DDL)
+    def new_rules(self, key: str) -> BufferedRules:
+        return CardRules(key, self.travel_params, self.spending_params)
 
-    def _load(self, card: str) -> CardRules:
-        rules = CardRules(card, self.travel_params, self.spending_params)
-        stored = self.state.get()
-        if stored is not None:
-            rules.load_json(stored[0])
-        return rules
-
-    def _save(self, rules: CardRules) -> None:
-        """Move the card's one timer where `rules` needs it, then store the state."""
-        wanted = rules.next_timer(self.ttl_ms)
-        if wanted != rules.timer_ms:
-            if rules.timer_ms is not None:
-                self.handle.deleteTimer(rules.timer_ms)
-            if wanted is not None:
-                self.handle.registerTimer(wanted)
-            rules.timer_ms = wanted
-        self.state.update((rules.to_json(),))
-
-    def handleInputRows(
-        self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
-    ) -> Iterator[pd.DataFrame]:
+    def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Any:
         rules = self._load(str(key[0]))
+        assert isinstance(rules, CardRules)
         for frame in rows:
             for row in frame.loc[:, list(INPUT_COLUMNS)].itertuples(index=False):
                 rules.push(*row)
+        alerts = rules.release(timerValues.getCurrentWatermarkInMs())
         self._save(rules)
-        return iter([])
-
-    def handleExpiredTimer(
-        self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
-    ) -> Iterator[pd.DataFrame]:
-        if not self.state.exists():
-            return iter([])
-        rules = self._load(str(key[0]))
-        if rules.timer_ms == expiredTimerInfo.getExpiryTimeInMs():
-            rules.timer_ms = None  # Spark has removed the timer that fired
-        watermark = timerValues.getCurrentWatermarkInMs()
-        alerts = rules.release(watermark)
-        if rules.expired(watermark, self.ttl_ms):
-            self.state.clear()
-            if rules.timer_ms is not None:
-                self.handle.deleteTimer(rules.timer_ms)
-        else:
-            self._save(rules)
-        if not alerts:
-            return iter([])
-        return iter([alerts_to_frame(alerts).loc[:, list(ALERT_COLUMNS)]])
-
-    def close(self) -> None:
-        pass
+        return self._emit(alerts)

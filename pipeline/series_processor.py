@@ -1,0 +1,212 @@
+"""Stateful rules per entity in event-time order, for `transformWithStateInPandas`.
+
+`BufferedRules` holds one entity's (card's, vehicle's) state: an `EventTimeBuffer` of its
+not-yet-released events and the rule states a subclass feeds (`feed`). Events are buffered as
+they arrive and fed to the rules only when the watermark passes them, in (event_time,
+event_id) order, so the alerts are those of the event-time-sorted stream whatever the arrival
+order, and a restarted query reproduces them. The cost is latency: an event is judged once
+the watermark passes it.
+
+`BufferedRulesProcessor` runs it in `transformWithStateInPandas` (time mode EventTime): one
+`ValueState` (`state STRING`, the JSON snapshot) and one event-time timer per entity, at its
+earliest buffered event. Input rows are buffered, and everything at or before the current
+watermark is released at once; when the watermark passes the timer of an entity that sent
+nothing since (a vehicle gone quiet), the timer releases its buffer up to the watermark and
+moves to the next buffered event. Alert rows come out as `ALERT_SPARK_DDL`. Spark's state TTL
+is processing-time only (not allowed in EventTime mode), so with nothing buffered the timer
+instead waits for `ttl_ms` after the entity's latest event, then forgets the entity.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+from pyspark.sql.streaming.stateful_processor import (
+    ExpiredTimerInfo,
+    StatefulProcessor,
+    StatefulProcessorHandle,
+    TimerValues,
+)
+
+from detectors import ALERT_COLUMNS, Alert, EventTimeBuffer, alerts_to_frame
+
+STATE_DDL = "state STRING"
+
+
+class BufferedRules:
+    """One entity's buffered events and rule states (subclasses: `feed` and the snapshots).
+
+    >>> class Echo(BufferedRules):
+    ...     def feed(self, event_id, event_time, payload):
+    ...         return [Alert.make("echo", "e1", event_time, [event_id], {}, [event_id])]
+    >>> rules = Echo()
+    >>> rules.push("b", 2_000, []), rules.push("a", 1_000, [])
+    (True, True)
+    >>> [a.event_ids for a in rules.release(watermark_ms=1_500)]
+    [('a',)]
+    >>> rules.push("late", 500, []), rules.next_timer(ttl_ms=None)
+    (False, 2000)
+    """
+
+    __slots__ = ("buffer", "earliest_ms", "latest_ms", "timer_ms")
+
+    def __init__(self, max_buffered: int = 10_000) -> None:
+        self.buffer = EventTimeBuffer(max_buffered)
+        self.latest_ms: int | None = None  # the latest event time ever pushed
+        self.earliest_ms: int | None = None  # the earliest event time buffered
+        self.timer_ms: int | None = None  # the event-time timer registered for this entity
+
+    def feed(self, event_id: str, event_time: int, payload: Any) -> list[Alert]:
+        """Run the rules on one released event, in event-time order."""
+        raise NotImplementedError
+
+    def push(self, event_id: str, event_time: int, payload: Any) -> bool:
+        """Buffer an event until the watermark passes it; False when it is already too late."""
+        time_ms = int(event_time)
+        if not self.buffer.push(time_ms, str(event_id), payload):
+            return False
+        self.latest_ms = time_ms if self.latest_ms is None else max(time_ms, self.latest_ms)
+        self.earliest_ms = time_ms if self.earliest_ms is None else min(time_ms, self.earliest_ms)
+        return True
+
+    def release(self, watermark_ms: int | None) -> list[Alert]:
+        """Feed the rules every event at or before the watermark, in event-time order."""
+        alerts: list[Alert] = []
+        released = self.buffer.release(watermark_ms)
+        for event_time, event_id, payload in released:
+            alerts.extend(self.feed(event_id, event_time, payload))
+        if released:
+            held = self.buffer.snapshot()["events"]
+            self.earliest_ms = int(held[0][0]) if held else None
+        return alerts
+
+    def next_timer(self, ttl_ms: int | None) -> int | None:
+        """When this entity needs its timer: the earliest buffered event, else its expiry."""
+        if self.earliest_ms is not None:
+            return self.earliest_ms
+        if ttl_ms is None or self.latest_ms is None:
+            return None
+        return self.latest_ms + ttl_ms
+
+    @property
+    def buffered(self) -> int:
+        return len(self.buffer)
+
+    def expired(self, watermark_ms: int, ttl_ms: int | None) -> bool:
+        """Nothing buffered and the watermark `ttl_ms` past the latest event: forget it."""
+        if ttl_ms is None or self.buffered or self.latest_ms is None:
+            return False
+        return watermark_ms >= self.latest_ms + ttl_ms
+
+    def rules_snapshot(self) -> dict[str, Any]:
+        """The rule states, JSON-able (keys of the snapshot beside the buffer's)."""
+        return {}
+
+    def rules_restore(self, data: Mapping[str, Any]) -> None:
+        return None
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "buffer": self.buffer.snapshot(),
+                "latest_ms": self.latest_ms,
+                "earliest_ms": self.earliest_ms,
+                "timer_ms": self.timer_ms,
+                **self.rules_snapshot(),
+            },
+            separators=(",", ":"),
+        )
+
+    def load_json(self, text: str) -> None:
+        data: Mapping[str, Any] = json.loads(text)
+        self.buffer.restore(data["buffer"])
+        self.latest_ms = data.get("latest_ms")
+        self.earliest_ms = data.get("earliest_ms")
+        self.timer_ms = data.get("timer_ms")
+        self.rules_restore(data)
+
+
+class BufferedRulesProcessor(StatefulProcessor):
+    """`BufferedRules` per key in `transformWithStateInPandas` (see the module docstring).
+
+    Subclasses say which columns an input row has (`input_columns`, beyond the grouping key,
+    starting with `event_id` and `event_time`) and build an entity's rules (`new_rules`).
+    """
+
+    input_columns: Sequence[str] = ("event_id", "event_time")
+    state_name = "rules"  # the ValueState's name, part of the checkpoint's state schema
+
+    def __init__(self, ttl_ms: int | None = None) -> None:
+        self.ttl_ms = ttl_ms
+
+    def new_rules(self, key: str) -> BufferedRules:
+        raise NotImplementedError
+
+    def payloads(self, frame: pd.DataFrame) -> Iterator[tuple[Any, Any, Any]]:
+        """(event_id, event_time, payload) per input row; the payload is what `push` keeps."""
+        for event_id, event_time, *values in frame.loc[:, list(self.input_columns)].itertuples(
+            index=False
+        ):
+            yield event_id, event_time, values
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.handle = handle
+        self.state = handle.getValueState(self.state_name, STATE_DDL)
+
+    def _load(self, key: str) -> BufferedRules:
+        rules = self.new_rules(key)
+        stored = self.state.get()
+        if stored is not None:
+            rules.load_json(stored[0])
+        return rules
+
+    def _save(self, rules: BufferedRules) -> None:
+        """Move the entity's one timer where `rules` needs it, then store the state."""
+        wanted = rules.next_timer(self.ttl_ms)
+        if wanted != rules.timer_ms:
+            if rules.timer_ms is not None:
+                self.handle.deleteTimer(rules.timer_ms)
+            if wanted is not None:
+                self.handle.registerTimer(wanted)
+            rules.timer_ms = wanted
+        self.state.update((rules.to_json(),))
+
+    def _emit(self, alerts: list[Alert]) -> Iterator[pd.DataFrame]:
+        if not alerts:
+            return iter([])
+        return iter([alerts_to_frame(alerts).loc[:, list(ALERT_COLUMNS)]])
+
+    def handleInputRows(
+        self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
+    ) -> Iterator[pd.DataFrame]:
+        rules = self._load(str(key[0]))
+        for frame in rows:
+            for event_id, event_time, payload in self.payloads(frame):
+                rules.push(event_id, event_time, payload)
+        alerts = rules.release(timerValues.getCurrentWatermarkInMs())
+        self._save(rules)
+        return self._emit(alerts)
+
+    def handleExpiredTimer(
+        self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
+    ) -> Iterator[pd.DataFrame]:
+        if not self.state.exists():
+            return iter([])
+        rules = self._load(str(key[0]))
+        if rules.timer_ms == expiredTimerInfo.getExpiryTimeInMs():
+            rules.timer_ms = None  # Spark has removed the timer that fired
+        watermark = timerValues.getCurrentWatermarkInMs()
+        alerts = rules.release(watermark)
+        if rules.expired(watermark, self.ttl_ms):
+            self.state.clear()
+            if rules.timer_ms is not None:
+                self.handle.deleteTimer(rules.timer_ms)
+        else:
+            self._save(rules)
+        return self._emit(alerts)
+
+    def close(self) -> None:
+        pass
