@@ -14,6 +14,11 @@ few) and
 
 The query id comes from the checkpoint's `metadata` file, so a restart from the checkpoint
 keeps writing to the same folder and a fresh checkpoint starts a new one.
+
+A second sink can stand behind a first one (`vehicle-telemetry`'s late rescoring): with
+`also_known=first.known_ids` it leaves out the ids the first one wrote, `extra` adds fields to
+its records (`late: true`), `folder` names its own lake folder, and `wait_for` is called with
+the latest event time of its new alerts before it decides (to let the first one judge them).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -121,11 +126,24 @@ class AlertSink:
     """`foreachBatch` callable; see the module docstring. Counts what it did in `stats()`."""
 
     def __init__(
-        self, stack: StackConfig, topic: str, job: str, checkpoint: Path, lake: Path
+        self,
+        stack: StackConfig,
+        topic: str,
+        job: str,
+        checkpoint: Path,
+        lake: Path,
+        *,
+        folder: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+        also_known: Callable[[], set[str]] | None = None,
+        wait_for: Callable[[int], None] | None = None,
     ) -> None:
         self.stack, self.topic, self.job = stack, topic, job
         self.checkpoint = checkpoint
-        self.folder = lake / "alerts" / job
+        self.folder = lake / "alerts" / (folder or job)
+        self.extra = dict(extra or {})
+        self.also_known = also_known
+        self.wait_for = wait_for
         self._known: set[str] | None = None
         self._producer: Producer | None = None
         self._lock = threading.Lock()
@@ -153,12 +171,18 @@ class AlertSink:
                 self._known = lake_alert_ids(self.folder)
             self.alerts_seen += len(rows)
             self.seen_ids.update(str(i) for i in rows["alert_id"])
-            fresh = new_alerts(rows, self._known)
+            if self.wait_for is not None:
+                self.wait_for(int(rows["event_time"].max()))
+            known = self._known if self.also_known is None else self._known | self.also_known()
+            fresh = new_alerts(rows, known)
             self.alerts_known += rows["alert_id"].nunique() - len(fresh)
             if fresh.empty:
                 return
             detected_at = int(time.time() * 1000)
-            records = [alert_record(r, self.job, detected_at) for r in fresh.to_dict("records")]
+            records = [
+                {**alert_record(r, self.job, detected_at), **self.extra}
+                for r in fresh.to_dict("records")
+            ]
             self._publish(records)
             self._write_lake(target, records, query_id, batch_id)
             self._known.update(r["alert_id"] for r in records)
@@ -187,7 +211,7 @@ class AlertSink:
     ) -> None:
         rows = [
             {
-                **record,
+                **{k: v for k, v in record.items() if k in LAKE_SCHEMA.names},
                 "evidence": json.dumps(record["evidence"], sort_keys=True),
                 "query_id": query_id,
                 "batch_id": batch_id,
@@ -199,6 +223,13 @@ class AlertSink:
         partial = target.with_name(f".{target.name}.partial")
         pq.write_table(table, partial)
         os.replace(partial, target)
+
+    def known_ids(self) -> set[str]:
+        """The alert ids this sink has written (its lake folder's, then its own writes)."""
+        with self._lock:
+            if self._known is None:
+                self._known = lake_alert_ids(self.folder)
+            return set(self._known)
 
     def stats(self) -> dict[str, int]:
         with self._lock:
