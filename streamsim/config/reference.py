@@ -57,7 +57,7 @@ def _rows(model: type[BaseModel], prefix: str, instance: BaseModel | None = None
         for nested in _models_in(field.annotation):
             tag = _tag_of(nested)
             inner = default if type(default) is nested else None
-            rows.extend(_rows(nested, f"{key}{f'[type={tag}]' if tag else ''}.", inner))
+            rows.extend(_rows(nested, f"{key}{f'[{tag}]' if tag else ''}.", inner))
     return rows
 
 
@@ -80,10 +80,12 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
 
 
 def _tag_of(model: type[BaseModel]) -> str | None:
-    field = model.model_fields.get("type")
-    if field is None or get_origin(field.annotation) is not typing.Literal:
-        return None
-    return str(get_args(field.annotation)[0])
+    """`type=<tag>` or `rule=<tag>`: the discriminator of a union member, if it has one."""
+    for name in ("type", "rule"):
+        field = model.model_fields.get(name)
+        if field is not None and get_origin(field.annotation) is typing.Literal:
+            return f"{name}={get_args(field.annotation)[0]}"
+    return None
 
 
 def _type_name(annotation: Any) -> str:
@@ -117,9 +119,20 @@ def _show(value: Any) -> str:
         return "*required*"
     if isinstance(value, BaseModel):
         return "(section)"
+    if isinstance(value, dict) and value and all(isinstance(v, BaseModel) for v in value.values()):
+        return "; ".join(f"`{k}`: `{_compact(v)}`" for k, v in value.items())
     if value is None:
         return "unset"
     return f"`{value}`" if value not in ({}, []) else f"`{value!r}`"
+
+
+def _compact(model: BaseModel) -> str:
+    """A model's values that differ from its class defaults (and its discriminator)."""
+    shown = model.model_dump(exclude_defaults=True)
+    for name in ("type", "rule"):
+        if name in type(model).model_fields:
+            shown = {name: getattr(model, name), **shown}
+    return ", ".join(f"{k}: {v}" for k, v in shown.items())
 
 
 def _cell(text: str) -> str:
