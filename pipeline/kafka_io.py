@@ -57,13 +57,42 @@ def read_kafka(
     )
 
 
+def read_kafka_batch(
+    spark: SparkSession,
+    stack: StackConfig,
+    topics: list[str],
+    starting_offsets: str = "earliest",
+    ending_offsets: str = "latest",
+) -> DataFrame:
+    """A bounded batch read of the same shape as `read_kafka` (offsets in Spark's JSON form,
+    `{"topic": {"0": 42}}`, -2 for earliest and -1 for latest)."""
+    return (
+        spark.read.format("kafka")
+        .options(**kafka_options(stack))
+        .option("subscribe", ",".join(topics))
+        .option("startingOffsets", starting_offsets)
+        .option("endingOffsets", ending_offsets)
+        .option("failOnDataLoss", "true")
+        .load()
+        .select(
+            F.col("key").cast("string").alias("key"),
+            F.col("value").cast("string").alias("value"),
+            "topic",
+            "partition",
+            "offset",
+            F.col("timestamp").alias("kafka_time"),
+        )
+    )
+
+
 def parse_events(
-    raw: DataFrame, schema: StructType, required: Sequence[str] = ()
+    raw: DataFrame, schema: StructType, required: Sequence[str] = (), keep: Sequence[str] = ()
 ) -> tuple[DataFrame, DataFrame]:
     """Split raw records into parsed events (with `event_ts` from `event_time` ms) and rejects.
 
     A reject keeps its original value and names the reason, for the dead-letter topic. Every
-    event needs `event_id` and `event_time`, plus the fields named in `required`.
+    event needs `event_id` and `event_time`, plus the fields named in `required`. `keep` names
+    raw columns (e.g. `partition`, `offset`) the events carry along.
     """
     with_corrupt = StructType([*schema.fields, StructField(CORRUPT, StringType())])
     options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
@@ -80,6 +109,7 @@ def parse_events(
         *(F.col(f"event.{f.name}").alias(f.name) for f in schema.fields),
         F.timestamp_millis(F.col("event.event_time")).alias("event_ts"),
         "kafka_time",
+        *keep,
     )
     rejects = checked.where(F.col("reject_reason").isNotNull()).select(
         "key", "value", "topic", "partition", "offset", "kafka_time", "reject_reason"

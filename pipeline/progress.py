@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
@@ -99,7 +99,7 @@ def iso_ms(text: str | None) -> int | None:
     return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
 
 
-def source_offsets(progress: dict[str, Any], which: str) -> Offsets | None:
+def source_offsets(progress: Mapping[str, Any], which: str) -> Offsets | None:
     """The Kafka offsets a batch started or ended at, merged over its sources (None if none).
 
     >>> source_offsets({"sources": [{"endOffset": '{"t": {"0": 5, "1": 7}}'}]}, "endOffset")
