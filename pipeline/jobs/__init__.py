@@ -8,7 +8,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery, StreamingQueryListener
 
 from pipeline.config import PipelineConfig
-from pipeline.jobs import card_velocity, window_counts
+from pipeline.jobs import card_velocity, vehicle_telemetry, window_counts
 from pipeline.session import spark_session
 from streamsim.config import StackConfig
 from streamsim.errors import StreamsimError
@@ -19,6 +19,7 @@ Job = Callable[[SparkSession, StackConfig, PipelineConfig], list[StreamingQuery]
 JOBS: dict[str, Job] = {
     window_counts.NAME: window_counts.start,
     card_velocity.NAME: card_velocity.start,
+    vehicle_telemetry.NAME: vehicle_telemetry.start,
 }
 
 

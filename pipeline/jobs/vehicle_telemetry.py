@@ -1,0 +1,247 @@
+"""Connected-vehicle telemetry: per-vehicle window statistics, trips, and the series rules.
+
+source: `vehicles.telemetry` (`vehicle.telemetry/1` JSON, key vehicle_id)
+  -> parse; malformed records -> dead-letter topic with the reason
+  -> watermark on event time (`watermark`), duplicates (same event_id) dropped within it
+  -> stats: per-vehicle tumbling and sliding windows (readings; mean, min, max and
+     percentile_approx of the main signals)       -> `aggregates.vehicle-stats` + the lake
+  -> trips: per-vehicle session windows (distance from the odometer, duration, max and mean
+     speed)                                        -> `aggregates.vehicle-trips` + the lake
+  -> alerts: the detectors' series rules per vehicle in event-time order
+     (`pipeline.vehicle_rules` in `transformWithStateInPandas`)
+                                                   -> `alerts` topic + `<lake>/alerts/`
+  -> optional late rescoring (`vehicle_telemetry.late.mode: rescore`): the same rules with a
+     longer watermark; the alerts the main query did not raise -> `late.topic` with
+     `late: true` (+ `<lake>/alerts/vehicle-telemetry-late/`)
+
+Queries (`streamsim pipeline run vehicle-telemetry` prints each one's mode):
+- `vehicle-telemetry.deadletter`: stateless, Real-time Mode where it fits (else micro-batch).
+- `vehicle-telemetry.stats`, `.trips`: windowed aggregations, micro-batch, append mode,
+  `AggregatesSink` (Kafka + lake) per batch.
+- `vehicle-telemetry.alerts` (and `.late-alerts`): state per vehicle, micro-batch,
+  `AlertSink` (Kafka + lake, once per alert id) per batch.
+
+Late data: every stateful query drops the readings at or before its previous batch's
+watermark and reports them per batch (`late_events`, `dropped_by_watermark` and the watermark
+lag in the metrics topic). `pipeline.parity` recomputes the stats in batch and explains every
+difference by those drops.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
+from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
+
+from detectors import ALERT_SPARK_DDL
+from pipeline.aggregates_sink import AggregatesSink
+from pipeline.alerts_sink import AlertSink
+from pipeline.config import PipelineConfig, VehicleTelemetrySettings, duration_ms
+from pipeline.kafka_io import (
+    deadletter_records,
+    input_partitions,
+    parse_events,
+    read_kafka,
+    write_kafka,
+)
+from pipeline.progress import iso_ms
+from pipeline.session import use_rocksdb_state
+from pipeline.triggers import output_mode, query_trigger, realtime_fits, start_query
+from pipeline.vehicle_rules import VehicleRulesProcessor
+from pipeline.vehicle_windows import vehicle_stats, vehicle_trips
+from streamsim.config import StackConfig
+from streamsim.kafka import ensure_topics
+
+NAME = "vehicle-telemetry"
+STATS_QUERY = f"{NAME}.stats"
+TRIPS_QUERY = f"{NAME}.trips"
+ALERTS_QUERY = f"{NAME}.alerts"
+LATE_ALERTS_QUERY = f"{NAME}.late-alerts"
+DEADLETTER_QUERY = f"{NAME}.deadletter"
+LATE_FOLDER = f"{NAME}-late"
+#: How long the late sink waits for the main alerts query to judge a reading first.
+LATE_WAIT_S = 120.0
+
+_NUMBERS = (
+    "speed_limit_kmh",
+    "lat",
+    "lon",
+    "speed_kmh",
+    "heading_deg",
+    "odometer_km",
+    "rpm",
+    "coolant_c",
+    "oil_pressure_kpa",
+    "fuel_pct",
+    "battery_v",
+    "tyre_fl_kpa",
+    "tyre_fr_kpa",
+    "tyre_rl_kpa",
+    "tyre_rr_kpa",
+    "accel_long_ms2",
+)
+#: The fields this job reads from `vehicle.telemetry/1` records.
+VEHICLE_SCHEMA = StructType(
+    [
+        StructField("schema", StringType()),
+        StructField("event_id", StringType()),
+        StructField("vehicle_id", StringType()),
+        StructField("event_time", LongType()),
+        StructField("seq", LongType()),
+        StructField("trip_id", LongType()),
+        StructField("road_class", StringType()),
+        *(StructField(name, DoubleType()) for name in _NUMBERS),
+    ]
+)
+#: Beyond event_id and event_time, a reading without these goes to the dead-letter topic.
+REQUIRED = ("vehicle_id",)
+
+
+def readings(events: DataFrame, watermark: str) -> DataFrame:
+    """Watermarked readings, each event id once within the watermark."""
+    return events.withWatermark("event_ts", watermark).dropDuplicatesWithinWatermark(["event_id"])
+
+
+def stats_stream(events: DataFrame, cfg: PipelineConfig) -> DataFrame:
+    s = cfg.vehicle_telemetry
+    return vehicle_stats(
+        lambda: readings(events, cfg.watermark),
+        s.stats_windows,
+        s.stats_signals,
+        s.percentiles,
+        s.percentile_accuracy,
+    )
+
+
+def trips_stream(events: DataFrame, cfg: PipelineConfig) -> DataFrame:
+    return vehicle_trips(readings(events, cfg.watermark), cfg.vehicle_telemetry.trip_gap)
+
+
+def rule_processor(settings: VehicleTelemetrySettings) -> VehicleRulesProcessor:
+    ttl = settings.vehicle_state_ttl
+    return VehicleRulesProcessor(
+        settings.enabled_detectors(),
+        None if ttl is None else duration_ms(ttl),
+        settings.max_buffered,
+    )
+
+
+def alerts_stream(
+    events: DataFrame, settings: VehicleTelemetrySettings, watermark: str
+) -> DataFrame:
+    """Alert rows (`ALERT_SPARK_DDL`) of the enabled detectors, per vehicle in event-time order."""
+    processor = rule_processor(settings)
+    return (
+        readings(events, watermark)
+        .select("vehicle_id", *processor.input_columns, "event_ts")
+        .groupBy("vehicle_id")
+        .transformWithStateInPandas(processor, ALERT_SPARK_DDL, "Append", "EventTime")
+    )
+
+
+def watermark_of(query: StreamingQuery) -> int | None:
+    """The watermark of a query's latest batch, epoch ms (None before its first batch)."""
+    progress = query.lastProgress
+    if not progress:
+        return None
+    return iso_ms(progress.get("eventTime", {}).get("watermark"))
+
+
+def waiter(main: Callable[[], StreamingQuery | None], timeout_s: float) -> Callable[[int], None]:
+    """Blocks until the `main` query's watermark reaches an event time (or it stops, or the
+    timeout passes): by then main has judged every reading up to that time."""
+
+    def wait(event_time: int) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            query = main()
+            if query is None or not query.isActive:
+                return
+            watermark = watermark_of(query)
+            if watermark is not None and watermark >= event_time:
+                return
+            time.sleep(0.2)
+
+    return wait
+
+
+def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[StreamingQuery]:
+    settings = cfg.vehicle_telemetry
+    checkpoints = stack.dirs.checkpoints / NAME
+    late = settings.late
+    outputs = [cfg.output_topic, cfg.deadletter_topic, settings.stats_topic, settings.trips_topic]
+    ensure_topics(stack, [*outputs, *([late.topic] if late.mode == "rescore" else [])])
+    use_rocksdb_state(spark)
+
+    raw = read_kafka(
+        spark, stack, cfg.input_topics, cfg.starting_offsets, cfg.max_offsets_per_trigger
+    )
+    events, rejects = parse_events(raw, VEHICLE_SCHEMA, REQUIRED)
+
+    stateful = query_trigger(cfg.trigger, stateful=True)
+    stateless, note = realtime_fits(
+        query_trigger(settings.deadletter_trigger, stateful=False),
+        partitions=input_partitions(stack, cfg.input_topics),
+        slots=spark.sparkContext.defaultParallelism,
+    )
+    deadletter = write_kafka(
+        deadletter_records(rejects, NAME),
+        stack,
+        cfg.deadletter_topic,
+        str(checkpoints / "deadletter"),
+        output_mode(stateless),
+    )
+
+    def aggregates(rows: DataFrame, topic: str, name: str) -> DataStreamWriter:
+        checkpoint = checkpoints / name
+        sink = AggregatesSink(
+            stack, topic, f"{NAME}.{name}", "vehicle_id", checkpoint, stack.dirs.lake
+        )
+        return (
+            rows.writeStream.foreachBatch(sink)
+            .option("checkpointLocation", str(checkpoint))
+            .outputMode("append")
+        )
+
+    stats = aggregates(stats_stream(events, cfg), settings.stats_topic, "stats")
+    trips = aggregates(trips_stream(events, cfg), settings.trips_topic, "trips")
+
+    alerts_checkpoint = checkpoints / "alerts"
+    main_sink = AlertSink(stack, cfg.output_topic, NAME, alerts_checkpoint, stack.dirs.lake)
+    alerts = (
+        alerts_stream(events, settings, cfg.watermark)
+        .writeStream.foreachBatch(main_sink)
+        .option("checkpointLocation", str(alerts_checkpoint))
+        .outputMode("append")
+    )
+    queries = [
+        start_query(deadletter, DEADLETTER_QUERY, stateless, note),
+        start_query(stats, STATS_QUERY, stateful),
+        start_query(trips, TRIPS_QUERY, stateful),
+        start_query(alerts, ALERTS_QUERY, stateful),
+    ]
+    if late.mode == "rescore":
+        main = queries[-1]
+        late_checkpoint = checkpoints / "late-alerts"
+        late_sink = AlertSink(
+            stack,
+            late.topic,
+            NAME,
+            late_checkpoint,
+            stack.dirs.lake,
+            folder=LATE_FOLDER,
+            extra={"late": True},
+            also_known=main_sink.known_ids,
+            wait_for=waiter(lambda: main, LATE_WAIT_S),
+        )
+        late_alerts = (
+            alerts_stream(events, settings, late.watermark)
+            .writeStream.foreachBatch(late_sink)
+            .option("checkpointLocation", str(late_checkpoint))
+            .outputMode("append")
+        )
+        queries.append(start_query(late_alerts, LATE_ALERTS_QUERY, stateful))
+    return queries

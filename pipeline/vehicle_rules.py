@@ -1,0 +1,245 @@
+"""Per-vehicle series rules from `detectors/`, in event-time order, for `vehicle-telemetry`.
+
+Each configured detector (`pipeline.config.VehicleDetector`) becomes one rule state per
+signal: `ThresholdState`, `TrendState`, `FlatlineState`, `ZScoreState`, `BrakingState`,
+`SpeedingState` (the series rules, fed with `SeriesState.push`) or `GpsJumpState`. A vehicle's
+readings wait in one shared `EventTimeBuffer` (`pipeline.series_processor.BufferedRules`) and
+are fed to every state once the watermark passes them, in (event_time, event_id) order; the
+states keep no buffer and no id memory of their own (duplicates are dropped before, by
+Spark's `dropDuplicatesWithinWatermark`, and by the buffer's order: equal ids come out side by
+side). Alerts and their ids are the detectors' own, so the vectorised forms over the same
+readings (`vehicle_alerts_batch`) give the same alerts: the batch oracle of the tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from detectors import (
+    Alert,
+    BrakingParams,
+    BrakingState,
+    FlatlineParams,
+    FlatlineState,
+    GpsJumpParams,
+    GpsJumpState,
+    SeriesState,
+    SpeedingParams,
+    SpeedingState,
+    ThresholdParams,
+    ThresholdState,
+    TrendParams,
+    TrendState,
+    ZScoreParams,
+    ZScoreState,
+    braking_alerts,
+    flatline_alerts,
+    gps_jump_alerts,
+    speeding_alerts,
+    threshold_alerts,
+    trend_alerts,
+    zscore_alerts,
+)
+from detectors.params import Thresholds
+from pipeline.config import (
+    BrakingDetector,
+    FlatlineDetector,
+    GpsJumpDetector,
+    SpeedingDetector,
+    ThresholdDetector,
+    TrendDetector,
+    VehicleDetector,
+    ZScoreDetector,
+)
+from pipeline.series_processor import BufferedRules, BufferedRulesProcessor
+
+KEY_COLUMNS = ("event_id", "event_time")
+GPS_FIELDS = ("lat", "lon")
+
+RuleState = SeriesState | GpsJumpState
+
+
+def params_of(spec: VehicleDetector) -> Any:
+    """The detector's own thresholds model, from a config entry (label, signals left out).
+
+    >>> from pipeline.config import ThresholdDetector
+    >>> params_of(ThresholdDetector(signals=["coolant_c"], above=105, label="overheating"))
+    ThresholdParams(above=105.0, below=None, min_count=1, min_duration_s=0.0, max_gap_s=60.0)
+    """
+    model: type[Thresholds] = {  # type: ignore[assignment]
+        ThresholdDetector: ThresholdParams,
+        TrendDetector: TrendParams,
+        FlatlineDetector: FlatlineParams,
+        ZScoreDetector: ZScoreParams,
+        GpsJumpDetector: GpsJumpParams,
+        BrakingDetector: BrakingParams,
+        SpeedingDetector: SpeedingParams,
+    }[type(spec)]
+    return model.model_validate(spec.model_dump(include=set(model.model_fields)))
+
+
+def rule_states(vehicle_id: str, detectors: Mapping[str, VehicleDetector]) -> list[RuleState]:
+    """One state per detector and signal, in config order."""
+    states: list[RuleState] = []
+    for spec in detectors.values():
+        p, label = params_of(spec), spec.label
+        if isinstance(spec, ThresholdDetector):
+            states += [
+                ThresholdState(vehicle_id, s, p, label=label, max_seen=1) for s in spec.signals
+            ]
+        elif isinstance(spec, TrendDetector):
+            states += [TrendState(vehicle_id, s, p, label=label, max_seen=1) for s in spec.signals]
+        elif isinstance(spec, FlatlineDetector):
+            states += [
+                FlatlineState(
+                    vehicle_id, s, p, speed_col=spec.speed_signal, label=label, max_seen=1
+                )
+                for s in spec.signals
+            ]
+        elif isinstance(spec, ZScoreDetector):
+            states += [ZScoreState(vehicle_id, s, p, label=label, max_seen=1) for s in spec.signals]
+        elif isinstance(spec, BrakingDetector):
+            states.append(BrakingState(vehicle_id, p, signal=spec.signal, label=label, max_seen=1))
+        elif isinstance(spec, SpeedingDetector):
+            states.append(SpeedingState(vehicle_id, p, signal=spec.signal, label=label, max_seen=1))
+        elif isinstance(spec, GpsJumpDetector):
+            states.append(GpsJumpState(vehicle_id, p, label=label, max_seen=1))
+    return states
+
+
+def state_fields(state: RuleState) -> tuple[str, ...]:
+    return GPS_FIELDS if isinstance(state, GpsJumpState) else state.fields()
+
+
+def input_fields(detectors: Mapping[str, VehicleDetector]) -> tuple[str, ...]:
+    """The reading fields the detectors read, in a fixed order (the payload of a reading).
+
+    >>> from pipeline.config import VehicleTelemetrySettings
+    >>> input_fields(VehicleTelemetrySettings().enabled_detectors())[:4]
+    ('coolant_c', 'tyre_fl_kpa', 'tyre_fr_kpa', 'tyre_rl_kpa')
+    """
+    fields: dict[str, None] = {}
+    for state in rule_states("-", detectors):
+        fields.update(dict.fromkeys(state_fields(state)))
+    return tuple(fields)
+
+
+class VehicleRules(BufferedRules):
+    """One vehicle's buffered readings and rule states (see the module docstring).
+
+    >>> from pipeline.config import ThresholdDetector
+    >>> hot = {"hot": ThresholdDetector(signals=["coolant_c"], above=105, min_count=2,
+    ...     label="overheating")}
+    >>> rules = VehicleRules("veh-1", hot, input_fields(hot))
+    >>> for event_id, second, coolant in [("b", 2, 107.0), ("a", 1, 106.0), ("c", 3, 90.0)]:
+    ...     _ = rules.push(event_id, second * 1000, [coolant])
+    >>> [(a.rule, a.label, a.event_ids) for a in rules.release(watermark_ms=3_000)]
+    [('threshold', 'overheating', ('a', 'b'))]
+    """
+
+    __slots__ = ("slots", "states")
+
+    def __init__(
+        self,
+        vehicle_id: str,
+        detectors: Mapping[str, VehicleDetector],
+        fields: Sequence[str],
+        max_buffered: int = 100_000,
+    ) -> None:
+        super().__init__(max_buffered)
+        self.states = rule_states(vehicle_id, detectors)
+        position = {name: i for i, name in enumerate(fields)}
+        self.slots = [
+            (state, [position[f] for f in state_fields(state)], isinstance(state, GpsJumpState))
+            for state in self.states
+        ]
+
+    def feed(self, event_id: str, event_time: int, payload: Any) -> list[Alert]:
+        alerts: list[Alert] = []
+        for state, where, gps in self.slots:
+            values = [payload[i] for i in where]
+            if gps:
+                assert isinstance(state, GpsJumpState)
+                alerts.extend(state.update(event_id, event_time, values[0], values[1], True))
+            else:
+                assert isinstance(state, SeriesState)
+                alerts.extend(state.push(event_id, event_time, values))
+        return alerts
+
+    def rules_snapshot(self) -> dict[str, Any]:
+        return {"states": [state.snapshot() for state in self.states]}
+
+    def rules_restore(self, data: Mapping[str, Any]) -> None:
+        for state, snapshot in zip(self.states, data.get("states") or [], strict=False):
+            state.restore(snapshot)
+
+
+class VehicleRulesProcessor(BufferedRulesProcessor):
+    """`VehicleRules` per vehicle in `transformWithStateInPandas` (time mode EventTime)."""
+
+    def __init__(
+        self,
+        detectors: Mapping[str, VehicleDetector],
+        ttl_ms: int | None = None,
+        max_buffered: int = 100_000,
+    ) -> None:
+        super().__init__(ttl_ms)
+        self.detectors = dict(detectors)
+        self.fields = input_fields(self.detectors)
+        self.input_columns = (*KEY_COLUMNS, *self.fields)
+        self.max_buffered = max_buffered
+
+    def new_rules(self, key: str) -> BufferedRules:
+        return VehicleRules(key, self.detectors, self.fields, self.max_buffered)
+
+    def payloads(self, frame: pd.DataFrame) -> Iterator[tuple[Any, Any, Any]]:
+        columns = frame.loc[:, list(self.input_columns)]
+        ids = columns["event_id"].tolist()
+        times = columns["event_time"].tolist()
+        values = columns.loc[:, list(self.fields)].astype("float64").to_numpy().tolist()
+        for event_id, event_time, row in zip(ids, times, values, strict=True):
+            yield event_id, event_time, [None if v != v else v for v in row]
+
+
+def vehicle_alerts_batch(
+    readings: pd.DataFrame, detectors: Mapping[str, VehicleDetector]
+) -> pd.DataFrame:
+    """The vectorised forms of the same detectors over readings with `vehicle_id` (an oracle)."""
+    frame = readings.rename(columns={"vehicle_id": "entity_id"})
+    alerts: list[pd.DataFrame] = []
+    for spec in detectors.values():
+        p, label = params_of(spec), spec.label
+        if isinstance(spec, ThresholdDetector):
+            alerts += [threshold_alerts(frame, s, p, label=label) for s in spec.signals]
+        elif isinstance(spec, TrendDetector):
+            alerts += [trend_alerts(frame, s, p, label=label) for s in spec.signals]
+        elif isinstance(spec, FlatlineDetector):
+            alerts += [
+                flatline_alerts(frame, s, p, speed_col=spec.speed_signal, label=label)
+                for s in spec.signals
+            ]
+        elif isinstance(spec, ZScoreDetector):
+            alerts += [zscore_alerts(frame, s, p, label=label) for s in spec.signals]
+        elif isinstance(spec, BrakingDetector):
+            alerts.append(braking_alerts(frame, p, signal=spec.signal, label=label))
+        elif isinstance(spec, SpeedingDetector):
+            alerts.append(speeding_alerts(frame, p, signal=spec.signal, label=label))
+        elif isinstance(spec, GpsJumpDetector):
+            alerts.append(gps_jump_alerts(frame, p, label=label))
+    found = [a for a in alerts if len(a)]
+    if not found:
+        return alerts[0] if alerts else pd.DataFrame()
+    return pd.concat(found, ignore_index=True)
+
+
+__all__ = [
+    "VehicleRules",
+    "VehicleRulesProcessor",
+    "input_fields",
+    "params_of",
+    "rule_states",
+    "vehicle_alerts_batch",
+]
