@@ -138,7 +138,9 @@ def test_vehicles_page_in_a_real_browser(
     text = wait_text(
         browser, "vehicle-telemetry rows/s", "Late events dropped (seen)", "Watermark lag"
     )
-    assert "Late events dropped (seen)\n3\n" in text, text
+    # The session's metrics topic is shared: other tests' vehicle-telemetry runs may add theirs.
+    late = int(text.split("Late events dropped (seen)\n", 1)[1].split("\n", 1)[0].replace(",", ""))
+    assert late >= 3, text
     # The alert with its evidence; the alerting vehicle is the one charted.
     text = wait_text(
         browser,
