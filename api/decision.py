@@ -23,8 +23,8 @@ from api.models import TransactionRequest
 from api.pan import PanTokenizer, last4
 from api.settings import ApiSettings
 from api.state import CardState, LastUseState
-from detectors import Alert, check_velocity, geodesic_km
-from detectors.travel import Position, travel_evidence
+from detectors import Alert, check_velocity
+from detectors.travel import Position, pair_distance_km, travel_evidence
 from detectors.velocity import (
     VelocityFeatures,
     VelocityParams,
@@ -206,7 +206,8 @@ def _travel_evidence(
     if alerts and previous.event_id in alerts[0].event_ids:
         evidence = alerts[0].evidence  # the rule already measured this pair
     else:
-        distance = geodesic_km(previous.lat, previous.lon, tx.lat, tx.lon)
+        current = Position(tx.transaction_id, tx.event_time, tx.lat, tx.lon)
+        distance = pair_distance_km(previous, current, settings.travel)
         gap_s = abs(tx.event_time - previous.event_time) / 1000.0
         evidence = travel_evidence(distance, gap_s, settings.travel)
     return {

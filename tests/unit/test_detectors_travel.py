@@ -21,8 +21,8 @@ from detectors import (
     haversine_km,
     travel_alerts,
 )
-from detectors.geo import HAVERSINE_HIGH, HAVERSINE_LOW
-from detectors.travel import fastest_s, is_impossible, pair_alert
+from detectors.geo import HAVERSINE_HIGH, HAVERSINE_LOW, vincenty_km
+from detectors.travel import fastest_s, is_impossible, pair_alert, pair_distance_km
 
 LONDON = (51.5074, -0.1278)
 NEW_YORK = (40.7128, -74.0060)
@@ -98,6 +98,39 @@ def test_scalar_geodesic_is_geopy_s_bit_for_bit() -> None:
         with pytest.raises(ValueError), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             geodesic_km(*bad)
+
+
+def test_scalar_vincenty_is_the_vectorised_one_and_within_a_millimetre_of_karney() -> None:
+    rng = np.random.default_rng(19)
+    n = 3000
+    lat1, lon1 = rng.uniform(-90, 90, n), rng.uniform(-180, 180, n)
+    lat2, lon2 = rng.uniform(-90, 90, n), rng.uniform(-180, 180, n)
+    lat2[:1000] = np.clip(lat1[:1000] + rng.normal(0, 0.05, 1000), -90, 90)  # short lines
+    lon2[:1000] = lon1[:1000] + rng.normal(0, 0.05, 1000)  # some past +-180
+    lat2[1000:1100], lon2[1000:1100] = -lat1[1000:1100], lon1[1000:1100] + 179.9  # antipodal-ish
+    cases: list[tuple[float, ...]] = [
+        tuple(float(v) for v in p) for p in zip(lat1, lon1, lat2, lon2, strict=True)
+    ]
+    cases += [
+        (0.0, 0.0, 0.0, 0.0),
+        (45.0, 7.0, 45.0, 7.0),
+        (90.0, 0.0, -90.0, 0.0),
+        (90.0, 10.0, 90.0, -170.0),
+        (0.0, 179.9, 0.0, -179.9),
+        (0.0, 0.0, 0.0, 180.0),  # antipodes: no convergence, Karney's answer
+        (0.0, 0.0, 0.5, 179.7),
+        (10.0, 190.0, 10.0, -350.0),
+        (48.5734, 7.7521, 48.5729, 7.8155),  # Strasbourg -> Kehl
+    ]
+    array = geodesic_km_array(*(np.array(c) for c in zip(*cases, strict=True)))
+    for case, vectorised in zip(cases, array, strict=True):
+        got, exact = vincenty_km(*case), geodesic_km(*case)
+        assert abs(got - exact) < 1e-6, case  # km: a millimetre
+        assert abs(got - vectorised) <= 1e-9 + 1e-12 * exact, case
+    for bad in [(math.nan, 0.0, 0.0, 0.0), (0.0, math.inf, 0.0, 0.0), (91.0, 0.0, 0.0, 0.0)]:
+        with pytest.raises(ValueError), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            vincenty_km(*bad)
 
 
 def test_vectorised_geodesic_handles_nan_and_identical_points() -> None:
@@ -192,6 +225,52 @@ def test_haversine_shortcut_decides_as_the_exact_rule(params: TravelParams) -> N
     on pairs placed on the rule's boundaries (the gap at which a distance stops being
     impossible, to the millisecond, and distances at min_distance_km), it decides exactly as
     the rule on the exact geodesic, and its alerts carry the exact distance."""
+    pairs, boundary = _rule_pairs(params)
+    outcomes = {True: 0, False: 0}
+    for previous, current in pairs:
+        impossible, distance, _ = _exact_rule(previous, current, params)
+        alert = check_travel("card", previous, current, params)
+        assert (alert is not None) == impossible, (previous, current)
+        if alert is not None:
+            assert alert == pair_alert("card", previous, current, distance, params)
+        outcomes[impossible] += 1
+    assert boundary > 1000 and min(outcomes.values()) > 100, outcomes
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        P,
+        TravelParams(overhead_s=0, skew_allowance_s=0),
+        TravelParams(min_distance_km=2_000, max_speed_kmh=900, max_ground_speed_kmh=120),
+        TravelParams(min_distance_km=0, skew_allowance_s=0, overhead_s=0),
+    ],
+)
+def test_evidence_distance_is_the_rules_distance_wherever_it_could_matter(
+    params: TravelParams,
+) -> None:
+    """`pair_distance_km` (the endpoint's evidence for pairs that did not alert) is Karney's
+    distance, bit for bit, wherever `check_travel` measures one (near or past the threshold:
+    every boundary pair), and Vincenty's within a millimetre elsewhere; on every pair the rule
+    on it decides as the rule on the exact geodesic."""
+    pairs, _ = _rule_pairs(params)
+    exact_ones = 0
+    for previous, current in pairs:
+        impossible, distance, gap_s = _exact_rule(previous, current, params)
+        got = pair_distance_km(previous, current, params)
+        assert bool(is_impossible(got, gap_s, params)) == impossible, (previous, current)
+        bound = haversine_km(previous.lat, previous.lon, current.lat, current.lon)
+        if is_impossible(bound * HAVERSINE_HIGH, gap_s, params):
+            assert got == distance, (previous, current)
+            exact_ones += 1
+        else:
+            assert abs(got - distance) < 1e-6, (previous, current)
+    assert exact_ones > 1000
+
+
+def _rule_pairs(params: TravelParams) -> tuple[list[tuple[Position, Position]], int]:
+    """Seeded random pairs of every scale, then pairs on the rule's boundaries (see above);
+    and how many of those there are."""
     rng = np.random.default_rng(2024)
     pairs: list[tuple[Position, Position]] = []
     for i in range(3000):
@@ -224,15 +303,7 @@ def test_haversine_shortcut_decides_as_the_exact_rule(params: TravelParams) -> N
         start = (float(rng.uniform(-60, 60)), float(rng.uniform(-180, 180)))
         end = _meridian_point(start, params.min_distance_km + float(km))
         pairs.append((Position(f"e{i}", 0, *start), Position(f"f{i}", 0, *end)))
-    outcomes = {True: 0, False: 0}
-    for previous, current in pairs:
-        impossible, distance, _ = _exact_rule(previous, current, params)
-        alert = check_travel("card", previous, current, params)
-        assert (alert is not None) == impossible, (previous, current)
-        if alert is not None:
-            assert alert == pair_alert("card", previous, current, distance, params)
-        outcomes[impossible] += 1
-    assert boundary > 1000 and min(outcomes.values()) > 100, outcomes
+    return pairs, boundary
 
 
 def test_rule_boundaries_are_strict() -> None:
