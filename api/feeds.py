@@ -4,7 +4,9 @@ records/s per topic, kept in memory by two background threads.
 - The tail thread is assigned every partition of `alerts`, the activity topic and `metrics`
   (no consumer group, nothing committed), starting `tail` records before each partition's end,
   and keeps the newest records in bounded ring buffers. Topics that appear later (a Spark job's
-  first alert) are picked up within `refresh_s`.
+  first alert) are picked up within `refresh_s`. Activity records (the endpoint's decisions, at
+  its full request rate) are kept as bytes and parsed only when read: a malformed one is
+  counted then, if it is still among the newest.
 - The vehicle thread reads `vehicles.telemetry` into a `VehicleView` (latest reading per
   vehicle, recent readings of a few hundred), at most `vehicle_read_cap_per_s` records/s,
   skipping ahead when the topic runs faster (see `api.vehicles`). Vehicle alerts from the tail
@@ -140,15 +142,37 @@ def parse_watermark(value: Any) -> int | None:
 # -- the in-memory views ---------------------------------------------------------------------
 
 
+class _Raw:
+    """A record kept as it came (bytes) until a reader asks for it, then parsed once."""
+
+    __slots__ = ("row", "value")
+
+    def __init__(self, value: bytes) -> None:
+        self.value: bytes | None = value
+        self.row: dict[str, Any] | None = None
+
+
 class RingBuffer:
     """The newest `size` rows; `recent(limit)` newest first by `key`, deduplicated by `id_key`
-    (a replayed alert or decision shows once, its latest copy)."""
+    (a replayed alert or decision shows once, its latest copy).
 
-    def __init__(self, size: int, key: str, id_key: str) -> None:
+    With `parse`, `append_raw(value)` keeps a record's bytes and `parse` turns them into its
+    row (None: not one) only when `recent` is called: a topic written thousands of times a
+    second costs the tail a deque append per record, not a JSON parse, and only the `size`
+    newest are ever parsed, once each."""
+
+    def __init__(
+        self,
+        size: int,
+        key: str,
+        id_key: str,
+        parse: Callable[[bytes], dict[str, Any] | None] | None = None,
+    ) -> None:
         self.size = size
         self.key = key
         self.id_key = id_key
-        self._rows: deque[dict[str, Any]] = deque(maxlen=size)
+        self.parse = parse
+        self._rows: deque[dict[str, Any] | _Raw] = deque(maxlen=size)
         self._lock = threading.Lock()
         self.seen = 0
 
@@ -157,18 +181,32 @@ class RingBuffer:
             self._rows.append(row)
             self.seen += 1
 
+    def append_raw(self, value: bytes) -> None:
+        if self.parse is None:
+            raise TypeError("append_raw needs a RingBuffer with parse")
+        with self._lock:
+            self._rows.append(_Raw(value))
+            self.seen += 1
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._rows)
 
     def recent(self, limit: int) -> list[dict[str, Any]]:
-        with self._lock:
-            rows = list(self._rows)
+        with self._lock:  # held while parsing: each raw record is parsed exactly once
+            rows = [row for row in map(self._resolve, self._rows) if row is not None]
         latest: dict[Any, dict[str, Any]] = {}
         for row in rows:  # oldest first: a later copy replaces an earlier one
             latest[row.get(self.id_key)] = row
         ordered = sorted(latest.values(), key=lambda r: _number(r.get(self.key)), reverse=True)
         return ordered[: max(0, limit)]
+
+    def _resolve(self, entry: dict[str, Any] | _Raw) -> dict[str, Any] | None:
+        if not isinstance(entry, _Raw):
+            return entry
+        if entry.value is not None and self.parse is not None:
+            entry.row, entry.value = self.parse(entry.value), None
+        return entry.row
 
 
 def _number(value: Any) -> float:
@@ -344,7 +382,11 @@ class Feeds:
         self.sample_s = sample_s
         self.refresh_s = refresh_s
         self.alerts = RingBuffer(tail, key="detected_at", id_key="alert_id")
-        self.activity = RingBuffer(tail, key="decided_at", id_key="transaction_id")
+        # Kept raw, parsed when read: the endpoint's own decisions come back here at its
+        # full request rate.
+        self.activity = RingBuffer(
+            tail, key="decided_at", id_key="transaction_id", parse=self._parse_activity
+        )
         self.progress = PipelineProgress()
         self.rates = RateTracker()
         self.vehicles = vehicle_view or VehicleView()
@@ -361,7 +403,6 @@ class Feeds:
         self.last_error: str | None = None
         self._parsers: dict[str, Callable[[Any], None]] = {
             alerts_topic: self._on_alert,
-            activity_topic: self._on_activity,
             metrics_topic: self._on_progress,
         }
         self._stop = threading.Event()
@@ -448,7 +489,7 @@ class Feeds:
             self.last_error = str(exc.args[0]) if exc.args else "cannot reach Kafka"
             return
         new = []
-        for topic in self._parsers:
+        for topic in (self.alerts_topic, self.activity_topic, self.metrics_topic):
             meta = topics.get(topic)
             if meta is None or meta.error is not None:
                 continue
@@ -468,6 +509,9 @@ class Feeds:
         self.last_error = None
 
     def _on_message(self, topic: str, value: bytes | None) -> None:
+        if topic == self.activity_topic:
+            self.activity.append_raw(value or b"")
+            return
         parse = self._parsers.get(topic)
         if parse is None:
             return
@@ -488,12 +532,16 @@ class Feeds:
             self.alerts.append(row)
             self.vehicles.add_alert(row)
 
-    def _on_activity(self, record: Any) -> None:
+    def _parse_activity(self, value: bytes) -> dict[str, Any] | None:
+        """The row of a raw activity record (when read), counting a malformed one."""
+        try:
+            record = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            record = None
         row = activity_row(record)
         if row is None:
             self._count_malformed(self.activity_topic)
-        else:
-            self.activity.append(row)
+        return row
 
     def _on_progress(self, record: Any) -> None:
         row = progress_row(record)

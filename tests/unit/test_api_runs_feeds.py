@@ -105,6 +105,29 @@ def test_ring_buffer_is_bounded_newest_first_and_deduplicated() -> None:
     assert buffer.recent(0) == []
 
 
+def test_raw_records_are_parsed_only_when_read_and_once() -> None:
+    parsed: list[bytes] = []
+
+    def parse(value: bytes) -> dict | None:
+        parsed.append(value)
+        record = orjson.loads(value)
+        return record if "transaction_id" in record else None
+
+    buffer = RingBuffer(3, key="decided_at", id_key="transaction_id", parse=parse)
+    for i in range(6):
+        buffer.append_raw(orjson.dumps({"transaction_id": f"t{i}", "decided_at": 100 + i}))
+    buffer.append_raw(b'{"not": "a decision"}')
+    assert parsed == [] and len(buffer) == 3 and buffer.seen == 7
+    assert [r["transaction_id"] for r in buffer.recent(10)] == ["t5", "t4"]
+    assert len(parsed) == 3  # the newest three only (one not a decision)
+    assert [r["transaction_id"] for r in buffer.recent(1)] == ["t5"]
+    assert len(parsed) == 3  # parsed once
+    buffer.append({"transaction_id": "t9", "decided_at": 109})  # parsed rows mix in
+    assert [r["transaction_id"] for r in buffer.recent(10)] == ["t9", "t5"]
+    with pytest.raises(TypeError):
+        RingBuffer(3, key="k", id_key="i").append_raw(b"{}")
+
+
 def test_rates_from_end_offset_deltas() -> None:
     rates = RateTracker(history=3)
     assert rates.rates() == {} and rates.history() == [] and rates.sampled_at() is None
@@ -206,9 +229,10 @@ def client(tmp_path: Path) -> Iterator[tuple[TestClient, Feeds, Path]]:
 
 def test_feed_routes(client: tuple[TestClient, Feeds, Path]) -> None:
     http, feeds, _ = client
-    feeds._on_activity(activity("t1", 1000, card_number=PAN))
-    feeds._on_activity(activity("t2", 2000, "decline"))
-    feeds._on_activity({"not": "a decision"})
+    feeds._on_message("cards.activity-unit", orjson.dumps(activity("t1", 1000, card_number=PAN)))
+    feeds._on_message("cards.activity-unit", orjson.dumps(activity("t2", 2000, "decline")))
+    feeds._on_message("cards.activity-unit", orjson.dumps({"not": "a decision"}))
+    feeds._on_message("cards.activity-unit", b"{not json")
     feeds._on_alert(alert("a1", 3000))
     feeds._on_progress(progress("counts", 4, 5000, dropped=7))
     feeds.rates.add(1.0, {"cards.activity-unit": 10}, wall_ms=1000)
@@ -217,7 +241,7 @@ def test_feed_routes(client: tuple[TestClient, Feeds, Path]) -> None:
     recent = ActivityFeed.model_validate(http.get("/v1/activity/recent?limit=5").json())
     assert [r.transaction_id for r in recent.activity] == ["t2", "t1"]
     assert recent.source.topic == "cards.activity-unit"
-    assert feeds.malformed == {"cards.activity-unit": 1}
+    assert feeds.malformed == {"cards.activity-unit": 2}
     body = http.get("/v1/activity/recent").text
     assert PAN not in body and "card_number" not in body
     assert http.get("/v1/activity/recent?limit=0").status_code == 422
