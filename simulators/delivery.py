@@ -19,7 +19,7 @@ import numpy as np
 from simulators.distributions import sample_per_group
 from simulators.entities import EntityTable
 from simulators.intervals import IntervalSchedule
-from simulators.records import BUFFER_OVERFLOW, NETWORK, NO_ID, concat, group_ranks
+from simulators.records import BUFFER_OVERFLOW, NETWORK, NO_ID, concat, group_ranks, take
 
 
 @dataclass
@@ -74,9 +74,9 @@ class DeliveryModel:
             rows["outage"][own] = self._own_outage_ids(rows["dev"][own], own_until[own])
             rows["reconnect_ms"][own] = own_until[own]
         buffered = rows["outage"] != NO_ID
-        direct = rows[~buffered]
+        direct = take(rows, ~buffered)
         sends, drops = self._transmit(direct, direct["true_ms"] + direct["delay_ms"])
-        overflow = self._hold(rows[buffered])
+        overflow = self._hold(take(rows, buffered))
         return Routed(sends, concat([drops, overflow], rows.dtype))
 
     def _own_outage_ids(self, dev: np.ndarray, until: np.ndarray) -> np.ndarray:
@@ -99,8 +99,8 @@ class DeliveryModel:
         due = self.held["reconnect_ms"] < now_ms
         if not due.any():
             return Routed(self.held[:0], self.held[:0])
-        rows, self.held = self.held[due], self.held[~due]
-        rows = rows[np.lexsort((rows["true_ms"], rows["outage"]))]
+        rows, self.held = take(self.held, due), take(self.held, ~due)
+        rows = take(rows, np.lexsort((rows["true_ms"], rows["outage"])))
         cls = self._class_of[rows["dev"]]
         shuffle_key = self._rng.random(rows.shape[0])
         order_key = np.where(self._shuffled[cls], shuffle_key, 0.0)
@@ -145,11 +145,11 @@ class DeliveryModel:
     def _transmit(self, rows: np.ndarray, emit_ms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Send rows at `emit_ms`: lost ones become drops, retried ones are sent again."""
         lost = rows["lost"]
-        drops = rows[lost]
+        drops = take(rows, lost)
         drops["dropped"] = NETWORK
-        sent = rows[~lost]
+        sent = take(rows, ~lost)
         sent["emit_ms"] = emit_ms[~lost]
-        retries = sent[sent["retried"]]
+        retries = take(sent, sent["retried"])
         retries["emit_ms"] += retries["retry_ms"]
         retries["dup"] = True
         return concat([sent, retries], rows.dtype), drops
@@ -160,17 +160,17 @@ class DeliveryModel:
             return rows
         self._count_outages(rows)
         touched = np.isin(self.held["outage"], rows["outage"])
-        group = concat([self.held[touched], rows], rows.dtype)
-        keep_others = self.held[~touched]
+        group = concat([take(self.held, touched), rows], rows.dtype)
+        keep_others = take(self.held, ~touched)
         outage = group["outage"]
         cls = self._class_of[group["dev"]]
         from_start = group_ranks(outage)
         from_end = group_ranks(outage[::-1])[::-1]
         cap = self._cap[cls]
         over = np.where(self._drop_newest[cls], from_start >= cap, from_end >= cap)
-        overflow = group[over]
+        overflow = take(group, over)
         overflow["dropped"] = BUFFER_OVERFLOW
-        self.held = concat([keep_others, group[~over]], rows.dtype)
+        self.held = concat([keep_others, take(group, ~over)], rows.dtype)
         return overflow
 
     def _count_outages(self, rows: np.ndarray) -> None:

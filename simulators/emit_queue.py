@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simulators.records import concat
+from simulators.records import concat, take
 
 
 class EmitQueue:
@@ -33,7 +33,7 @@ class EmitQueue:
         keys = self._bucket(rows["emit_ms"])
         assert isinstance(keys, np.ndarray)
         order = np.argsort(keys, kind="stable")
-        keys, rows = keys[order], rows[order]
+        keys, rows = keys[order], take(rows, order)
         firsts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
         for key, part in zip(keys[firsts].tolist(), np.split(rows, firsts[1:]), strict=True):
             self._buckets.setdefault(key, []).append(part)
@@ -47,7 +47,7 @@ class EmitQueue:
         if not parts:
             return np.zeros(0, dtype=self._dtype)
         rows = concat(parts, self._dtype)
-        rows = rows[np.argsort(rows["emit_ms"], kind="stable")]
+        rows = take(rows, np.argsort(rows["emit_ms"], kind="stable"))
         cut = int(np.searchsorted(rows["emit_ms"], t_ms, side="left"))
         if cut < rows.shape[0]:  # the bucket holding t_ms keeps its later rows
             self._buckets[last] = [rows[cut:]]

