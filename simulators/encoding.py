@@ -54,6 +54,48 @@ def string_table(values: Sequence[str]) -> np.ndarray:
     return np.array([json_bytes(v) for v in values], dtype=object)
 
 
+class FixedDecimals:
+    """Floats as JSON literals with fixed decimals, looked up instead of formatted.
+
+    `%.2f` costs ~70 ns a value; a gather from a table of every literal seen so far costs ~10.
+    A value is rounded to the nearest multiple k of 10^-decimals (half to even) and written as
+    `"%.{decimals}f" % (k / 10^decimals)` (so never "-0.00"). The table grows to the span of
+    values seen, up to `max_span` entries; a batch beyond that (or with NaN/inf) is formatted
+    value by value.
+    """
+
+    def __init__(self, decimals: int, max_span: int = 200_000) -> None:
+        self.scale = 10.0**decimals
+        self.format = b"%%.%df" % decimals
+        self.max_span = max_span
+        self._lo = 0
+        self._table = np.zeros(0, dtype=object)
+
+    def literals(self, values: np.ndarray) -> list[object]:
+        if values.shape[0] == 0:
+            return []
+        scaled = np.rint(values * self.scale)
+        lo, hi = float(scaled.min()), float(scaled.max())
+        if not (np.isfinite(lo) and np.isfinite(hi)):
+            return list(map(self.format.__mod__, values.tolist()))
+        lo_i, hi_i = int(lo), int(hi)
+        missing = lo_i < self._lo or hi_i >= self._lo + self._table.shape[0]
+        if missing and not self._grow(lo_i, hi_i):
+            return list(map(self.format.__mod__, (scaled / self.scale).tolist()))
+        return self._table[scaled.astype(np.int64) - self._lo].tolist()
+
+    def _grow(self, lo: int, hi: int) -> bool:
+        old_hi = self._lo + self._table.shape[0] - 1
+        if self._table.shape[0]:
+            lo, hi = min(lo, self._lo), max(hi, old_hi)
+        if hi - lo + 1 > self.max_span:
+            return False
+        fmt, scale = self.format, self.scale
+        self._table = np.array([fmt % (k / scale) for k in range(lo, hi + 1)], dtype=object)
+        self._lo = lo
+        return True
+
+
 class EventEncoder:
     def __init__(
         self,
@@ -72,11 +114,15 @@ class EventEncoder:
             + json_bytes(entity_field)
             + b':%s,"event_time":%d,"seq":%d'
         )
-        body = b"".join(b"," + json_bytes(f.name) + b":" + f.format for f in payload)
+        body = b"".join(
+            b"," + json_bytes(f.name) + b":" + (b"%s" if f.kind == "float" else f.format)
+            for f in payload
+        )
         self.template = head + body + b"}"
         self._ids = table.json_ids
         self._payload = list(payload)
         self._choices = {f.name: string_table(f.choices) for f in payload if f.kind == "enum"}
+        self._floats = {f.name: FixedDecimals(f.decimals) for f in payload if f.kind == "float"}
 
     def encode(self, rows: np.ndarray) -> list[bytes]:
         columns: list[list[object]] = [
@@ -87,7 +133,10 @@ class EventEncoder:
         ]
         for f in self._payload:
             column = rows[f.name]
-            columns.append(
-                self._choices[f.name][column].tolist() if f.kind == "enum" else column.tolist()
-            )
+            if f.kind == "enum":
+                columns.append(self._choices[f.name][column].tolist())
+            elif f.kind == "float":
+                columns.append(self._floats[f.name].literals(column))
+            else:
+                columns.append(column.tolist())
         return list(map(self.template.__mod__, zip(*columns, strict=True)))
