@@ -17,7 +17,7 @@ import numpy as np
 
 from simulators.encoding import json_bytes, string_table
 from simulators.entities import EntityTable
-from simulators.records import DROP_REASONS, NO_ID
+from simulators.records import DROP_REASONS, NO_ID, take
 
 TRUTH_KEYS = (
     "event_id",
@@ -78,9 +78,14 @@ class TruthEncoder:
         head = b'{"event_id":"' + prefix + b'%x","entity_id":%s,"scenario":' + json_bytes(scenario)
         self._sent = (
             head + b',"true_time":%d,"event_time":%d,"emit_time":%d,"clock_offset_ms":%d,'
-            b'"delay_ms":%d,"outage_id":%s,"duplicate_of":%s,"dropped":null,"label":%s,'
-            b'"incident_id":%s' + tail
+            b'"delay_ms":%d,%s' + tail
         )
+        # The keys that are null or "none" for most deliveries, as one field: a constant for
+        # those, formatted only for the rest (~25% less work per record).
+        self._sent_flags = (
+            b'"outage_id":%s,"duplicate_of":%s,"dropped":null,"label":%s,"incident_id":%s'
+        )
+        self._plain_flags = self._sent_flags % (NULL, NULL, self._labels[0], NULL)
         self._dropped = (
             head + b',"true_time":%d,"event_time":%d,"emit_time":null,"clock_offset_ms":%d,'
             b'"delay_ms":null,"outage_id":%s,"duplicate_of":null,"dropped":%s,"label":%s,'
@@ -100,13 +105,31 @@ class TruthEncoder:
             emit_ms.tolist(),
             (event_ms - true_ms).tolist(),
             (emit_ms - true_ms).tolist(),
-            self._optional(rows["outage"], self._outage_id),
-            self._duplicate_of(rows),
-            self._labels[rows["label"]].tolist(),
-            self._optional(rows["incident"], self._incident_id),
+            self._flags(rows),
             *self._extra_columns(rows),
         )
         return list(map(self._sent.__mod__, zip(*columns, strict=True)))
+
+    def _flags(self, rows: np.ndarray) -> list[bytes]:
+        """outage_id, duplicate_of, dropped (null), label and incident_id, as one field."""
+        special = (
+            (rows["outage"] != NO_ID)
+            | rows["dup"]
+            | (rows["label"] != 0)
+            | (rows["incident"] != NO_ID)
+        )
+        out = np.full(rows.shape[0], self._plain_flags, dtype=object)
+        which = np.flatnonzero(special)
+        if which.size:
+            some = take(rows, which)
+            columns = (
+                self._optional(some["outage"], self._outage_id),
+                self._duplicate_of(some),
+                self._labels[some["label"]].tolist(),
+                self._optional(some["incident"], self._incident_id),
+            )
+            out[which] = list(map(self._sent_flags.__mod__, zip(*columns, strict=True)))
+        return out.tolist()
 
     def dropped(self, rows: np.ndarray) -> list[bytes]:
         columns = (
