@@ -4,11 +4,15 @@ Method: the scenario is first run into JSONL to take a sample of its real record
 simulator sends N events into the broker (`simulate --sink kafka --speed max`, as a child process
 so its peak RSS is its own), and ProducerPerformance sends N records drawn from that sample with
 the same producer settings (acks=all, idempotence, lz4, linger, batch size). The ratio is the
-simulator's events/s over ProducerPerformance's records/s.
+simulator's events/s over ProducerPerformance's records/s for as many records as the simulator
+sent events; since each event also writes a truth record, `records_per_s` (events + truth) and
+`records_ratio` compare the two record for record. The machine's load average before and after
+is part of the report: the figures only compare within one run.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import tempfile
@@ -54,9 +58,18 @@ def scenario_with(scenario: Path, work: Path, entities: int | None) -> Path:
     return path
 
 
+SHARED_SETTINGS = ("acks", "enable.idempotence", "linger.ms", "batch.size", "compression.type")
+
+
+def load_average() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
 def bench_simulator(
     stack: StackConfig, scenario: Path, events: int, rounds: int = 1, entities: int | None = None
 ) -> BenchReport:
+    load_before = load_average()
+    producer = producer_config(stack)
     with tempfile.TemporaryDirectory(prefix="streamsim-bench-") as tmp:
         work = Path(tmp)
         stack_file = work / "stack.yaml"
@@ -75,9 +88,7 @@ def bench_simulator(
             subject_rates.append(run["events_per_s"])
             record_rates.append(run["records_per_s"])
             rss.append(run["peak_rss_mb"])
-            perf = run_producer_perf(
-                stack, REFERENCE_TOPIC, events, payload, producer_config(stack)
-            )
+            perf = run_producer_perf(stack, REFERENCE_TOPIC, events, payload, producer)
             reference_rates.append(perf.records_per_s)
 
     reference_rate = statistics.median(reference_rates)
@@ -96,5 +107,9 @@ def bench_simulator(
             # ProducerPerformance record for record.
             "records_per_s": round(statistics.median(record_rates), 1),
             "records_ratio": round(statistics.median(record_rates) / reference_rate, 3),
+            "events_per_s_rounds": subject_rates,
+            "reference_rate_rounds": reference_rates,
+            "producer": {k: producer[k] for k in SHARED_SETTINGS if k in producer},
+            "load_average": {"before": load_before, "after": load_average()},
         },
     )
