@@ -52,6 +52,75 @@ def simulator(
     )
 
 
+@app.command(name="pipeline")
+def pipeline_bench(
+    events: Annotated[
+        int, typer.Option(min=20_000, help="Vehicle events for the throughput phases.")
+    ] = 200_000,
+    batch_events: Annotated[
+        int, typer.Option(min=10_000, help="Events per micro-batch (maxOffsetsPerTrigger).")
+    ] = 50_000,
+    entities: Annotated[int, typer.Option(min=10, help="Vehicles in the fleet.")] = 2_000,
+    latency_s: Annotated[
+        float, typer.Option(min=20, help="Seconds of the paced fleet for the alert latency.")
+    ] = 120.0,
+    latency_vehicles: Annotated[
+        int, typer.Option(min=10, help="Vehicles (1 Hz each) of the paced fleet.")
+    ] = 500,
+    config: ConfigOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """vehicle-telemetry on 2 cores: its stats query on Kafka vs the same aggregation on Spark's
+    rate source (noop sink), the whole job, alert latency, and Real-time Mode dead letters."""
+    from streamsim.bench.pipeline import bench_pipeline
+    from streamsim.cli.common import err_console
+
+    stack = stack_from(config)
+    started = not stack.kafka.external and not LocalBroker(stack).status().running
+    if started:
+        err_console.print("starting the local broker (stopped again afterwards)")
+        LocalBroker(stack).up()
+    try:
+        report = bench_pipeline(
+            stack,
+            events=events,
+            batch_events=batch_events,
+            entities=entities,
+            latency_s=latency_s,
+            latency_vehicles=latency_vehicles,
+            progress=lambda step: err_console.print(f"bench pipeline: {step}", highlight=False),
+        )
+    finally:
+        if started:
+            LocalBroker(stack).down()
+    r = report.to_dict()
+    emit(r, as_json, pipeline_text(r))
+
+
+def pipeline_text(r: dict[str, object]) -> str:
+    def ms(figures: object) -> str:
+        return (
+            "n/a"
+            if not isinstance(figures, dict)
+            else f"p50 {figures['p50']:,.0f} ms, p99 {figures['p99']:,.0f} ms"
+        )
+
+    rtm = r["realtime_mode"]
+    assert isinstance(rtm, dict)
+    return (
+        f"stats query: {r['events_per_s']:,.0f} events/s; the same aggregation on the rate "
+        f"source: {r['reference_rate']:,.0f} rows/s; ratio {r['ratio']:.2f} "
+        f"(target 100,000 events/s)\n"
+        f"whole job on {r['cores']} cores: {r['job_events_per_s']:,.0f} events/s "
+        f"(per query, sharing the cores: {r['job_queries_events_per_s']})\n"
+        f"alert end-to-end latency (micro-batch): {ms(r.get('latency_ms'))} over "
+        f"{r['latency_alerts']} alerts (target p99 2,000 ms)\n"
+        f"{rtm['query']}: Real-time Mode {ms(rtm['latency_ms'])}; micro-batch "
+        f"{ms(rtm['microbatch_latency_ms'])}\n"
+        f"peak RSS {r['peak_rss_mb']:,.0f} MB; load average {r['load_average']}"
+    )
+
+
 @app.command(name="api")
 def api_bench(
     connections: Annotated[

@@ -1,0 +1,640 @@
+"""`bench pipeline`: the vehicle-telemetry job on two cores vs its aggregation on the rate source.
+
+Method (one Spark session, `local[2]`, shuffle partitions = 2; each phase on topics and
+checkpoints of its own):
+
+1. **Input.** The simulator sends `events` connected-vehicle readings at `--speed max` into a
+   fresh two-partition topic (`config/scenarios/connected_vehicles.yaml`, renamed so its truth
+   and run record never pass for a real run's).
+2. **Subject: the stats query** (the job's windowed aggregation: 1-minute tumbling and
+   5-minute sliding windows, mean/min/max/percentile_approx of eight signals, the job's
+   watermark and de-duplication, its Kafka + lake sink) drains the topic (AvailableNow) in
+   batches of `batch_events`. Sustained events/s: the events of every batch but the first
+   (warm-up) over those batches' summed durations.
+3. **Reference: the same aggregation** (`stats_stream` on the same watermarked, de-duplicated
+   readings) on Spark's rate source family: `rate-micro-batch` gives the same `batch_events`
+   rows per batch with event time advancing like the fleet's (`rate` paces rows by wall time
+   instead, so it cannot saturate a query); columns shaped like the readings; `noop` sink.
+   Same formula. `ratio` = subject / reference: what Kafka, JSON and the sink cost.
+4. **The whole job** (dead letters, stats, trips and the detectors' alerts, AvailableNow) on
+   the same topic: `job_events_per_s` = events / wall time to drain it.
+5. **Alert latency, micro-batch.** The whole job as configured but with a short watermark
+   reads a paced fleet (`latency_vehicles` at 1 Hz, event time = now; every fifth vehicle
+   overheats once, at a staggered time). Input and alert topics are stamped by the broker
+   (LogAppendTime). An alert is due once a reading a watermark past its own event time has
+   been appended: latency = alert append - that reading's append.
+6. **Real-time Mode.** Spark 4.2 runs only stateless queries in Real-time Mode; the job's
+   stateless query is its dead-letter routing. It runs alone on a one-partition topic fed
+   `rtm_rate` records/s, one in ten malformed: latency = dead-letter append - input append,
+   in Real-time Mode and, for comparison, in micro-batches.
+
+peak_rss_mb: this process and its children (the Spark JVM, the simulator), sampled twice a
+second.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+import psutil
+import yaml
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import NewTopic
+
+from streamsim.bench.report import BenchReport
+from streamsim.bench.simulator import simulate
+from streamsim.config import StackConfig
+from streamsim.config.loader import read_yaml
+from streamsim.errors import StreamsimError
+from streamsim.kafka import consumer_config, ensure_topics, producer_config
+from streamsim.kafka.admin import admin_client, delete_topics
+from streamsim.kafka.offsets import end_offsets
+
+SCENARIO = Path("config/scenarios/connected_vehicles.yaml")
+PIPELINE = Path("config/pipelines/vehicle-telemetry.yaml")
+CORES = 2
+#: In the latency phase: the job's watermark, and one vehicle in this many overheats once.
+LATENCY_WATERMARK = "5 seconds"
+PLANTED_EVERY = 5
+
+Progress = Callable[[str], None]
+Record = tuple[dict[str, Any] | None, int]  # (parsed JSON value, broker timestamp ms)
+
+
+@dataclass
+class Throughput:
+    events_per_s: float  # sustained: batches after the first
+    measured: int  # events in those batches
+    events: int  # events in every batch
+    batches: int
+    wall_s: float
+
+
+# -- measuring ------------------------------------------------------------------------------
+
+
+@contextmanager
+def peak_rss() -> Iterator[dict[str, float]]:
+    """Peak RSS (MB) of this process and its children, sampled in a thread: `["mb"]`."""
+    peak = {"mb": 0.0}
+    stop = threading.Event()
+
+    def sample() -> None:
+        me = psutil.Process()
+        while not stop.is_set():
+            total = 0
+            for proc in [me, *me.children(recursive=True)]:
+                with suppress(psutil.Error):
+                    total += proc.memory_info().rss
+            peak["mb"] = max(peak["mb"], total / 2**20)
+            stop.wait(0.5)
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    try:
+        yield peak
+    finally:
+        stop.set()
+        thread.join(5)
+
+
+def batch_events(progress: Mapping[str, Any]) -> int:
+    """Events a batch read, from its sources' offsets: a union reads its source once per
+    branch, and numInputRows counts every read.
+
+    >>> batch_events({"sources": [{"startOffset": '{"t": {"0": 5}}',
+    ...     "endOffset": '{"t": {"0": 9, "1": 3}}', "numInputRows": 14}]})
+    7
+    """
+    return sum(offset_delta(source) for source in progress.get("sources", []))
+
+
+def offset_delta(source: Mapping[str, Any]) -> int:
+    """A Kafka (`{topic: {partition: offset}}`) or rate-micro-batch (`{"offset": n}`) source's
+    offsets between a batch's start and end."""
+    start, end = (orjson.loads(source.get(k) or "null") for k in ("startOffset", "endOffset"))
+    start = start or {}
+    if not end:
+        return 0
+    if "offset" in end:
+        return int(end["offset"]) - int(start.get("offset", 0))
+    return sum(
+        int(offset) - int(start.get(topic, {}).get(p, 0))
+        for topic, parts in end.items()
+        for p, offset in parts.items()
+    )
+
+
+def with_input(progress: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return [p for p in progress if batch_events(p)]
+
+
+def throughput(progress: Sequence[Mapping[str, Any]], wall_s: float) -> Throughput:
+    """Sustained rate over the batches that read input, the first (warm-up) left out.
+
+    >>> batch = lambda a, b, ms: {"durationMs": {"triggerExecution": ms},
+    ...     "sources": [{"startOffset": f'{{"offset": {a}}}', "endOffset": f'{{"offset": {b}}}'}]}
+    >>> throughput([batch(0, 10, 5000), batch(10, 30, 1000), batch(30, 30, 500)], 7.0)
+    Throughput(events_per_s=20.0, measured=20, events=30, batches=2, wall_s=7.0)
+    """
+    read = [(p, batch_events(p)) for p in with_input(progress)]
+    steady = read[1:] or read
+    measured = sum(n for _, n in steady)
+    seconds = sum(p["durationMs"]["triggerExecution"] for p, _ in steady) / 1000
+    rate = measured / seconds if seconds else 0.0
+    return Throughput(rate, measured, sum(n for _, n in read), len(read), wall_s)
+
+
+def percentiles(values: Sequence[float]) -> dict[str, float] | None:
+    if not values:
+        return None
+    p50, p99 = np.percentile(np.asarray(values, dtype=float), [50, 99])
+    return {"p50": round(float(p50), 1), "p99": round(float(p99), 1)}
+
+
+# -- Kafka ----------------------------------------------------------------------------------
+
+
+def create_topic(stack: StackConfig, topic: str, partitions: int) -> None:
+    """A topic whose records the broker stamps with its own append time."""
+    new = NewTopic(topic, partitions, 1, config={"message.timestamp.type": "LogAppendTime"})
+    admin = admin_client(stack)  # held until the future is done
+    admin.create_topics([new])[topic].result(30)
+
+
+def topic_records(stack: StackConfig, topic: str) -> list[Record]:
+    """Every record of a topic: its JSON object (None if not one) and its timestamp."""
+    ends = {p: end for p, end in end_offsets(stack, topic).items() if end > 0}
+    consumer = Consumer(consumer_config(stack, group_id=f"bench-{uuid.uuid4()}"))
+    consumer.assign([TopicPartition(topic, p, 0) for p in ends])
+    out: list[Record] = []
+    deadline = time.monotonic() + 120
+    try:
+        while ends and time.monotonic() < deadline:
+            for msg in consumer.consume(10_000, timeout=0.2):
+                if msg.error() is not None:
+                    continue
+                with suppress(orjson.JSONDecodeError):
+                    value = orjson.loads(msg.value() or b"null")
+                    out.append((value if isinstance(value, dict) else None, msg.timestamp()[1]))
+                if (msg.offset() or 0) + 1 >= ends.get(msg.partition() or 0, 0):
+                    ends.pop(msg.partition() or 0, None)
+    finally:
+        consumer.close()
+    return out
+
+
+def topic_size(stack: StackConfig, topic: str) -> int:
+    return sum(end_offsets(stack, topic).values())
+
+
+def wait_for_records(stack: StackConfig, topic: str, count: int, timeout_s: float) -> None:
+    """Until `topic` holds `count` records or `timeout_s` has passed."""
+    deadline = time.monotonic() + timeout_s
+    while topic_size(stack, topic) < count and time.monotonic() < deadline:
+        time.sleep(0.5)
+
+
+# -- configuration ----------------------------------------------------------------------------
+
+
+def bench_stack(stack: StackConfig, work: Path) -> StackConfig:
+    """Two cores, a shuffle partition per core, checkpoints and lake in `work`."""
+    spark = stack.spark.model_copy(
+        update={"master": f"local[{CORES}]", "shuffle_partitions": CORES}
+    )
+    dirs = stack.dirs.model_copy(
+        update={"checkpoints": work / "checkpoints", "lake": work / "lake"}
+    )
+    return stack.model_copy(update={"spark": spark, "dirs": dirs})
+
+
+def own_checkpoints(stack: StackConfig, name: str) -> StackConfig:
+    """`stack` with checkpoints in a folder of their own (a job's queries name theirs by job)."""
+    dirs = stack.dirs.model_copy(update={"checkpoints": stack.dirs.checkpoints / name})
+    return stack.model_copy(update={"dirs": dirs})
+
+
+def job_config(base: Any, prefix: str, inputs: list[str], **update: Any) -> Any:
+    """`base` (a PipelineConfig) reading `inputs`, writing topics named `<prefix>.<output>`."""
+    vehicle = base.vehicle_telemetry.model_copy(
+        update={
+            "stats_topic": f"{prefix}.vehicle-stats",
+            "trips_topic": f"{prefix}.vehicle-trips",
+            **update.pop("vehicle", {}),
+        }
+    )
+    return base.model_copy(
+        update={
+            "input_topics": inputs,
+            "output_topic": f"{prefix}.alerts",
+            "deadletter_topic": f"{prefix}.deadletter",
+            "vehicle_telemetry": vehicle,
+            **update,
+        }
+    )
+
+
+def draining(base: Any, prefix: str, topic: str, batch: int) -> Any:
+    """The job reading `topic` to its end in batches of `batch` events, then stopping."""
+    once = base.trigger.model_copy(update={"mode": "available_now"})
+    return job_config(
+        base,
+        prefix,
+        [topic],
+        trigger=once,
+        max_offsets_per_trigger=batch,
+        vehicle={"deadletter_trigger": once},
+    )
+
+
+# -- phases -----------------------------------------------------------------------------------
+
+
+def produce_input(
+    stack: StackConfig, work: Path, topic: str, events: int, entities: int, name: str
+) -> int:
+    """The scenario's readings (renamed `name`) into a two-partition `topic`; its size."""
+    ensure_topics(stack, [topic], partitions=2)
+    data = read_yaml(SCENARIO)
+    data.update(name=name, entities=entities)
+    data["domain"]["topic"] = topic
+    scenario, stack_file = work / f"{name}.yaml", work / "stack.yaml"
+    scenario.write_text(yaml.safe_dump(data))
+    stack_file.write_text(yaml.safe_dump(stack.model_dump(mode="json")))
+    args = ["--seed", "1", "--events", str(events), "--speed", "max", "--sink", "kafka"]
+    simulate([str(scenario), "--config", str(stack_file), *args])
+    return topic_size(stack, topic)
+
+
+def stats_subject(spark: Any, stack: StackConfig, cfg: Any) -> Throughput:
+    """The job's stats query draining `cfg.input_topics` into its Kafka + lake sink."""
+    from pipeline.aggregates_sink import AggregatesSink
+    from pipeline.jobs import vehicle_telemetry as job
+    from pipeline.kafka_io import parse_events, read_kafka
+    from pipeline.session import use_rocksdb_state
+
+    use_rocksdb_state(spark)  # as the job
+    topic = cfg.vehicle_telemetry.stats_topic
+    ensure_topics(stack, [topic])
+    raw = read_kafka(spark, stack, cfg.input_topics, "earliest", cfg.max_offsets_per_trigger)
+    events, _ = parse_events(raw, job.VEHICLE_SCHEMA, job.REQUIRED)
+    checkpoint = stack.dirs.checkpoints / topic
+    sink = AggregatesSink(stack, topic, "bench", "vehicle_id", checkpoint, stack.dirs.lake)
+    started = time.monotonic()
+    query = (
+        job.stats_stream(events, cfg)
+        .writeStream.foreachBatch(sink)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    return throughput(query.recentProgress, time.monotonic() - started)
+
+
+def rate_readings(spark: Any, rows_per_batch: int, entities: int, signals: list[str]) -> Any:
+    """Readings from `rate-micro-batch`: `rows_per_batch` a batch, event time advancing as a
+    fleet of `entities` at 1 Hz, each signal a distinct deterministic series."""
+    from pyspark.sql import functions as F
+
+    rows = (
+        spark.readStream.format("rate-micro-batch")
+        .option("rowsPerBatch", rows_per_batch)
+        .option("numPartitions", CORES)
+        .option("startTimestamp", int(time.time() * 1000))
+        .option("advanceMillisPerBatch", max(1, round(1000 * rows_per_batch / entities)))
+        .load()
+    )
+    n = F.col("value")
+    return rows.select(
+        F.concat(F.lit("r-"), n.cast("string")).alias("event_id"),
+        F.format_string("veh-%06d", n % entities).alias("vehicle_id"),
+        F.unix_millis("timestamp").alias("event_time"),
+        F.col("timestamp").alias("event_ts"),
+        *((100 + (n % (7 + i)) * 0.5).alias(s) for i, s in enumerate(signals)),
+    )
+
+
+def stats_reference(
+    spark: Any, stack: StackConfig, cfg: Any, batch: int, batches: int, entities: int
+) -> Throughput:
+    """The same aggregation on `rate-micro-batch` (`batch` rows a batch) into `noop`, for
+    `batches` batches."""
+    from pipeline.jobs import vehicle_telemetry as job
+    from pipeline.session import use_rocksdb_state
+
+    use_rocksdb_state(spark)  # as the job
+    signals = list(cfg.vehicle_telemetry.stats_signals)
+    readings = rate_readings(spark, batch, entities, signals)
+    started = time.monotonic()
+    query = (
+        job.stats_stream(readings, cfg)
+        .writeStream.format("noop")
+        .option("checkpointLocation", str(stack.dirs.checkpoints / f"reference-{uuid.uuid4()}"))
+        .start()
+    )
+    try:
+        while query.isActive and len(with_input(query.recentProgress)) < batches:
+            time.sleep(0.5)
+    finally:
+        query.stop()
+    done = with_input(query.recentProgress)[:batches]
+    return throughput(done, time.monotonic() - started)
+
+
+def whole_job(spark: Any, stack: StackConfig, cfg: Any) -> dict[str, Any]:
+    """Every query of the job draining its input; events/s over the wall time."""
+    from pipeline.jobs import vehicle_telemetry as job
+
+    started = time.monotonic()
+    queries = job.start(spark, own_checkpoints(stack, cfg.output_topic), cfg)
+    for query in queries:
+        query.awaitTermination()
+    wall = time.monotonic() - started
+    events = sum(topic_size(stack, t) for t in cfg.input_topics)
+    return {
+        "events_per_s": events / wall,
+        "wall_s": wall,
+        "queries": {str(q.name): throughput(q.recentProgress, wall) for q in queries},
+        "alerts": topic_size(stack, cfg.output_topic),
+    }
+
+
+def overheating(cfg: Any) -> tuple[float, float]:
+    """(coolant threshold, seconds it must last) of the job's overheating detector."""
+    params = cfg.vehicle_telemetry.detectors["overheating"]
+    return float(params.above), float(params.min_duration_s)
+
+
+def paced_fleet(
+    stack: StackConfig, topic: str, vehicles: int, seconds: float, hot: tuple[float, float]
+) -> set[str]:
+    """`vehicles` readings a second for `seconds`, event time = now. Every `PLANTED_EVERY`th
+    vehicle runs above the coolant threshold once, for 10 s longer than the detector's
+    duration, starting at a staggered second; returns the planted vehicles."""
+    above, duration = hot
+    episode = int(duration) + 10
+    starts = max(1, int(seconds) - episode - 5)
+    planted = {v: (v // PLANTED_EVERY * 7) % starts for v in range(0, vehicles, PLANTED_EVERY)}
+    producer = Producer(producer_config(stack, **{"linger.ms": 5}))
+    started = time.time()
+    for tick in range(int(seconds)):
+        now_ms = int(time.time() * 1000)
+        for v in range(vehicles):
+            start = planted.get(v)
+            coolant = above + 5 if start is not None and start <= tick < start + episode else 90.0
+            producer.produce(topic, orjson.dumps(paced_reading(v, tick, now_ms, coolant)))
+        producer.poll(0)
+        time.sleep(max(0.0, started + tick + 1 - time.time()))
+    producer.flush(30)
+    return {f"veh-{v:06d}" for v in planted}
+
+
+def paced_reading(vehicle: int, tick: int, now_ms: int, coolant: float) -> dict[str, Any]:
+    """A healthy reading but for the coolant temperature: steady speed, gently varying
+    signals (no flatline), no braking, below the speed limit."""
+    wobble = (tick + vehicle) % 3
+    return {
+        "schema": "vehicle.telemetry/1",
+        "event_id": f"lat-{vehicle}-{tick}",
+        "vehicle_id": f"veh-{vehicle:06d}",
+        "event_time": now_ms,
+        "seq": tick,
+        "trip_id": vehicle,
+        "speed_limit_kmh": 100.0,
+        "lat": 48.0 + 0.0002 * tick,
+        "lon": 9.0 + 0.001 * vehicle,
+        "speed_kmh": 72.0 + wobble,
+        "odometer_km": 1000.0 + 0.02 * tick,
+        "coolant_c": coolant + 0.1 * wobble,
+        "oil_pressure_kpa": 300.0 + wobble,
+        "battery_v": 14.0 + 0.01 * wobble,
+        **{
+            f"tyre_{t}_kpa": 240.0 + 0.1 * ((tick + i) % 2)
+            for i, t in enumerate(("fl", "fr", "rl", "rr"))
+        },
+        "accel_long_ms2": 0.1 * (wobble - 1),
+    }
+
+
+def alert_latency(
+    spark: Any, stack: StackConfig, cfg: Any, vehicles: int, seconds: float
+) -> dict[str, Any]:
+    """The whole job (micro-batches) on a paced fleet: latency of each alert once due."""
+    from pipeline.config import duration_ms
+    from pipeline.jobs import vehicle_telemetry as job
+
+    topic = cfg.input_topics[0]
+    create_topic(stack, topic, 2)
+    create_topic(stack, cfg.output_topic, 1)
+    queries = job.start(spark, own_checkpoints(stack, cfg.output_topic), cfg)
+    try:
+        time.sleep(5)  # the first (empty) batches
+        planted = paced_fleet(stack, topic, vehicles, seconds, overheating(cfg))
+        wait_for_records(stack, cfg.output_topic, len(planted), 30)
+    finally:
+        for query in queries:
+            query.stop()
+    alerts = [r for r, _ in topic_records(stack, cfg.output_topic) if r]
+    due = due_latencies(
+        topic_records(stack, topic),
+        topic_records(stack, cfg.output_topic),
+        duration_ms(cfg.watermark),
+    )
+    return {
+        "latency_ms": percentiles(due),
+        "alerts": len(alerts),
+        "planted": len(planted),
+        "alerted_planted": len({a["entity_id"] for a in alerts} & planted),
+        "alerted_other": len({a["entity_id"] for a in alerts} - planted),
+    }
+
+
+def due_latencies(inputs: list[Record], alerts: list[Record], watermark_ms: int) -> list[float]:
+    """Per alert: its append time - the first append of a reading `watermark_ms` or more past
+    the alert's event time (the reading that let the watermark pass it).
+
+    >>> readings = [({"event_time": t}, 1000 + t) for t in (0, 10, 20, 30)]
+    >>> due_latencies(readings, [({"event_time": 5}, 1100)], 10)
+    [80.0]
+    """
+    pairs = sorted((int(r["event_time"]), ts) for r, ts in inputs if r)
+    times = np.array([t for t, _ in pairs])
+    first_append = np.minimum.accumulate(np.array([ts for _, ts in pairs])[::-1])[::-1]
+    out = []
+    for alert, ts in alerts:
+        i = int(np.searchsorted(times, int((alert or {})["event_time"]) + watermark_ms))
+        if i < len(times):
+            out.append(float(ts - first_append[i]))
+    return out
+
+
+def paced_rejects(stack: StackConfig, topic: str, rate: int, seconds: float) -> int:
+    """`rate` records a second for `seconds`, one in ten malformed (no vehicle_id)."""
+    producer = Producer(producer_config(stack, **{"linger.ms": 0}))
+    started = time.time()
+    for seq in range(int(rate * seconds)):
+        body = {"event_id": f"rtm-{seq}", "event_time": int(time.time() * 1000), "seq": seq}
+        if seq % 10:
+            body["vehicle_id"] = "veh-000001"
+        producer.produce(topic, orjson.dumps(body))
+        producer.poll(0)
+        time.sleep(max(0.0, started + (seq + 1) / rate - time.time()))
+    producer.flush(30)
+    return int(rate * seconds)
+
+
+def deadletter_latency(
+    spark: Any, stack: StackConfig, prefix: str, mode: str, rate: int, seconds: float
+) -> dict[str, Any]:
+    """The job's dead-letter routing alone, in `mode`: input append -> dead-letter append."""
+    from pipeline.config import TriggerSettings
+    from pipeline.jobs import vehicle_telemetry as job
+    from pipeline.kafka_io import deadletter_records, parse_events, read_kafka, write_kafka
+    from pipeline.triggers import output_mode, start_query
+
+    topic, out = f"{prefix}.vehicles", f"{prefix}.deadletter"
+    create_topic(stack, topic, 1)
+    create_topic(stack, out, 1)
+    trigger = TriggerSettings(
+        mode=mode, interval="5 seconds" if mode == "realtime" else "0 seconds"
+    )
+    _, rejects = parse_events(
+        read_kafka(spark, stack, [topic], "earliest"), job.VEHICLE_SCHEMA, job.REQUIRED
+    )
+    checkpoint = str(stack.dirs.checkpoints / prefix)
+    writer = write_kafka(
+        deadletter_records(rejects, job.NAME), stack, out, checkpoint, output_mode(trigger)
+    )
+    query = start_query(writer, f"bench.deadletter-{mode}", trigger)
+    try:
+        time.sleep(8)  # the query's first batch
+        malformed = -(-paced_rejects(stack, topic, rate, seconds) // 10)
+        wait_for_records(stack, out, malformed, 30)
+    finally:
+        query.stop()
+    sent = {r["event_id"]: ts for r, ts in topic_records(stack, topic) if r}
+    latencies = []
+    for record, ts in topic_records(stack, out):
+        original = orjson.loads((record or {}).get("original") or "null")
+        if isinstance(original, dict) and original.get("event_id") in sent:
+            latencies.append(float(ts - sent[original["event_id"]]))
+    return {"records": len(latencies), "latency_ms": percentiles(latencies)}
+
+
+# -- the run ----------------------------------------------------------------------------------
+
+
+def bench_pipeline(
+    stack: StackConfig,
+    events: int = 200_000,
+    batch_events: int = 50_000,
+    entities: int = 2_000,
+    latency_s: float = 120.0,
+    latency_vehicles: int = 500,
+    rtm_s: float = 20.0,
+    rtm_rate: int = 50,
+    progress: Progress = lambda _: None,
+) -> BenchReport:
+    from pipeline.config import PipelineConfig
+    from pipeline.session import spark_session
+    from streamsim.config import load_model
+
+    if events < 2 * batch_events:
+        raise StreamsimError("events must be at least two batches (the first is warm-up)")
+    base = load_model(PipelineConfig, PIPELINE)
+    if latency_s < overheating(base)[1] + 20:
+        raise StreamsimError("latency_s must leave time for an overheating episode (+20 s)")
+    tag = uuid.uuid4().hex[:8]
+    with tempfile.TemporaryDirectory(prefix="streamsim-bench-pipeline-") as tmp, peak_rss() as rss:
+        stack = bench_stack(stack, Path(tmp))
+        spark = spark_session(stack, app="bench-pipeline")
+        try:
+            topic = f"bench.{tag}.vehicles"
+            progress(f"simulating {events:,} vehicle events into {topic}")
+            produced = produce_input(stack, Path(tmp), topic, events, entities, f"bench_{tag}")
+            progress(f"subject: the stats query draining {produced:,} events")
+            subject = stats_subject(
+                spark, stack, draining(base, f"bench.{tag}.subject", topic, batch_events)
+            )
+            progress(f"subject: {subject}")
+            batches = max(4, subject.batches)
+            progress(f"reference: the same aggregation on rate-micro-batch, {batches} batches")
+            reference = stats_reference(spark, stack, base, batch_events, batches, entities)
+            progress(f"reference: {reference}")
+            progress("the whole job (dead letters, stats, trips, alerts) draining the topic")
+            job = whole_job(spark, stack, draining(base, f"bench.{tag}.job", topic, batch_events))
+            progress(f"whole job: {job['events_per_s']:,.0f} events/s")
+            progress(f"alert latency: {latency_vehicles} vehicles at 1 Hz for {latency_s:.0f} s")
+            live = job_config(
+                base, f"bench.{tag}.latency", [f"bench.{tag}.live"], watermark=LATENCY_WATERMARK
+            )
+            latency = alert_latency(spark, stack, live, latency_vehicles, latency_s)
+            progress(f"alert latency: {latency}")
+            rtm = {
+                mode: deadletter_latency(spark, stack, f"bench.{tag}.{mode}", mode, rtm_rate, rtm_s)
+                for mode in ("realtime", "microbatch")
+            }
+            progress(f"dead-letter routing: {rtm}")
+        finally:
+            spark.stop()
+            with suppress(Exception):  # best effort
+                names = admin_client(stack).list_topics(timeout=10).topics
+                delete_topics(stack, [t for t in names if tag in t])
+    return report(produced, batch_events, subject, reference, job, latency, rtm, rss["mb"])
+
+
+def report(
+    events: int,
+    batch_events: int,
+    subject: Throughput,
+    reference: Throughput,
+    job: dict[str, Any],
+    latency: dict[str, Any],
+    rtm: dict[str, dict[str, Any]],
+    peak_rss_mb: float,
+) -> BenchReport:
+    return BenchReport(
+        subject="vehicle-telemetry stats query (Kafka -> windows -> Kafka + lake)",
+        rate_key="events_per_s",
+        rate=subject.events_per_s,
+        reference="the same aggregation on Spark's rate-micro-batch source, noop sink",
+        reference_rate=reference.events_per_s,
+        latency_ms=latency["latency_ms"],
+        peak_rss_mb=peak_rss_mb,
+        extra={
+            "cores": CORES,
+            "events": events,
+            "batch_events": batch_events,
+            "subject_events": subject.events,
+            "reference_events": reference.events,
+            "job_events_per_s": round(job["events_per_s"], 1),
+            "job_queries_events_per_s": {
+                name: round(t.events_per_s, 1) for name, t in job["queries"].items()
+            },
+            "job_alerts": job["alerts"],
+            "latency_alerts": latency["alerts"],
+            "latency_planted": latency["planted"],
+            "latency_alerted_planted": latency["alerted_planted"],
+            "latency_watermark": LATENCY_WATERMARK,
+            "realtime_mode": {
+                "query": "dead-letter routing (stateless)",
+                "latency_ms": rtm["realtime"]["latency_ms"],
+                "microbatch_latency_ms": rtm["microbatch"]["latency_ms"],
+                "records": rtm["realtime"]["records"],
+            },
+            "targets": {"events_per_s": 100_000, "latency_p99_ms": 2_000},
+            "load_average": [round(x, 2) for x in psutil.getloadavg()],
+        },
+    )

@@ -1,0 +1,123 @@
+"""`bench pipeline`'s phases at tiny sizes on the session broker and Spark: what each counts
+and matches, not how fast (benchmarks measure; tests assert behaviour)."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline.config import PipelineConfig
+from streamsim.bench import pipeline as bench
+from streamsim.config import StackConfig, load_model
+
+pytestmark = pytest.mark.integration
+
+BATCH = 1_000
+
+
+@pytest.fixture(scope="module")
+def stack(kafka_stack: StackConfig, tmp_path_factory: pytest.TempPathFactory) -> StackConfig:
+    root = tmp_path_factory.mktemp("bench-pipeline")
+    dirs = kafka_stack.dirs.model_copy(
+        update={"checkpoints": root / "checkpoints", "lake": root / "lake"}
+    )
+    return kafka_stack.model_copy(update={"dirs": dirs})
+
+
+@pytest.fixture(scope="module")
+def base() -> Any:
+    return load_model(PipelineConfig, bench.PIPELINE)
+
+
+@pytest.fixture(scope="module")
+def tag() -> str:
+    return uuid.uuid4().hex[:8]
+
+
+@pytest.fixture(scope="module")
+def subject(stack: StackConfig, spark: Any, base: Any, tag: str, tmp_path_factory: Any) -> Any:
+    topic = f"bench.{tag}.vehicles"
+    work = tmp_path_factory.mktemp("bench-input")
+    produced = bench.produce_input(stack, work, topic, 3_000, 20, f"bench_{tag}")
+    drain = bench.draining(base, f"bench.{tag}.subject", topic, BATCH)
+    cfg = drain.model_copy(update={"watermark": "10 seconds"})  # closes windows of 150 s
+    return produced, cfg, bench.stats_subject(spark, stack, cfg)
+
+
+def test_subject_reads_every_event_produced_once(subject: Any) -> None:
+    produced, _, result = subject
+    assert produced >= 3_000
+    assert result.events == produced
+    assert result.batches >= -(-produced // BATCH)  # no batch above BATCH
+    assert result.measured < result.events  # the first batch is warm-up, not measured
+    assert result.events_per_s > 0
+
+
+def test_subject_publishes_window_stats(subject: Any, stack: StackConfig) -> None:
+    _, cfg, _ = subject
+    stats = [r for r, _ in bench.topic_records(stack, cfg.vehicle_telemetry.stats_topic) if r]
+    assert stats
+    assert {r["window_s"] for r in stats} <= {60, 300}
+    assert all(r["readings"] >= 1 for r in stats)
+
+
+def test_reference_processes_the_rows_of_each_batch(
+    stack: StackConfig, spark: Any, base: Any
+) -> None:
+    result = bench.stats_reference(spark, stack, base, 500, 3, 20)
+    assert (result.batches, result.events, result.measured) == (3, 1_500, 1_000)
+    assert result.events_per_s > 0
+
+
+def quick_overheating(base: Any) -> Any:
+    detectors = dict(base.vehicle_telemetry.detectors)
+    detectors["overheating"] = detectors["overheating"].model_copy(update={"min_duration_s": 5})
+    return detectors
+
+
+def test_alert_latency_matches_alerts_to_the_planted_overheating(
+    stack: StackConfig, spark: Any, base: Any, tag: str
+) -> None:
+    cfg = bench.job_config(
+        base,
+        f"bench.{tag}.latency",
+        [f"bench.{tag}.live"],
+        watermark="2 seconds",
+        vehicle={"detectors": quick_overheating(base)},
+    )
+    result = bench.alert_latency(spark, stack, cfg, vehicles=20, seconds=25)
+    assert result["planted"] == 4
+    assert result["alerted_planted"] == result["planted"]
+    assert result["alerted_other"] == 0
+    assert result["alerts"] == result["planted"]  # one episode each, one alert each
+    latency = result["latency_ms"]
+    assert latency is not None and 0 <= latency["p50"] <= latency["p99"]
+
+
+def test_realtime_mode_routes_every_malformed_record(
+    stack: StackConfig, spark: Any, tag: str
+) -> None:
+    result = bench.deadletter_latency(spark, stack, f"bench.{tag}.rtm", "realtime", 20, 3)
+    assert result["records"] == 6  # one in ten of 60
+    assert result["latency_ms"] is not None
+
+
+def test_report_has_the_contract_keys(tmp_path: Path) -> None:
+    run = bench.Throughput(1000.0, 2000, 3000, 3, 4.0)
+    report = bench.report(
+        3000,
+        BATCH,
+        run,
+        bench.Throughput(4000.0, 2000, 3000, 3, 1.0),
+        {"events_per_s": 500.0, "queries": {"q": run}, "alerts": 1},
+        {"latency_ms": {"p50": 1.0, "p99": 2.0}, "alerts": 1, "planted": 1, "alerted_planted": 1},
+        {mode: {"records": 1, "latency_ms": None} for mode in ("realtime", "microbatch")},
+        100.0,
+    ).to_dict()
+    contract = {"subject", "events_per_s", "reference", "reference_rate", "ratio", "latency_ms"}
+    assert contract | {"peak_rss_mb"} <= set(report)
+    assert report["ratio"] == 0.25
+    assert report["latency_ms"] == {"p50": 1.0, "p99": 2.0}
