@@ -3,9 +3,13 @@
 `KafkaPublisher.publish` only enqueues (librdkafka's `produce` is asynchronous); a background
 thread serves librdkafka's callbacks with `poll`. Only failed deliveries get a delivery report
 (no Python callback per record): `delivered` is what was sent minus what librdkafka still
-holds minus the failures. Records linger up to 20 ms to be batched: at 1,000 requests/s, 5 ms
-batches cost the producer and every consumer of the topic (the updater's, the read API's)
-about 16 us of CPU more per request. While Kafka is unreachable,
+holds minus the failures. Records linger up to `LINGER_MS` (100 ms) to be batched: at 1,000
+requests/s, 5 ms batches cost the producer and every consumer of the topic (the updater's, the
+read API's) about 16 us of CPU more per request; at saturation (~6,000 requests/s, 3
+partitions), with 20 ms, librdkafka's broker thread busy-polled (poll with a zero timeout,
+~9,000 a second) and cost ~17 us of CPU per request, with 100 ms ~3 us. The price: a decision
+reaches the topic (other instances' state, the read API, Spark) up to 100 ms later; the
+request itself never waits for it. While Kafka is unreachable,
 records wait in librdkafka's queue and are retried until `message.timeout.ms`; whatever still
 fails is counted (`failed`, `last_error`) and logged, never dropped silently. Records never
 hold a PAN.
@@ -31,6 +35,8 @@ log = logging.getLogger("api.publisher")
 
 #: The record header holding the record's transaction_id (UTF-8).
 TXID_HEADER = "transaction_id"
+#: How long librdkafka holds records to batch them (see above).
+LINGER_MS = 100
 
 
 class Publisher(Protocol):
@@ -60,7 +66,7 @@ class KafkaPublisher:
                 stack,
                 **{
                     "client.id": "streamsim-api",
-                    "linger.ms": 20,
+                    "linger.ms": LINGER_MS,
                     "delivery.report.only.error": True,
                     "on_delivery": self._on_delivery,
                     "error_cb": self._on_error,
