@@ -1,10 +1,13 @@
-"""Flatline (stuck sensor): a signal that stops changing while the vehicle moves.
+"""Flatline (stuck sensor): a signal that stops changing while the vehicle drives.
 
-A run is a stretch of consecutive moving readings whose values all stay within `epsilon` of
-the run's first value (its anchor). Moving means `speed_kmh >= min_speed_kmh` (a missing speed
-is not moving; with `speed_col=None` every reading counts as moving). A value further than
-`epsilon` from the anchor starts a new run anchored on itself; a stationary reading or a gap
-longer than `max_gap_s` ends the run. Fires once per run, when it has lasted
+A run is a stretch of consecutive readings whose values all stay within `epsilon` of the
+run's first value (its anchor). It starts at a moving reading (`speed_kmh >= min_speed_kmh`;
+a missing speed is not moving; with `speed_col=None` every reading counts as moving). A stop
+pauses it: a stationary reading whose value stays put continues the run, but the run fires
+only on a moving reading (a vehicle in town stops every few hundred metres; a sensor stuck
+across the stop is no less stuck). A value further than `epsilon` from the anchor ends the run
+(a moving one starts a new run anchored on itself), and so does a gap longer than
+`max_gap_s`. Fires once per run, at the first moving reading once it has lasted
 `min_duration_s`. Anchoring (rather than comparing each value with the previous one) keeps a
 slow, steady drift, such as a tyre losing pressure, from looking stuck.
 Key: the signal and the run's first event id.
@@ -23,7 +26,7 @@ from pydantic import Field
 from detectors.alert import Alert
 from detectors.frames import EVENT_TIME, Columns, per_entity
 from detectors.params import Thresholds
-from detectors.runs import RunTracker, run_fires, run_starts
+from detectors.runs import RunTracker
 from detectors.series import SeriesState, series_rows
 from detectors.threshold import run_alerts, run_evidence
 
@@ -42,7 +45,11 @@ class FlatlineParams(Thresholds):
         300.0, gt=0, le=30 * 86_400, description="Seconds unchanged (while moving) to fire."
     )
     min_speed_kmh: float = Field(
-        5.0, ge=0, le=1_000, description="The vehicle counts as moving at this speed or more."
+        5.0,
+        ge=0,
+        le=1_000,
+        description="The vehicle counts as moving at this speed or more (runs start and fire "
+        "only on moving readings; a stop pauses them).",
     )
     max_gap_s: float | None = Field(
         60.0, gt=0, description="A longer gap between readings ends a run (None: never)."
@@ -54,35 +61,49 @@ def moving(speed: Any, params: FlatlineParams) -> Any:
     return speed >= params.min_speed_kmh
 
 
-def anchor_starts(
+def flatline_runs(
     values: NDArray[np.float64],
     times: NDArray[np.int64],
     is_moving: NDArray[np.bool_],
     params: FlatlineParams,
-) -> NDArray[np.bool_]:
-    """True where a run starts: the stateful form's anchor resets, computed in bulk.
+) -> tuple[NDArray[np.bool_], NDArray[np.int64]]:
+    """`(fires, start)` as `detectors.runs.run_fires` gives them, for the runs above.
 
     Two readings within `epsilon` of one anchor are within `2 * epsilon` of each other, so a
-    step larger than that always starts a run. Those cheap breaks cut the series into segments;
-    only segments long enough to fire are scanned anchor by anchor (one numpy search per run).
+    larger step (or a gap) always ends a run. Those cheap breaks cut the series into segments;
+    only segments long enough to fire are scanned run by run (a numpy search per run).
+
+    >>> fires, start = flatline_runs(np.array([5.0, 5, 5, 5, 6]), np.arange(5) * 60_000,
+    ...     np.array([True, False, False, True, True]), FlatlineParams(min_duration_s=120))
+    >>> fires.astype(int).tolist(), start.tolist()
+    ([0, 0, 0, 1, 0], [-1, -1, -1, 0, -1])
     """
-    gap_ms = None if params.max_gap_s is None else params.max_gap_s * 1000
-    step = np.abs(np.diff(values)) > 2.000001 * params.epsilon + 1e-12
-    starts = run_starts(is_moving, times, gap_ms, np.concatenate([[False], step]))
-    bounds = np.flatnonzero(starts)
-    ends = np.append(bounds[1:], len(values)) if bounds.size else bounds
-    for lo, hi in zip(bounds, ends, strict=True):
-        hi = lo + int(np.argmin(is_moving[lo:hi])) if not is_moving[lo:hi].all() else hi
-        if times[hi - 1] - times[lo] < params.min_duration_s * 1000:
-            continue
-        anchor = lo
-        while anchor < hi:
-            away = np.abs(values[anchor + 1 : hi] - values[anchor]) > params.epsilon
-            if not away.any():
+    n = len(values)
+    fires, start = np.zeros(n, dtype=bool), np.full(n, -1, dtype=np.int64)
+    if n == 0:
+        return fires, start
+    min_ms = params.min_duration_s * 1000
+    cut = np.abs(np.diff(values)) > 2.000001 * params.epsilon + 1e-12
+    if params.max_gap_s is not None:
+        cut |= np.diff(times) > params.max_gap_s * 1000
+    bounds = np.concatenate([[0], np.flatnonzero(cut) + 1, [n]])
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        i = lo
+        while times[hi - 1] - times[i] >= min_ms:
+            moving_at = np.flatnonzero(is_moving[i:hi])
+            if moving_at.size == 0:
                 break
-            anchor += 1 + int(np.argmax(away))
-            starts[anchor] = True
-    return starts
+            s = i + int(moving_at[0])
+            away = np.flatnonzero(np.abs(values[s + 1 : hi] - values[s]) > params.epsilon)
+            e = s + 1 + int(away[0]) if away.size else hi
+            ready = np.flatnonzero(is_moving[s:e] & (times[s:e] - times[s] >= min_ms))
+            if ready.size:
+                fires[s + int(ready[0])] = True
+                start[s + int(ready[0])] = s
+            i = e
+            if i >= hi:
+                break
+    return fires, start
 
 
 def flatline_alerts(
@@ -102,7 +123,6 @@ def flatline_alerts(
     [[300000, 'stuck_sensor']]
     """
     p = params or FlatlineParams()
-    gap_ms = None if p.max_gap_s is None else p.max_gap_s * 1000
 
     def rule_for(entity_id: str, readings: pd.DataFrame) -> list[Alert]:
         values = readings[signal].to_numpy(float)
@@ -111,8 +131,7 @@ def flatline_alerts(
             is_moving = np.ones(len(values), bool)
         else:
             is_moving = moving(readings[speed_col].to_numpy(float), p)
-        starts = anchor_starts(values, times, is_moving, p)
-        fires, start = run_fires(is_moving, times, 1, p.min_duration_s * 1000, gap_ms, starts)
+        fires, start = flatline_runs(values, times, is_moving, p)
         return run_alerts(RULE, entity_id, signal, label, readings, fires, start, p)
 
     required = () if speed_col is None else (speed_col,)
@@ -164,9 +183,10 @@ class FlatlineState(SeriesState):
         gap = gap and event_time - (run.last_time or 0) > (p.max_gap_s or 0) * 1000
         is_moving = bool(moving(speed, p))
         fresh = not run.in_run or gap or abs(value - self.anchor) > p.epsilon
-        if is_moving and fresh:
+        continues = is_moving or not fresh  # a stop pauses a run; it never starts one
+        if continues and fresh:
             self.anchor = value
-        if not run.step(is_moving, event_time, event_id, brk=fresh):
+        if not run.step(continues, event_time, event_id, brk=fresh, can_fire=is_moving):
             return None
         ids = run.ids()
         evidence = run_evidence(self.signal, value, run.count, run.duration_s(), p)

@@ -103,8 +103,11 @@ class RunTracker:
         self.head: list[str] = []
         self.tail: deque[str] = deque(maxlen=MAX_EVENT_IDS // 2)
 
-    def step(self, met: bool, time_ms: int, event_id: str, brk: bool = False) -> bool:
-        """Feed one reading; True when the run fires at this reading."""
+    def step(
+        self, met: bool, time_ms: int, event_id: str, brk: bool = False, can_fire: bool = True
+    ) -> bool:
+        """Feed one reading; True when the run fires at this reading (never where `can_fire`
+        is False: the reading extends the run only)."""
         gap = self.last_time is not None and self.max_gap_ms is not None
         gap = gap and time_ms - (self.last_time or 0) > (self.max_gap_ms or 0)
         self.last_time = time_ms
@@ -115,7 +118,7 @@ class RunTracker:
             self._start(time_ms)
         self.count += 1
         self._remember(event_id)
-        if self.fired or self.count < self.min_count:
+        if self.fired or self.count < self.min_count or not can_fire:
             return False
         self.fired = time_ms - self.start_time >= self.min_duration_ms
         return self.fired

@@ -343,6 +343,8 @@ class VehicleCohort:
         open_road &= limit * SPEEDING_HEADROOM <= self.kind.max_speed_kmh  # trucks: limiter
         eligible[:, SPEEDING] = open_road & (v_kmh > 50.0) & (jam == 1.0) & (zone_here != TUNNEL)
         eligible[:, BATTERY_FAILURE] = (t - self.trip_start[i]) > 60_000
+        route_left_m = self.pool.v.cols["s"][self.pool.hi[i] - 1] - s
+        eligible &= (route_left_m >= d.faults.min_route_left_km * 1000)[:, None]
         self.faults.start(i, t, dt, eligible)
 
         # speed
@@ -473,7 +475,13 @@ class VehicleCohort:
             )
         self.stop_ptr[i[stopping | passed]] += 1
         self.faults.finish(
-            i, t, coolant, self.thermostat[i], road == URBAN, v_kmh / np.maximum(limit, 1.0)
+            i,
+            t,
+            coolant,
+            self.thermostat[i],
+            road == URBAN,
+            v_kmh / np.maximum(limit, 1.0),
+            ~in_tunnel,
         )
         ended = i[arrived & final_stop]
         if ended.size:

@@ -347,6 +347,12 @@ class VehicleFaults(Settings):
         default_factory=_fault_rates,
         description="Incidents per driving vehicle-hour, per fault type (missing: 0).",
     )
+    min_route_left_km: float = Field(
+        15.0,
+        ge=0,
+        description="A fault starts only with this much of the trip's route ahead (an incident "
+        "cut short by the trip's end would never show: an overheating takes up to 10 min).",
+    )
     overheating: Overheating = Field(default_factory=Overheating, description="Overheating.")
     tyre_leak: TyreLeak = Field(default_factory=TyreLeak, description="Slow tyre leak.")
     stuck_sensor: StuckSensor = Field(default_factory=StuckSensor, description="Frozen signal.")

@@ -12,7 +12,8 @@ What each fault does to the readings (the signature a detector can find):
 - tyre_leak: one tyre loses `rate` kPa/min for `duration`, then holds the low pressure (the
   tyre is fixed while parked after the trip);
 - stuck_sensor: one signal repeats its value from the incident's first reading exactly;
-- gps_jump: `readings` positions are offset by `distance` km, an impossible implied speed;
+- gps_jump: `readings` positions are offset by `distance` km, an impossible implied speed
+  (readings in a tunnel, without a position, do not count);
 - harsh_braking: `events` decelerations of 6.5-9 m/s² within `within_s` (each waits until the
   vehicle does 27 km/h or more);
 - speeding: cruise at `factor` x the limit (> limit + 20%) for `duration` (starting on a
@@ -20,7 +21,8 @@ What each fault does to the readings (the signature a detector can find):
   the top speed allows no +25%: a truck's limiter); the label lasts until the speed is back
   within 15% of the limit;
 - battery_failure: charging stops: the voltage drops to the battery's and sags by `rate` V/min.
-Incidents still running when a trip ends end with it.
+Incidents still running when a trip ends end with it; none starts with less than
+`min_route_left_km` of the trip's route ahead (long enough for every fault to show).
 """
 
 from __future__ import annotations
@@ -229,10 +231,12 @@ class Faults:
         thermostat: np.ndarray,
         urban: np.ndarray,
         speed_ratio: np.ndarray,
+        fix: np.ndarray | None = None,
     ) -> None:
         """End the incidents whose last reading this was. Speeding stops at its end time or in
         town (`urban`), and its label lasts until the speed is back near the limit
-        (`speed_ratio`: speed / limit)."""
+        (`speed_ratio`: speed / limit). A GPS jump counts only readings with a position (`fix`,
+        default all: there is none in a tunnel), so its jumped positions are reported."""
         kind, now = self.kind[i], t
         over = np.zeros(i.shape[0], dtype=bool)
         timed = (kind == STUCK_SENSOR) | (kind == BATTERY_FAILURE) | (kind == TYRE_LEAK)
@@ -243,7 +247,7 @@ class Faults:
         over |= calm & (speed_ratio <= 1.15)
         over |= (kind == OVERHEATING) & (self.phase[i] == RECOVER) & (coolant < thermostat + 5.0)
         jump = kind == GPS_JUMP
-        self.count[i[jump]] -= 1
+        self.count[i[jump if fix is None else jump & fix]] -= 1
         over |= jump & (self.count[i] <= 0)
         braking = kind == HARSH_BRAKING
         done = (self.count[i] <= 0) & (now >= self.brake_until[i])

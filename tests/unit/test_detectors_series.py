@@ -190,10 +190,20 @@ def test_flatline_without_a_speed_signal_treats_every_reading_as_moving() -> Non
         FlatlineState("v1", "coolant_c", FP).update_frame(rows)
 
 
-def test_flatline_stopping_resets_the_run() -> None:
-    speed = [80.0] * 5 + [0.0] + [80.0] * 5
-    rows = readings([i * 10 * S for i in range(11)], tyre_kpa=[231.4] * 11, speed_kmh=speed)
-    assert flat(rows, "tyre_kpa", FP).empty
+def test_flatline_a_stop_pauses_the_run_and_never_fires_it() -> None:
+    # moving 0-30 s, stopped 40-80 s (a light in town), moving again from 90 s: stuck throughout
+    speed = [80.0] * 4 + [0.0] * 5 + [30.0] * 3
+    times = [i * 10 * S for i in range(12)]
+    stuck = readings(times, tyre_kpa=[231.4] * 12, speed_kmh=speed)
+    alerts = flat(stuck, "tyre_kpa", FP)
+    assert fired_times(alerts) == [90 * S]  # the first moving reading past 60 s, not 60 s
+    assert evidence(alerts)["readings"] == 10
+    # the value moves during the stop: the sensor is alive, the run ends there
+    alive = readings(times, tyre_kpa=[231.4] * 6 + [231.6] * 6, speed_kmh=speed)
+    assert flat(alive, "tyre_kpa", FP).empty
+    # a run only starts moving: 60 s stopped then 20 s moving is not enough
+    parked_first = readings(times[:9], tyre_kpa=[231.4] * 9, speed_kmh=[0.0] * 7 + [30.0] * 2)
+    assert flat(parked_first, "tyre_kpa", FP).empty
 
 
 # --- z-score -------------------------------------------------------------------------------

@@ -187,3 +187,16 @@ def test_a_tyre_leak_loses_pressure_from_one_tyre_only() -> None:
     lost = 240.0 - cold
     assert ((lost > 0).sum(axis=1) == 1).all()
     assert lost.max(axis=1) == pytest.approx(np.full(N, 3.0))
+
+
+def test_a_gps_jump_counts_only_readings_with_a_position() -> None:
+    f = faults("gps_jump", gps_jump={"distance_km": 20, "readings": 2})
+    v = start_now(f, GPS_JUMP)
+    labelled = []
+    for step in range(6):
+        label, _ = f.labels(v)
+        labelled.append(int(label[0]))
+        fix = np.full(N, step >= 3)  # a tunnel first: no position to move
+        z = np.zeros(N)
+        f.finish(v, np.full(N, step * 1000.0), z, z, np.zeros(N, bool), np.ones(N), fix)
+    assert labelled == [GPS_JUMP + 1] * 5 + [0]  # 3 in the tunnel, then 2 fixes moved

@@ -337,3 +337,16 @@ def test_reconnects_resend_part_of_the_backlog(run: dict[str, Any]) -> None:
     assert len(copies) > 0
     assert copies["outage_id"].notna().mean() > 0.3  # many of them from flushed backlogs
     assert run["summary"].duplicates == len(copies)
+
+
+def test_faults_start_with_enough_of_the_trip_ahead_to_show(run: dict[str, Any]) -> None:
+    rows = run["rows"]
+    trips = rows.groupby("trip_id").agg(end_km=("odometer_km", "max"), last=("true_time", "max"))
+    trips["finished"] = trips["last"] < rows["true_time"].max() - 60_000  # ended within the run
+    starts = rows[rows["incident_id"].notna()].groupby("incident_id").first()
+    trip = trips.loc[starts["trip_id"]]
+    ahead_km = trip["end_km"].to_numpy() - starts["odometer_km"].to_numpy()
+    finished = trip["finished"].to_numpy()
+    domain = run["cfg"].domain
+    assert finished.sum() >= 3
+    assert (ahead_km[finished] >= domain.faults.min_route_left_km - 0.5).all()
