@@ -12,21 +12,23 @@ nothing and `dropDuplicatesWithinWatermark` drops every duplicate.
   trip): start and end event times, duration, distance (odometer delta), max and mean speed,
   readings, the device's trip ids                                -> `aggregates.vehicle-trips`
 
-Like `pipeline.card_windows`, `vehicle_stats` takes a factory of the readings and builds one
-watermarked, de-duplicated stream per window spec (Spark 4.2 advances the watermark of only
-the first of several aggregations fed by one watermark node).
+`vehicle_stats` is one aggregation over every window of every spec: each reading is exploded
+into its windows (`spec_windows`, the windows `window()` would give it, tagged with their
+spec), so the input is read, parsed and de-duplicated once however many specs there are (one
+aggregation per spec, unioned, would need a watermarked, de-duplicated stream each: Spark 4.2
+advances the watermark of only the first of several aggregations fed by one watermark node).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
-from functools import reduce
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from pipeline.config import WindowSpec
-from pipeline.event_windows import event_window, window_bounds
+from pipeline.event_windows import window_bounds
 
 STATS_SCHEMA = "aggregates.vehicle-stats/1"
 TRIPS_SCHEMA = "aggregates.vehicle-trips/1"
@@ -46,7 +48,7 @@ STATS_LEAD = (
     "last_event_time",
 )
 
-#: Builds a fresh watermarked, de-duplicated readings stream (one per unioned branch).
+#: Builds the watermarked, de-duplicated readings.
 Readings = Callable[[], DataFrame]
 
 
@@ -94,6 +96,28 @@ def _percentile_columns(signals: Sequence[str], percentiles: Sequence[float]) ->
     ]
 
 
+def spec_windows(windows: Sequence[WindowSpec], time_column: str = "event_ts") -> Column:
+    """Per reading, an array of the windows of every spec that hold it: `window_s`, `slide_s`,
+    `start` and `end` (timestamps), as `window(time_column, length, slide)` computes them
+    (aligned to the epoch; a reading is in [start, end))."""
+    micros = F.unix_micros(time_column)
+    items = []
+    for spec in windows:
+        length, slide = spec.length_ms * 1000, spec.slide_ms * 1000
+        last_start = micros - F.pmod(micros, F.lit(slide))
+        for k in range(math.ceil(length / slide)):
+            start = last_start - k * slide
+            items.append(
+                F.struct(
+                    F.lit(spec.length_ms // 1000).alias("window_s"),
+                    F.lit(spec.slide_ms // 1000).alias("slide_s"),
+                    F.timestamp_micros(start).alias("start"),
+                    F.timestamp_micros(start + length).alias("end"),
+                )
+            )
+    return F.filter(F.array(*items), lambda w: w["end"] > F.col(time_column))
+
+
 def vehicle_stats(
     readings: Readings,
     windows: Sequence[WindowSpec],
@@ -102,32 +126,38 @@ def vehicle_stats(
     accuracy: int = 10_000,
 ) -> DataFrame:
     """One row per vehicle per window of every spec (see the module docstring)."""
-    per_spec = []
-    for spec in windows:
-        rows = (
-            readings()
-            .groupBy("vehicle_id", event_window(spec.length_ms, spec.slide_ms))
-            .agg(
-                F.count(F.lit(1)).alias("readings"),
-                F.min("event_time").alias("first_event_time"),
-                F.max("event_time").alias("last_event_time"),
-                *_aggregates(signals, percentiles, accuracy),
-            )
-            .select(
-                F.lit(STATS_SCHEMA).alias("schema"),
-                "vehicle_id",
-                *window_bounds(),
-                F.lit(spec.length_ms // 1000).alias("window_s"),
-                F.lit(spec.slide_ms // 1000).alias("slide_s"),
-                "readings",
-                "first_event_time",
-                "last_event_time",
-                *(F.col(f"{s}_{suffix}") for s in signals for suffix in STAT_SUFFIXES),
-                *_percentile_columns(signals, percentiles),
-            )
+    rows = readings()
+    # The window column carries the event time's watermark, as `window()`'s does: the
+    # aggregation then emits and evicts a window once the watermark passes its end.
+    watermark = rows.schema["event_ts"].metadata
+    exploded = rows.select("*", F.explode(spec_windows(windows)).alias("w")).select(
+        "*",
+        F.col("w.window_s").alias("window_s"),
+        F.col("w.slide_s").alias("slide_s"),
+        F.struct("w.start", "w.end").alias("window", metadata=watermark),
+    )
+    return (
+        exploded.groupBy("vehicle_id", "window_s", "slide_s", "window")
+        .agg(
+            F.count(F.lit(1)).alias("readings"),
+            F.min("event_time").alias("first_event_time"),
+            F.max("event_time").alias("last_event_time"),
+            *_aggregates(signals, percentiles, accuracy),
         )
-        per_spec.append(rows.select(*STATS_LEAD, *stat_columns(signals, percentiles)))
-    return reduce(DataFrame.unionByName, per_spec)
+        .select(
+            F.lit(STATS_SCHEMA).alias("schema"),
+            "vehicle_id",
+            *window_bounds(),
+            "window_s",
+            "slide_s",
+            "readings",
+            "first_event_time",
+            "last_event_time",
+            *(F.col(f"{s}_{suffix}") for s in signals for suffix in STAT_SUFFIXES),
+            *_percentile_columns(signals, percentiles),
+        )
+        .select(*STATS_LEAD, *stat_columns(signals, percentiles))
+    )
 
 
 def vehicle_trips(readings: DataFrame, gap: str) -> DataFrame:
