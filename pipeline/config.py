@@ -194,6 +194,11 @@ class TrendDetector(SeriesSignals, TrendParams):
     """`trend` on each signal: a least-squares slope per minute beyond a limit."""
 
     rule: Literal["trend"] = "trend"
+    versus_others: bool = Field(
+        False,
+        description="Take each signal minus the mean of the other signals of this detector "
+        "(a leak moves one tyre; warming and cooling move all four together).",
+    )
 
 
 class FlatlineDetector(SeriesSignals, FlatlineParams):
@@ -255,6 +260,7 @@ DEFAULT_VEHICLE_DETECTORS: dict[str, dict[str, Any]] = {
         "rule": "trend",
         "label": "tyre_leak",
         "signals": TYRES,
+        "versus_others": True,
         "falling_below": -0.8,
         "window_s": 600.0,
         "min_span_s": 480.0,

@@ -48,6 +48,7 @@ from pipeline.config import (
     BrakingDetector,
     FlatlineDetector,
     GpsJumpDetector,
+    SeriesSignals,
     SpeedingDetector,
     ThresholdDetector,
     TrendDetector,
@@ -114,6 +115,38 @@ def state_fields(state: RuleState) -> tuple[str, ...]:
     return GPS_FIELDS if isinstance(state, GpsJumpState) else state.fields()
 
 
+def others_of(detectors: Mapping[str, VehicleDetector]) -> list[tuple[str, ...]]:
+    """Per rule state (in `rule_states` order), the signals whose mean it is taken against
+    (`TrendDetector.versus_others`), else ()."""
+    out: list[tuple[str, ...]] = []
+    for spec in detectors.values():
+        count = len(spec.signals) if isinstance(spec, SeriesSignals) else 1
+        if isinstance(spec, TrendDetector) and spec.versus_others:
+            out += [tuple(o for o in spec.signals if o != s) for s in spec.signals]
+        else:
+            out += [()] * count
+    return out
+
+
+def versus_others(readings: pd.DataFrame, signals: Sequence[str]) -> pd.DataFrame:
+    """Each signal minus the mean of the others (NaN when any of them is missing).
+
+    >>> rows = pd.DataFrame({"a": [240.0, 238.0], "b": [242.0, 242.0], "c": [244.0, 244.0]})
+    >>> versus_others(rows, ["a", "b", "c"])["a"].tolist()
+    [-3.0, -5.0]
+    """
+    values = {s: pd.to_numeric(readings[s], errors="coerce").astype("float64") for s in signals}
+
+    def mean_of_others(signal: str) -> pd.Series:
+        others = [values[o] for o in signals if o != signal]  # summed in order, as _minus_mean
+        total = others[0]
+        for other in others[1:]:
+            total = total + other
+        return total / len(others)
+
+    return readings.assign(**{s: values[s] - mean_of_others(s) for s in signals})
+
+
 def input_fields(detectors: Mapping[str, VehicleDetector]) -> tuple[str, ...]:
     """The reading fields the detectors read, in a fixed order (the payload of a reading).
 
@@ -122,8 +155,8 @@ def input_fields(detectors: Mapping[str, VehicleDetector]) -> tuple[str, ...]:
     ('coolant_c', 'tyre_fl_kpa', 'tyre_fr_kpa', 'tyre_rl_kpa')
     """
     fields: dict[str, None] = {}
-    for state in rule_states("-", detectors):
-        fields.update(dict.fromkeys(state_fields(state)))
+    for state, others in zip(rule_states("-", detectors), others_of(detectors), strict=True):
+        fields.update(dict.fromkeys((*state_fields(state), *others)))
     return tuple(fields)
 
 
@@ -153,14 +186,22 @@ class VehicleRules(BufferedRules):
         self.states = rule_states(vehicle_id, detectors)
         position = {name: i for i, name in enumerate(fields)}
         self.slots = [
-            (state, [position[f] for f in state_fields(state)], isinstance(state, GpsJumpState))
-            for state in self.states
+            (
+                state,
+                [position[f] for f in state_fields(state)],
+                [position[f] for f in others],
+                isinstance(state, GpsJumpState),
+            )
+            for state, others in zip(self.states, others_of(detectors), strict=True)
         ]
 
     def feed(self, event_id: str, event_time: int, payload: Any) -> list[Alert]:
         alerts: list[Alert] = []
-        for state, where, gps in self.slots:
+        for state, where, others, gps in self.slots:
             values = [payload[i] for i in where]
+            if others:
+                against = [payload[i] for i in others]
+                values[0] = _minus_mean(values[0], against)
             if gps:
                 assert isinstance(state, GpsJumpState)
                 alerts.extend(state.update(event_id, event_time, values[0], values[1], True))
@@ -175,6 +216,13 @@ class VehicleRules(BufferedRules):
     def rules_restore(self, data: Mapping[str, Any]) -> None:
         for state, snapshot in zip(self.states, data.get("states") or [], strict=False):
             state.restore(snapshot)
+
+
+def _minus_mean(value: float | None, others: Sequence[float | None]) -> float | None:
+    """`value` minus the mean of `others`, as `versus_others` computes it (None if any is)."""
+    if value is None or any(o is None for o in others):
+        return None
+    return value - sum(others) / len(others)  # type: ignore[arg-type]
 
 
 class VehicleRulesProcessor(BufferedRulesProcessor):
@@ -215,7 +263,8 @@ def vehicle_alerts_batch(
         if isinstance(spec, ThresholdDetector):
             alerts += [threshold_alerts(frame, s, p, label=label) for s in spec.signals]
         elif isinstance(spec, TrendDetector):
-            alerts += [trend_alerts(frame, s, p, label=label) for s in spec.signals]
+            rows = versus_others(frame, spec.signals) if spec.versus_others else frame
+            alerts += [trend_alerts(rows, s, p, label=label) for s in spec.signals]
         elif isinstance(spec, FlatlineDetector):
             alerts += [
                 flatline_alerts(frame, s, p, speed_col=spec.speed_signal, label=label)

@@ -208,3 +208,28 @@ def test_the_section_belongs_to_its_job() -> None:
                 "vehicle_telemetry": {},
             }
         )
+
+
+def tyres(leak_kpa_per_min: float, common_kpa_per_min: float, n: int = 400) -> pd.DataFrame:
+    """A truck's four tyres every 2 s: all move together (cooling), the rear right leaks."""
+    frame = readings(n)
+    minutes = (frame["event_time"] - T0) / 60_000
+    for k, tyre in enumerate(("tyre_fl_kpa", "tyre_fr_kpa", "tyre_rl_kpa", "tyre_rr_kpa")):
+        frame[tyre] = 800.0 + 10 * k + common_kpa_per_min * minutes + 0.1 * (frame.index % 2)
+    frame["tyre_rr_kpa"] += leak_kpa_per_min * minutes
+    return frame
+
+
+def leaks(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """The tyre-leak alerts' signals, and whether both forms agree on the alert ids."""
+    detectors = VehicleTelemetrySettings().enabled_detectors()
+    batch = frame_to_alerts(vehicle_alerts_batch(frame, detectors))
+    streamed = stream(new_rules(), frame.sample(frac=1.0, random_state=5), None)
+    assert ids(streamed) == ids(batch)
+    return sorted(str(a.evidence["signal"]) for a in batch if a.label == "tyre_leak"), ids(batch)
+
+
+def test_tyre_leak_is_one_tyre_against_the_others_not_all_four_cooling() -> None:
+    assert leaks(tyres(leak_kpa_per_min=0.0, common_kpa_per_min=-1.5))[0] == []  # cooling
+    assert leaks(tyres(leak_kpa_per_min=-1.0, common_kpa_per_min=0.0))[0] == ["tyre_rr_kpa"]
+    assert leaks(tyres(leak_kpa_per_min=-1.0, common_kpa_per_min=1.0))[0] == ["tyre_rr_kpa"]
