@@ -45,7 +45,7 @@ from detectors.geo import (
     haversine_km,
     vincenty_km,
 )
-from detectors.params import Thresholds
+from detectors.params import Thresholds, dumped
 from detectors.snapshot import Snapshottable
 
 RULE = "impossible_travel"
@@ -133,7 +133,7 @@ def travel_evidence(distance_km: float, gap_s: float, params: TravelParams) -> E
         "gap_s": float(gap_s),
         "speed_kmh": float(distance_km) * 3600.0 / gap_s if gap_s > 0 else None,
         "fastest_s": fastest_s(float(distance_km), params),
-        **params.model_dump(),
+        **dumped(params),
     }
 
 

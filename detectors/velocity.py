@@ -36,7 +36,7 @@ from detectors.alert import Alert, Evidence, alerts_to_frame
 from detectors.dedup import SeenIds
 from detectors.features import ids_of, optional_value, prepare_windows, tumbling_start
 from detectors.frames import ENTITY, EVENT_ID, EVENT_TIME, Columns, per_entity, prepare
-from detectors.params import Thresholds
+from detectors.params import Thresholds, dumped
 from detectors.snapshot import Snapshottable
 from detectors.windows import window_bounds, window_distinct, window_sum
 
@@ -98,7 +98,7 @@ def velocity_evidence(features: VelocityFeatures, params: VelocityParams) -> Evi
         "small_count": int(features.small_count),
         "amount_sum": None if amount_sum is None else round(float(amount_sum), 6),
         "distinct_merchants": None if merchants is None else int(merchants),
-        **params.model_dump(),
+        **dumped(params),
     }
 
 

@@ -38,6 +38,9 @@ MIN_SECRET_BYTES = 16
 #: 12-19 digits, each pair optionally separated by one space or dash, not inside a longer run.
 _CANDIDATE = re.compile(r"(?<![\d])\d(?:[ -]?\d){11,18}(?![\d])")
 _TOKEN = re.compile(rf"^{TOKEN_PREFIX}[0-9a-f]{{8,64}}$")
+#: ASCII digit -> its value, and -> the digit sum of twice its value (Luhn).
+_DIGIT = bytes.maketrans(b"0123456789", bytes(range(10)))
+_DOUBLED = bytes.maketrans(b"0123456789", bytes([0, 2, 4, 6, 8, 1, 3, 5, 7, 9]))
 
 
 def luhn_valid(digits: str) -> bool:
@@ -48,12 +51,8 @@ def luhn_valid(digits: str) -> bool:
     """
     if not digits.isascii() or not digits.isdigit():
         return False
-    total = 0
-    for i, char in enumerate(reversed(digits)):
-        d = ord(char) - 48
-        if i % 2:
-            d = d * 2 - 9 if d > 4 else d * 2
-        total += d
+    right_to_left = digits.encode("ascii")[::-1]  # odd places as they are, even ones doubled
+    total = sum(right_to_left[::2].translate(_DIGIT)) + sum(right_to_left[1::2].translate(_DOUBLED))
     return total % 10 == 0
 
 
@@ -85,19 +84,20 @@ class PanTokenizer:
     True
     """
 
-    __slots__ = ("_hex_chars", "_key")
+    __slots__ = ("_hex_chars", "_keyed")
 
     def __init__(self, secret: bytes, hex_chars: int = 32) -> None:
         if len(secret) < MIN_SECRET_BYTES:
             raise ValueError("the PAN secret must be at least 16 bytes")
         if not 16 <= hex_chars <= 64:
             raise ValueError("hex_chars must be in [16, 64]")
-        self._key = secret
+        self._keyed = hmac.new(secret, digestmod=hashlib.sha256)  # copied per token: no re-keying
         self._hex_chars = hex_chars
 
     def token(self, pan: str) -> str:
-        digest = hmac.new(self._key, pan.encode("ascii"), hashlib.sha256).hexdigest()
-        return TOKEN_PREFIX + digest[: self._hex_chars]
+        mac = self._keyed.copy()
+        mac.update(pan.encode("ascii"))
+        return TOKEN_PREFIX + mac.hexdigest()[: self._hex_chars]
 
     def __repr__(self) -> str:  # never show the key
         return f"PanTokenizer(hex_chars={self._hex_chars})"

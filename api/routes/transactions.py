@@ -40,6 +40,7 @@ PATH = "/v1/transactions"
 #: Set in the request's scope by the route's handler: whether the lane may take its requests.
 LANE_OPEN = "streamsim.transactions_lane"
 _JSON = b"application/json"
+_CONTENT_TYPE_JSON = (b"content-type", _JSON)
 
 
 def plain_json(headers: list[tuple[bytes, bytes]]) -> bool:
@@ -146,7 +147,16 @@ class TransactionLane:
             await self.app(scope, _replay(messages, receive), send)
             return
         self.served += 1
-        await JsonBytesResponse(self.service.handle(tx))(scope, receive, send)
+        body = self.service.handle(tx)
+        # What JsonBytesResponse(body) sends, without building one per request.
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-length", b"%d" % len(body)), _CONTENT_TYPE_JSON],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
 
 
 def _replay(messages: list[Message], receive: Receive) -> Receive:

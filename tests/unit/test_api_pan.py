@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
+import random
 import sys
 
 import pytest
@@ -30,6 +33,20 @@ def test_luhn_rejects_invalid_numbers(digits: str) -> None:
     assert not luhn_valid(digits)
 
 
+def test_luhn_is_the_textbook_check_on_random_digit_strings() -> None:
+    def textbook(digits: str) -> bool:
+        total = 0
+        for i, char in enumerate(reversed(digits)):
+            d = int(char) * (2 if i % 2 else 1)
+            total += d // 10 + d % 10
+        return total % 10 == 0
+
+    rng = random.Random(4)
+    for _ in range(5000):
+        digits = "".join(rng.choice("0123456789") for _ in range(rng.randint(1, 24)))
+        assert luhn_valid(digits) == textbook(digits), digits
+
+
 def test_is_pan_needs_12_to_19_digits() -> None:
     assert is_pan(PAN)
     assert not is_pan("79927398713")  # Luhn-valid but 11 digits
@@ -43,6 +60,8 @@ def test_token_is_deterministic_keyed_and_card_specific() -> None:
     assert token != PanTokenizer(SECRET + b"x").token(PAN)  # another key: another token
     assert token != tokenizer.token("5555555555554444")
     assert token.startswith("tok_") and len(token) == 4 + 32
+    assert token == "tok_" + hmac.new(SECRET, PAN.encode(), hashlib.sha256).hexdigest()[:32]
+    assert tokenizer.token(PAN) == token  # the keyed state is copied, never consumed
     assert looks_like_token(token)
     assert PAN not in token
 
