@@ -36,7 +36,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from pipeline.config import PipelineConfig
-from pipeline.jobs.vehicle_telemetry import REQUIRED, STATS_QUERY, VEHICLE_SCHEMA
+from pipeline.jobs.vehicle_telemetry import ALERTS_QUERY, REQUIRED, STATS_QUERY, VEHICLE_SCHEMA
 from pipeline.kafka_io import parse_events, read_kafka_batch
 from pipeline.metrics import METRICS_TOPIC
 from pipeline.vehicle_windows import STATS_KEY, stat_columns, vehicle_stats
@@ -121,9 +121,24 @@ def latest_query_history(records: Iterable[Mapping[str, Any]], query: str) -> li
     return [per_batch[b] for b in sorted(per_batch)]
 
 
-def batch_ranges(history: Sequence[Mapping[str, Any]]) -> tuple[list[BatchRange], int]:
+def initial_offsets(cfg: PipelineConfig) -> dict[tuple[str, int], int]:
+    """The job's explicit starting offsets (a JSON `starting_offsets`), else {} (earliest).
+
+    >>> cfg = PipelineConfig(job="vehicle-telemetry", input_topics=["t"], output_topic="alerts")
+    >>> initial_offsets(cfg.model_copy(update={"starting_offsets": '{"t": {"0": 7}}'}))
+    {('t', 0): 7}
+    """
+    text = str(cfg.starting_offsets or "").strip()
+    return _offsets(json.loads(text)) if text.startswith("{") else {}
+
+
+def batch_ranges(
+    history: Sequence[Mapping[str, Any]], initial: Mapping[tuple[str, int], int] | None = None
+) -> tuple[list[BatchRange], int]:
     """Each data batch's offset range and late-row watermark; and how many batch ids are
     missing from the history (their watermark is then bounded by the last one known).
+    A partition first read without a start offset starts at `initial` (the query's explicit
+    starting offsets), else at the earliest.
 
     >>> history = [
     ...     {"batch_id": 0, "watermark_ms": 0, "start_offsets": None,
@@ -149,7 +164,8 @@ def batch_ranges(history: Sequence[Mapping[str, Any]]) -> tuple[list[BatchRange]
             gaps += 1  # the batch before the first one known (a restart) is missing
         end = _offsets(report.get("end_offsets"))
         start = _offsets(report.get("start_offsets"))
-        start = {k: start.get(k, previous_end.get(k, EARLIEST)) for k in end}
+        first = initial or {}
+        start = {k: start.get(k, previous_end.get(k, first.get(k, EARLIEST))) for k in end}
         watermark = int(report.get("watermark_ms") or 0)
         if any(end[k] > start[k] or start[k] == EARLIEST for k in end):
             ranges.append(BatchRange(batch_id, start, end, previous_watermark, watermark))
@@ -273,23 +289,11 @@ def vehicle_stats_parity(
             "`streamsim pipeline run vehicle-telemetry` first (it publishes every batch)"
         )
     query_id = str(history[-1]["query_id"])
-    ranges, gaps = batch_ranges(history)
+    ranges, gaps = batch_ranges(history, initial_offsets(cfg))
     final_watermark = max(int(r.get("watermark_ms") or 0) for r in history)
     if not ranges:
         raise StreamsimError(f"{STATS_QUERY} ({query_id}) has read no input yet")
-    starting = {k: v for r in ranges[:1] for k, v in r.start.items()}
-    for r in ranges:
-        for k, v in r.start.items():
-            starting.setdefault(k, v)
-    ending: dict[tuple[str, int], int] = {}
-    for r in ranges:
-        ending.update(r.end)
-
-    raw = read_kafka_batch(
-        spark, stack, cfg.input_topics, offsets_json(starting), offsets_json(ending)
-    )
-    events, _ = parse_events(raw, VEHICLE_SCHEMA, REQUIRED, keep=("topic", "partition", "offset"))
-    classified = classify_late(events, _ranges_frame(spark, ranges)).persist()
+    classified = _classified(spark, stack, cfg, ranges).persist()
     try:
         return _compare(
             spark,
@@ -305,6 +309,41 @@ def vehicle_stats_parity(
         )
     finally:
         classified.unpersist()
+
+
+def _classified(
+    spark: SparkSession, stack: StackConfig, cfg: PipelineConfig, ranges: Sequence[BatchRange]
+) -> DataFrame:
+    """The readings the batches read (exactly their offsets), each with `counted`."""
+    starting: dict[tuple[str, int], int] = {}
+    ending: dict[tuple[str, int], int] = {}
+    for r in ranges:
+        for k, v in r.start.items():
+            starting.setdefault(k, v)
+        ending.update(r.end)
+    raw = read_kafka_batch(
+        spark, stack, cfg.input_topics, offsets_json(starting), offsets_json(ending)
+    )
+    events, _ = parse_events(raw, VEHICLE_SCHEMA, REQUIRED, keep=("topic", "partition", "offset"))
+    return classify_late(events, _ranges_frame(spark, ranges))
+
+
+def late_event_ids(
+    spark: SparkSession,
+    stack: StackConfig,
+    cfg: PipelineConfig,
+    query: str = ALERTS_QUERY,
+    history: Sequence[Mapping[str, Any]] | None = None,
+) -> list[str]:
+    """The event ids `query` dropped as late (every copy it read was at or before its batch's
+    late watermark), re-derived from its batch history like the parity check's; [] when the
+    query has no history."""
+    history = list(history) if history is not None else read_history(stack, query)
+    ranges, _ = batch_ranges(history, initial_offsets(cfg))
+    if not ranges:
+        return []
+    late = _classified(spark, stack, cfg, ranges).where(~F.col("counted"))
+    return [row["event_id"] for row in late.select("event_id").distinct().collect()]
 
 
 def _compare(

@@ -2,8 +2,15 @@
 
 broker up -> (fraud endpoint up) -> pipeline job started at the topics' current ends
 -> scenario simulated (into Kafka, or as POS terminals posting to the endpoint)
--> pipeline drained -> evaluation against truth (where the scenario has one) -> summary.
-Whatever the demo started, it stops.
+-> pipeline drained (-> end of input) -> evaluation against truth (where the scenario has one)
+-> summary. Whatever the demo started, it stops.
+
+End of input: an event-time job judges a reading once the watermark passes it, and the
+watermark only moves with newer input, so the last `watermark` of a run would stay unjudged.
+Where the scenario asks for it (`end_of_input`), the demo then sends one empty reading an hour
+past the watermark (a vehicle id of its own, no signals: no rule fires on it) and waits until
+the job's queries have moved their watermark there: the stream's end, as a bounded source ends
+(Flink's final watermark). Its stats window stays open and is left out of parity.
 """
 
 from __future__ import annotations
@@ -26,10 +33,11 @@ import yaml
 
 from pipeline.config import PipelineConfig
 from pipeline.progress import BatchReport, ProgressTotals
+from scenarios.vehicles_config import VEHICLE_FAULTS
 from streamsim.config import StackConfig, load_model
 from streamsim.config.loader import read_yaml
 from streamsim.errors import StreamsimError
-from streamsim.kafka import ensure_topics
+from streamsim.kafka import ensure_topics, producer_config
 from streamsim.kafka.broker import LocalBroker, port_in_use
 from streamsim.kafka.offsets import end_offsets, records_since
 
@@ -44,7 +52,15 @@ class DemoScenario:
     endpoint: bool = False  # start the fraud endpoint; the simulator posts to it (POS mode)
     overrides: dict[str, Any] = field(default_factory=dict)  # demo-sized scenario settings
     inputs: list[str] | None = None  # the pipeline's input topics, if not its config's
+    speed: float | None = None  # the demo's default speed, if not the scenario's
+    end_of_input: dict[str, Any] | None = None  # the empty reading that ends the input
 
+
+#: 2,000 vehicles at 10x: ~16k readings/s, 20 simulated minutes in 120 s. Faults at 0.15 per
+#: driving hour each (the scenario's 0.05 x 3) give ~40 incidents per type in 20 minutes; the
+#: connectivity (outages, skew, resets, duplicates) is the scenario's own.
+SPEED_VEHICLES = 10.0
+FAULTS_VEHICLES = {"rate_per_hour": dict.fromkeys(VEHICLE_FAULTS, 0.15)}
 
 SCENARIOS: dict[str, DemoScenario] = {
     "card-velocity": DemoScenario(
@@ -58,7 +74,18 @@ SCENARIOS: dict[str, DemoScenario] = {
     "sensor-fleet": DemoScenario(
         Path("config/scenarios/sensor_fleet.yaml"), Path("config/pipelines/window-counts.yaml")
     ),
+    "connected-vehicles": DemoScenario(
+        Path("config/scenarios/connected_vehicles.yaml"),
+        Path("config/pipelines/vehicle-telemetry.yaml"),
+        evaluation="connected-vehicles",
+        speed=SPEED_VEHICLES,
+        overrides={"domain": {"faults": FAULTS_VEHICLES}},
+        end_of_input={"schema": "vehicle.telemetry/1", "vehicle_id": "end-of-input"},
+    ),
 }
+#: How far past the watermark the end-of-input reading goes: beyond any reading still unseen.
+END_OF_INPUT_MS = 3_600_000
+END_OF_INPUT_TIMEOUT_S = 300.0
 
 
 def run_demo(
@@ -67,8 +94,11 @@ def run_demo(
     duration_s: float,
     speed: float | None,
     on_batch: Callable[[BatchReport], None] | None = None,
+    overrides: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Run scenario `name` for `duration_s` wall seconds at `speed` (default: its own)."""
+    """Run scenario `name` for `duration_s` wall seconds at `speed` (default: the demo's, else
+    the scenario's); `overrides`: scenario settings on top of the demo's (e.g. a smaller
+    fleet)."""
     if name not in SCENARIOS:
         raise StreamsimError(f"unknown demo scenario {name!r}; known: {', '.join(SCENARIOS)}")
     plan = SCENARIOS[name]
@@ -78,18 +108,22 @@ def run_demo(
             started.enter_context(_local_broker(stack))
         stack_file = work / "stack.yaml"
         stack_file.write_text(yaml.safe_dump(stack.model_dump(mode="json")))
-        overrides = dict(plan.overrides)
+        overrides = {**plan.overrides, **(overrides or {})}
         if plan.endpoint:
             url = started.enter_context(_endpoint(stack, stack_file, work))
             overrides["domain"] = {"delivery": "http", "endpoint": {"url": url}}
-        scenario = _scenario_file(plan.scenario, overrides, speed, work)
-        result = _run(stack, plan, scenario, stack_file, duration_s, on_batch)
-    if plan.evaluation:
-        from streamsim.evaluate.report import evaluate, save
+        scenario = _scenario_file(plan.scenario, overrides, speed or plan.speed, work)
+        result, cfg = _run(stack, plan, scenario, stack_file, duration_s, on_batch)
+        since = result.pop("offsets_before")
+        if plan.evaluation:  # while the broker is still up
+            from pyspark.sql import SparkSession
 
-        evaluation = evaluate(stack, plan.evaluation)
-        result["evaluation_file"] = str(save(evaluation, stack))
-        result = {**evaluation, **result}
+            from streamsim.evaluate.report import evaluate, save
+
+            spark = SparkSession.getActiveSession()
+            evaluation = evaluate(stack, plan.evaluation, spark, cfg, since)
+            result["evaluation_file"] = str(save(evaluation, stack))
+            result = {**evaluation, **result}
     return result
 
 
@@ -174,7 +208,7 @@ def _run(
     stack_file: Path,
     duration_s: float,
     on_batch: Callable[[BatchReport], None] | None,
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], PipelineConfig]:
     from pipeline.jobs import start_job
     from pipeline.metrics import MetricsPublisher
 
@@ -182,8 +216,9 @@ def _run(
     if plan.inputs:
         cfg = cfg.model_copy(update={"input_topics": plan.inputs})
     sources, sinks = cfg.input_topics, [cfg.output_topic, cfg.deadletter_topic]
-    ensure_topics(stack, [*sources, *sinks])
-    start = {t: end_offsets(stack, t) for t in [*sources, *sinks]}
+    truth = f"truth.{yaml.safe_load(scenario[0].read_text())['name']}"
+    ensure_topics(stack, [*sources, *sinks, truth])
+    start = {t: end_offsets(stack, t) for t in [*sources, *sinks, truth]}
     run_id = time.strftime("demo-%Y%m%d-%H%M%S")
     run_stack = stack.model_copy(
         update={
@@ -201,11 +236,14 @@ def _run(
         simulation = _simulate(path, stack_file, duration_s * speed, speed, queries)
         for query in queries:
             query.processAllAvailable()
+        if plan.end_of_input is not None:
+            end = _end_of_input(stack, cfg, queries, {**plan.end_of_input, "event_id": run_id})
+            simulation["end_of_input"] = end
     finally:
         for query in queries:
             query.stop()
         metrics.close()
-    return {
+    result = {
         "scenario": path.stem,
         "late_dropped": totals.late_events(),
         "simulation": simulation,
@@ -215,7 +253,47 @@ def _run(
             "queries": totals.to_dict(),
             "outputs": {t: records_since(stack, t, start[t]) for t in sinks},
         },
+        "offsets_before": start,  # where this run's records begin, for the evaluation
     }
+    return result, cfg
+
+
+def _end_of_input(
+    stack: StackConfig, cfg: PipelineConfig, queries: list[Any], record: dict[str, Any]
+) -> dict[str, Any]:
+    """Send the empty reading past the watermark, wait until the queries' watermarks pass every
+    reading (see the module docstring); its event time and the watermark reached."""
+    from confluent_kafka import Producer
+
+    from pipeline.config import duration_ms
+    from pipeline.jobs.vehicle_telemetry import watermark_of
+
+    marks = {q.name: watermark_of(q) for q in queries}
+    stateful = [q for q in queries if marks[q.name] is not None]
+    if not stateful:
+        return {}
+    target = max(m for m in marks.values() if m is not None) + END_OF_INPUT_MS
+    event_time = target + duration_ms(cfg.watermark)
+    producer = Producer(producer_config(stack))
+    value = {**record, "event_id": f"{record['event_id']}-end-of-input", "event_time": event_time}
+    producer.produce(cfg.input_topics[0], orjson.dumps(value), key=str(record["vehicle_id"]))
+    producer.flush(30)
+    deadline = time.monotonic() + END_OF_INPUT_TIMEOUT_S
+    while time.monotonic() < deadline:
+        behind = [q for q in stateful if (watermark_of(q) or 0) < target]
+        if not behind:
+            break
+        failed = [q for q in behind if q.exception() is not None]
+        if failed:
+            raise StreamsimError(f"query {failed[0].name} failed: {failed[0].exception()}")
+        time.sleep(0.5)
+    else:
+        raise StreamsimError(
+            f"the queries did not reach the end-of-input watermark in {END_OF_INPUT_TIMEOUT_S:.0f}s"
+        )
+    for query in queries:
+        query.processAllAvailable()
+    return {"event_time": event_time, "watermark_ms": target}
 
 
 def _simulate(

@@ -14,7 +14,11 @@ DEFAULT_SCENARIO = "card-velocity"
 
 def demo(
     scenario: Annotated[
-        str, typer.Option(help="card-velocity (endpoint + pipeline + evaluation) or sensor-fleet.")
+        str,
+        typer.Option(
+            help="card-velocity (endpoint + pipeline + evaluation), connected-vehicles "
+            "(pipeline + evaluation with parity) or sensor-fleet."
+        ),
     ] = DEFAULT_SCENARIO,
     duration: Annotated[
         float, typer.Option(min=1, help="Wall seconds to run the scenario for.")
@@ -31,7 +35,7 @@ def demo(
     as_json: JsonOpt = False,
 ) -> None:
     """Start the local stack, run a scenario through endpoint and pipeline, print a summary
-    (for card-velocity, the evaluation against truth)."""
+    (for card-velocity and connected-vehicles, the evaluation against truth)."""
     from pipeline.progress import BatchReport
     from streamsim.demo import run_demo
 

@@ -12,6 +12,11 @@ Definitions (the same for every path):
   incident's earliest true time; p50 and p99 over detected incidents.
 - A hard-negative alert is a detection whose events include one marked `hard_negative` and
   none of an incident of its label type.
+- With `horizon_ms`, an incident still running when the run ended (its last reading, sent or
+  not, within `RUNNING_MS` of the run's last reading) that started less than `horizon_ms`
+  before that is *open*: the run's end may have cut it off before it could show its signature,
+  so it is left out of support and recall (and counted as `open`); a detection of it still
+  counts as a true positive. Incidents running for longer than the horizon are scored.
 """
 
 from __future__ import annotations
@@ -31,15 +36,39 @@ def incidents(truth: pd.DataFrame) -> pd.DataFrame:
     return labelled[["event_id", "label", "incident_id", "true_time"]].drop_duplicates("event_id")
 
 
+RUNNING_MS = 5_000
+
+
+def open_incidents(truth: pd.DataFrame, horizon_ms: float) -> set[str]:
+    """Incidents still running at the run's end that started within `horizon_ms` of it.
+
+    >>> truth = pd.DataFrame({"incident_id": ["a", "a", None, "b", "c", "c"],
+    ...                       "true_time": [0, 1_000, 60_000, 59_500, 20_000, 59_000]})
+    >>> sorted(open_incidents(truth, 30_000))
+    ['b']
+    """
+    end = truth["true_time"].max()
+    times = truth.dropna(subset=["incident_id"]).groupby("incident_id")["true_time"]
+    first, last = times.min(), times.max()
+    return set(last.index[(last >= end - RUNNING_MS) & (first > end - horizon_ms)])
+
+
 def score_path(
-    detections: pd.DataFrame, truth: pd.DataFrame, labels: list[str]
+    detections: pd.DataFrame,
+    truth: pd.DataFrame,
+    labels: list[str],
+    horizon_ms: float | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Per label type: precision, recall, f1, support and (when measurable) latency_ms."""
+    """Per label type: precision, recall, f1, support and (when measurable) latency_ms; with
+    `horizon_ms`, also `open` (see the module docstring)."""
     events = incidents(truth)
     label_of = dict(zip(events["event_id"], events["label"], strict=True))
     incident_of = dict(zip(events["event_id"], events["incident_id"], strict=True))
     started = events.groupby("incident_id")["true_time"].min()
-    support = events.groupby("label")["incident_id"].nunique()
+    cut = set() if horizon_ms is None else open_incidents(truth, horizon_ms)
+    scored = events[~events["incident_id"].isin(cut)]
+    support = scored.groupby("label")["incident_id"].nunique()
+    still_open = events[events["incident_id"].isin(cut)].groupby("label")["incident_id"].nunique()
     out: dict[str, dict[str, Any]] = {}
     for label in labels:
         mine = detections[detections["label"] == label]
@@ -52,9 +81,11 @@ def score_path(
             for incident in found:
                 if pd.notna(at):
                     first[incident] = min(first.get(incident, np.inf), at)
-        detected = {i for h in hits for i in h}
+        detected = {i for h in hits for i in h} - cut
         n = int(support.get(label, 0))
         out[label] = _figures(true_positive, len(mine), len(detected), n)
+        if horizon_ms is not None:
+            out[label]["open"] = int(still_open.get(label, 0))
         latencies = [first[i] - started[i] for i in detected if i in first]
         if latencies:
             p50, p99 = np.percentile(latencies, [50, 99])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -14,21 +15,28 @@ from streamsim.kafka.clients import consumer_config
 from streamsim.kafka.offsets import end_offsets
 
 
-def read_topic(stack: StackConfig, topic: str, timeout_s: float = 60.0) -> list[dict[str, Any]]:
-    """All JSON records of `topic` from the beginning to its end offsets now; [] if absent.
+def read_topic(
+    stack: StackConfig,
+    topic: str,
+    timeout_s: float = 60.0,
+    since: Mapping[int, int] | None = None,
+) -> list[dict[str, Any]]:
+    """All JSON records of `topic` from the beginning (or the offsets `since`, per partition)
+    to its end offsets now; [] if absent.
 
     A record that is not a JSON object is skipped here: evaluation reads only the outputs of
     streamsim's own components, which the dead-letter paths already police.
     """
     if topic not in admin_client(stack).list_topics(timeout=10).topics:
         return []
-    ends = {p: e for p, e in end_offsets(stack, topic).items() if e > 0}
+    starts = dict(since or {})
+    ends = {p: e for p, e in end_offsets(stack, topic).items() if e > starts.get(p, 0)}
     if not ends:
         return []
     consumer = Consumer(
         consumer_config(stack, group_id="streamsim-evaluate", **{"enable.partition.eof": True})
     )
-    consumer.assign([TopicPartition(topic, p, 0) for p in ends])
+    consumer.assign([TopicPartition(topic, p, starts.get(p, 0)) for p in ends])
     records: list[dict[str, Any]] = []
     remaining = set(ends)
     last_read = time.monotonic()
