@@ -1,7 +1,11 @@
 """Publishing decisions to `cards.activity` without ever blocking a request.
 
-`KafkaPublisher.publish` only enqueues (librdkafka's `produce` is asynchronous); a background
-thread serves librdkafka's callbacks with `poll`. Only failed deliveries get a delivery report
+`KafkaPublisher.publish` only enqueues (librdkafka's `produce` is asynchronous). librdkafka's
+callbacks are served with `poll`: in the endpoint, by a non-blocking `poll(0)` on the event loop
+every `POLL_INTERVAL_S` (`start(loop)`); a thread blocked in `poll` would wake for every batch
+librdkafka sends and take the GIL from the busy event loop each time (at saturation that costs
+more CPU per request than the produce call itself). Without a loop, `start()` starts a
+background poll thread instead. Only failed deliveries get a delivery report
 (no Python callback per record): `delivered` is what was sent minus what librdkafka still
 holds minus the failures. Records linger up to `LINGER_MS` (100 ms) to be batched: at 1,000
 requests/s, 5 ms batches cost the producer and every consumer of the topic (the updater's, the
@@ -20,6 +24,7 @@ updater can skip the endpoint's own records as they come back without parsing th
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
@@ -37,10 +42,12 @@ log = logging.getLogger("api.publisher")
 TXID_HEADER = "transaction_id"
 #: How long librdkafka holds records to batch them (see above).
 LINGER_MS = 100
+#: How often the event loop serves librdkafka's callbacks (failed deliveries, errors, logs).
+POLL_INTERVAL_S = 0.1
 
 
 class Publisher(Protocol):
-    def start(self) -> None: ...
+    def start(self, loop: asyncio.AbstractEventLoop | None = None) -> None: ...
 
     def publish(self, key: str, value: bytes, transaction_id: str) -> None: ...
 
@@ -57,7 +64,7 @@ class KafkaPublisher:
         self.bootstrap = stack.kafka.bootstrap_servers
         self.sent = 0  # enqueued (event loop thread)
         self.failed = 0  # rejected at enqueue, failed delivery, or left at shutdown
-        self._failed_deliveries = 0  # (poll thread)
+        self._failed_deliveries = 0  # (the poll: event loop or poll thread)
         self.last_error: str | None = None
         self._probe: tuple[float, bool] = (0.0, False)
         self._stop = threading.Event()
@@ -75,9 +82,21 @@ class KafkaPublisher:
             )
         )
         self._thread = threading.Thread(target=self._poll_loop, name="publisher", daemon=True)
+        self._loop: asyncio.AbstractEventLoop | None = None
 
-    def start(self) -> None:
-        self._thread.start()
+    def start(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        """Serve callbacks on `loop` (call from its thread), else in a poll thread."""
+        if loop is None:
+            self._thread.start()
+        else:
+            self._loop = loop
+            loop.call_soon(self._poll_tick)
+
+    def _poll_tick(self) -> None:
+        if self._stop.is_set() or self._loop is None:
+            return
+        self._producer.poll(0)
+        self._loop.call_later(POLL_INTERVAL_S, self._poll_tick)
 
     def publish(self, key: str, value: bytes, transaction_id: str) -> None:
         try:
@@ -92,16 +111,22 @@ class KafkaPublisher:
 
     @property
     def delivered(self) -> int:
-        return self._delivered(len(self._producer))
+        return self._delivered(self._queued())
+
+    def _queued(self) -> int:
+        """Records librdkafka still holds. Its count includes callbacks not served yet (e.g.
+        connection errors while Kafka is down): serve them first, the event loop's poll may
+        be up to `POLL_INTERVAL_S` away."""
+        self._producer.poll(0)
+        return len(self._producer)
 
     def _delivered(self, queued: int) -> int:
         """Acknowledged by the broker: sent, minus what librdkafka still holds (`queued`: in
-        flight or waiting; its count also holds callbacks not served yet, so this may lag by
-        those for a poll interval), minus failed deliveries."""
+        flight or waiting), minus failed deliveries."""
         return max(0, self.sent - queued - self._failed_deliveries)
 
     def counters(self) -> dict[str, Any]:
-        queued = len(self._producer)
+        queued = self._queued()
         return {
             "sent": self.sent,
             "delivered": self._delivered(queued),
@@ -124,7 +149,8 @@ class KafkaPublisher:
         return ok
 
     def close(self, timeout_s: float) -> int:
-        """Stop polling and flush; returns the records left undelivered (also logged)."""
+        """Stop polling and flush (from any thread); returns the records left undelivered
+        (also logged)."""
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join()
@@ -160,7 +186,7 @@ class MemoryPublisher:
         self.records: list[tuple[str, bytes]] = []
         self.headers: list[list[tuple[str, bytes]]] = []  # per record, as a consumer gets them
 
-    def start(self) -> None:
+    def start(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
         pass
 
     def publish(self, key: str, value: bytes, transaction_id: str) -> None:

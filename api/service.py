@@ -54,7 +54,7 @@ class FraudService:
         return self.updater is None or self.updater.rebuilt.is_set()
 
     async def start(self) -> None:
-        self.publisher.start()
+        self.publisher.start(asyncio.get_running_loop())
         if self.updater is not None:
             self.updater.start()
             timeout = self.settings.rebuild_timeout_s
