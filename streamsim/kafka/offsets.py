@@ -17,21 +17,20 @@ def end_offsets(stack: StackConfig, topic: str, timeout_s: float = 30.0) -> dict
     Retries retriable errors: a topic created a moment ago may not have its leader ready yet.
     """
     partitions = admin_client(stack).list_topics(topic, timeout=10).topics[topic].partitions
-    consumer = Consumer(consumer_config(stack, group_id="streamsim-offsets"))
     deadline = time.monotonic() + timeout_s
-    try:
-        while True:
-            try:
-                return {
-                    p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-                    for p in partitions
-                }
-            except KafkaException as exc:
-                if not exc.args[0].retriable() or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
-    finally:
-        consumer.close()
+    while True:
+        consumer = Consumer(consumer_config(stack, group_id="streamsim-offsets"))
+        try:
+            return {
+                p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                for p in partitions
+            }
+        except KafkaException as exc:
+            if not exc.args[0].retriable() or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)  # and ask a new client: the old one may keep a stale leader
+        finally:
+            consumer.close()
 
 
 def records_since(stack: StackConfig, topic: str, start: dict[int, int]) -> int:
