@@ -66,23 +66,29 @@ def vincenty_km(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
     u1 = math.atan((1 - _F) * math.tan(math.radians(lat1)))
     u2 = math.atan((1 - _F) * math.tan(math.radians(lat2)))
     sin_u1, cos_u1, sin_u2, cos_u2 = math.sin(u1), math.cos(u1), math.sin(u2), math.cos(u2)
+    # The terms of `_vincenty_terms`, inlined (this runs once per request in the endpoint).
+    cos_u1_sin_u2, sin_u1_cos_u2 = cos_u1 * sin_u2, sin_u1 * cos_u2
+    sin_u1_sin_u2, cos_u1_cos_u2 = sin_u1 * sin_u2, cos_u1 * cos_u2
     lam = lon_diff
-    for _ in range(_MAX_ITERATIONS):
-        terms = _vincenty_scalar_terms(lam, sin_u1, cos_u1, sin_u2, cos_u2)
-        sin_sigma, cos_sigma, sigma, sin_alpha, cos2_alpha, cos_2sm = terms
+    converged = False
+    for iteration in range(_MAX_ITERATIONS + 1):
+        sin_lam, cos_lam = math.sin(lam), math.cos(lam)
+        sin_sigma = math.hypot(cos_u2 * sin_lam, cos_u1_sin_u2 - sin_u1_cos_u2 * cos_lam)
+        cos_sigma = sin_u1_sin_u2 + cos_u1_cos_u2 * cos_lam
+        sigma = math.atan2(sin_sigma, cos_sigma)
+        sin_alpha = 0.0 if sin_sigma == 0 else cos_u1_cos_u2 * sin_lam / sin_sigma
+        cos2_alpha = 1 - sin_alpha**2
+        cos_2sm = 0.0 if cos2_alpha == 0 else cos_sigma - 2 * sin_u1_sin_u2 / cos2_alpha
+        if converged or iteration == _MAX_ITERATIONS:  # the terms at the final lambda
+            break
         c = _F / 16 * cos2_alpha * (4 + _F * (4 - 3 * cos2_alpha))
         new_lam = lon_diff + (1 - c) * _F * sin_alpha * (
             sigma + c * sin_sigma * (cos_2sm + c * cos_sigma * (-1 + 2 * cos_2sm**2))
         )
-        moved = abs(new_lam - lam)
+        converged = abs(new_lam - lam) < 1e-12
         lam = new_lam
-        if moved < 1e-12:
-            break
-    else:
+    if not converged:
         return geodesic_km(lat1, lon1, lat2, lon2)
-    sin_sigma, cos_sigma, sigma, _, cos2_alpha, cos_2sm = _vincenty_scalar_terms(
-        lam, sin_u1, cos_u1, sin_u2, cos_u2
-    )
     if sin_sigma == 0:  # the same point (sigma 0), or antipodes (sigma pi): Karney's verdict
         return 0.0 if cos_sigma > 0 else geodesic_km(lat1, lon1, lat2, lon2)
     u_sq = cos2_alpha * (_A**2 - _B**2) / _B**2
@@ -96,20 +102,6 @@ def vincenty_km(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
     if not (math.isfinite(dist) and abs(lam) <= math.pi + 1e-9):
         return geodesic_km(lat1, lon1, lat2, lon2)
     return dist
-
-
-def _vincenty_scalar_terms(
-    lam: float, sin_u1: float, cos_u1: float, sin_u2: float, cos_u2: float
-) -> tuple[float, float, float, float, float, float]:
-    """`_vincenty_terms` for one pair."""
-    sin_lam, cos_lam = math.sin(lam), math.cos(lam)
-    sin_sigma = math.hypot(cos_u2 * sin_lam, cos_u1 * sin_u2 - sin_u1 * cos_u2 * cos_lam)
-    cos_sigma = sin_u1 * sin_u2 + cos_u1 * cos_u2 * cos_lam
-    sigma = math.atan2(sin_sigma, cos_sigma)
-    sin_alpha = 0.0 if sin_sigma == 0 else cos_u1 * cos_u2 * sin_lam / sin_sigma
-    cos2_alpha = 1 - sin_alpha**2
-    cos_2sm = 0.0 if cos2_alpha == 0 else cos_sigma - 2 * sin_u1 * sin_u2 / cos2_alpha
-    return sin_sigma, cos_sigma, sigma, sin_alpha, cos2_alpha, cos_2sm
 
 
 def haversine_km(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
