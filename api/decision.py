@@ -158,20 +158,26 @@ class Decider:
             "decision": decision,
             "score": score,
             "reasons": reasons,
-            "evidence": {
-                "previous_use": previous_use,
-                "travel": travel,
-                "velocity": velocity,
-                "alerts": [
+            # Serialized once, embedded as is in both the response body and the published
+            # record (the same bytes orjson would write for the dict).
+            "evidence": orjson.Fragment(
+                orjson.dumps(
                     {
-                        "alert_id": a.alert_id,
-                        "rule": a.rule,
-                        "label": a.label,
-                        "event_ids": list(a.event_ids),
+                        "previous_use": previous_use,
+                        "travel": travel,
+                        "velocity": velocity,
+                        "alerts": [
+                            {
+                                "alert_id": a.alert_id,
+                                "rule": a.rule,
+                                "label": a.label,
+                                "event_ids": list(a.event_ids),
+                            }
+                            for a in alerts
+                        ],
                     }
-                    for a in alerts
-                ],
-            },
+                )
+            ),
             "decided_at": now,
         }
 
