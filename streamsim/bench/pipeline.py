@@ -446,18 +446,15 @@ def alert_latency(
     finally:
         for query in queries:
             query.stop()
-    alerts = [r for r, _ in topic_records(stack, cfg.output_topic) if r]
-    due = due_latencies(
-        topic_records(stack, topic),
-        topic_records(stack, cfg.output_topic),
-        duration_ms(cfg.watermark),
-    )
+    records = topic_records(stack, cfg.output_topic)
+    due = due_latencies(topic_records(stack, topic), records, duration_ms(cfg.watermark))
+    alerted = {r["entity_id"] for r, _ in records if r}
     return {
         "latency_ms": percentiles(due),
-        "alerts": len(alerts),
+        "alerts": sum(1 for r, _ in records if r),
         "planted": len(planted),
-        "alerted_planted": len({a["entity_id"] for a in alerts} & planted),
-        "alerted_other": len({a["entity_id"] for a in alerts} - planted),
+        "alerted_planted": len(alerted & planted),
+        "alerted_other": len(alerted - planted),
     }
 
 
