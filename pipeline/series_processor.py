@@ -23,6 +23,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import orjson
 import pandas as pd
 from pyspark.sql.streaming.stateful_processor import (
     ExpiredTimerInfo,
@@ -34,6 +35,32 @@ from pyspark.sql.streaming.stateful_processor import (
 from detectors import ALERT_COLUMNS, Alert, EventTimeBuffer, alerts_to_frame
 
 STATE_DDL = "state STRING"
+
+
+def dump_json(data: Mapping[str, Any]) -> str:
+    """`json.dumps(data, separators=(",", ":"))` but ~3x faster (orjson) where that reads back
+    the same: orjson writes NaN and infinities as null (and tuples as lists), json as NaN and
+    Infinity, so a snapshot that does not read back equal is written by json as before.
+
+    >>> dump_json({"a": [1, 2.5, None]}), dump_json({"a": [float("inf")]})
+    ('{"a":[1,2.5,null]}', '{"a":[Infinity]}')
+    """
+    text = orjson.dumps(data)
+    if orjson.loads(text) == data:
+        return text.decode()
+    return json.dumps(data, separators=(",", ":"))
+
+
+def load_json(text: str) -> Any:
+    """`json.loads(text)`, by orjson where it can (it rejects NaN and Infinity: json then).
+
+    >>> load_json('{"a":[1,2.5,null]}'), load_json('{"a":[Infinity]}')
+    ({'a': [1, 2.5, None]}, {'a': [inf]})
+    """
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
 
 
 class BufferedRules:
@@ -109,19 +136,18 @@ class BufferedRules:
         return None
 
     def to_json(self) -> str:
-        return json.dumps(
+        return dump_json(
             {
                 "buffer": self.buffer.snapshot(),
                 "latest_ms": self.latest_ms,
                 "earliest_ms": self.earliest_ms,
                 "timer_ms": self.timer_ms,
                 **self.rules_snapshot(),
-            },
-            separators=(",", ":"),
+            }
         )
 
     def load_json(self, text: str) -> None:
-        data: Mapping[str, Any] = json.loads(text)
+        data: Mapping[str, Any] = load_json(text)
         self.buffer.restore(data["buffer"])
         self.latest_ms = data.get("latest_ms")
         self.earliest_ms = data.get("earliest_ms")
