@@ -381,6 +381,12 @@ class VehicleTelemetrySettings(Settings):
         TriggerSettings(mode="realtime", interval="5 seconds"),
         description="Trigger of the stateless dead-letter query (Real-time Mode by default).",
     )
+    aggregates_interval: Duration | None = Field(
+        None,
+        description="Micro-batch interval of the stats and trips queries when the job runs in "
+        "micro-batches (a window is emitted a watermark after its end anyway: running them "
+        "less often leaves the cores to the alerts query); unset: the job's trigger.",
+    )
     late: LateSettings = Field(LateSettings(), description="Late readings: drop or rescore.")
 
     @field_validator("detectors", mode="before")

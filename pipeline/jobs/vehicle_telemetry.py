@@ -39,7 +39,12 @@ from pyspark.sql.types import DoubleType, LongType, StringType, StructField, Str
 from detectors import ALERT_SPARK_DDL
 from pipeline.aggregates_sink import AggregatesSink
 from pipeline.alerts_sink import AlertSink
-from pipeline.config import PipelineConfig, VehicleTelemetrySettings, duration_ms
+from pipeline.config import (
+    PipelineConfig,
+    TriggerSettings,
+    VehicleTelemetrySettings,
+    duration_ms,
+)
 from pipeline.kafka_io import (
     deadletter_records,
     input_partitions,
@@ -142,6 +147,24 @@ def alerts_stream(
     )
 
 
+def aggregates_trigger(
+    stateful: TriggerSettings, settings: VehicleTelemetrySettings
+) -> TriggerSettings:
+    """The stats and trips queries' trigger: `aggregates_interval` in micro-batch mode.
+
+    >>> job = TriggerSettings(mode="microbatch", interval="0 seconds")
+    >>> slow = VehicleTelemetrySettings(aggregates_interval="30 seconds")
+    >>> aggregates_trigger(job, slow).interval
+    '30 seconds'
+    >>> aggregates_trigger(TriggerSettings(mode="available_now"), slow).mode
+    'available_now'
+    """
+    interval = settings.aggregates_interval
+    if stateful.mode != "microbatch" or interval is None:
+        return stateful
+    return stateful.model_copy(update={"interval": interval})
+
+
 def watermark_of(query: StreamingQuery) -> int | None:
     """The watermark of a query's latest batch, epoch ms (None before its first batch)."""
     progress = query.lastProgress
@@ -182,6 +205,7 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
     events, rejects = parse_events(raw, VEHICLE_SCHEMA, REQUIRED)
 
     stateful = query_trigger(cfg.trigger, stateful=True)
+    windowed = aggregates_trigger(stateful, settings)
     stateless, note = realtime_fits(
         query_trigger(settings.deadletter_trigger, stateful=False),
         partitions=input_partitions(stack, cfg.input_topics),
@@ -219,8 +243,8 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
     )
     queries = [
         start_query(deadletter, DEADLETTER_QUERY, stateless, note),
-        start_query(stats, STATS_QUERY, stateful),
-        start_query(trips, TRIPS_QUERY, stateful),
+        start_query(stats, STATS_QUERY, windowed),
+        start_query(trips, TRIPS_QUERY, windowed),
         start_query(alerts, ALERTS_QUERY, stateful),
     ]
     if late.mode == "rescore":
