@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import time
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from streamsim.config import StackConfig
 from streamsim.kafka.admin import admin_client
 from streamsim.kafka.clients import consumer_config
+
+#: Not flagged retriable, but what a partition answers while its new leader settles.
+_LEADER_SETTLING = (
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.UNKNOWN_TOPIC_OR_PART,
+)
 
 
 def end_offsets(stack: StackConfig, topic: str, timeout_s: float = 30.0) -> dict[int, int]:
@@ -26,7 +33,9 @@ def end_offsets(stack: StackConfig, topic: str, timeout_s: float = 30.0) -> dict
                 for p in partitions
             }
         except KafkaException as exc:
-            if not exc.args[0].retriable() or time.monotonic() > deadline:
+            error = exc.args[0]
+            settling = error.retriable() or error.code() in _LEADER_SETTLING
+            if not settling or time.monotonic() > deadline:
                 raise
             time.sleep(0.5)  # and ask a new client: the old one may keep a stale leader
         finally:
