@@ -351,15 +351,12 @@ class VehicleTelemetrySettings(Settings):
         default_factory=lambda: [0.5, 0.95],
         description="percentile_approx levels per signal (columns <signal>_p50, ...).",
     )
-    percentile_accuracy: int | None = Field(
-        None,
+    percentile_accuracy: int = Field(
+        10_000,
         ge=1,
         le=1_000_000,
-        description="Unset: exact percentiles, the value at rank ceil(level * readings) of the "
-        "window (what percentile_approx at accuracy 10000 gives while it keeps every value: "
-        "windows of up to ~5000 readings); a window keeps its values as a list, cheaper "
-        "state than the sketch. A number: percentile_approx at that accuracy (relative rank "
-        "error 1/accuracy).",
+        description="percentile_approx accuracy: relative rank error 1/accuracy (exact for "
+        "windows with fewer readings).",
     )
     trip_gap: Duration = Field(
         "5 minutes", description="Session gap: a longer silence ends a trip (session_window)."

@@ -6,8 +6,7 @@ queries and the batch oracle (`pipeline.parity`): on a batch DataFrame, `withWat
 nothing and `dropDuplicatesWithinWatermark` drops every duplicate.
 
 - `vehicle_stats`: per vehicle and event-time window of each spec (tumbling or sliding), the
-  number of readings and, per signal, mean, min, max and percentile levels (exact, or
-  `percentile_approx` at a configured accuracy)
+  number of readings and, per signal, mean, min, max and `percentile_approx` levels
   (`<signal>_mean`, `_min`, `_max`, `_p50`, ...)                -> `aggregates.vehicle-stats`
 - `vehicle_trips`: per vehicle and `session_window` (a silence longer than the gap ends a
   trip): start and end event times, duration, distance (odometer delta), max and mean speed,
@@ -73,7 +72,7 @@ def stat_columns(signals: Sequence[str], percentiles: Sequence[float]) -> list[s
 
 
 def _aggregates(
-    signals: Sequence[str], percentiles: Sequence[float], accuracy: int | None
+    signals: Sequence[str], percentiles: Sequence[float], accuracy: int
 ) -> list[Column]:
     columns: list[Column] = []
     for signal in signals:
@@ -83,32 +82,13 @@ def _aggregates(
             F.min(value).alias(f"{signal}_min"),
             F.max(value).alias(f"{signal}_max"),
         ]
-        if percentiles and accuracy is None:
-            columns.append(F.collect_list(value).alias(f"{signal}_values"))
-        elif percentiles:
+        if percentiles:
             levels = F.array(*(F.lit(float(q)) for q in percentiles))
             columns.append(F.percentile_approx(value, levels, accuracy).alias(f"{signal}_pct"))
     return columns
 
 
-def exact_percentile(values: Column, level: float) -> Column:
-    """The value at rank ceil(level * n) (1-based; at least 1) of the sorted non-null `values`,
-    null for none: what `percentile_approx` returns while it is exact (its accuracy at least
-    the number of values: it then keeps every value and picks that rank)."""
-    count = F.size(values)
-    rank = F.greatest(F.ceil(F.lit(float(level)) * count), F.lit(1))
-    return F.get(values, (rank - 1).cast("int"))
-
-
-def _percentile_columns(
-    signals: Sequence[str], percentiles: Sequence[float], accuracy: int | None
-) -> list[Column]:
-    if accuracy is None:
-        return [
-            exact_percentile(F.col(f"{signal}_sorted"), q).alias(f"{signal}_{percentile_name(q)}")
-            for signal in signals
-            for q in percentiles
-        ]
+def _percentile_columns(signals: Sequence[str], percentiles: Sequence[float]) -> list[Column]:
     return [
         F.col(f"{signal}_pct")[i].alias(f"{signal}_{percentile_name(q)}")
         for signal in signals
@@ -143,12 +123,9 @@ def vehicle_stats(
     windows: Sequence[WindowSpec],
     signals: Sequence[str],
     percentiles: Sequence[float],
-    accuracy: int | None = None,
+    accuracy: int = 10_000,
 ) -> DataFrame:
-    """One row per vehicle per window of every spec (see the module docstring).
-
-    Percentiles: exact (`exact_percentile` of the window's values, kept as a list) for
-    `accuracy` None, else `percentile_approx` at that accuracy."""
+    """One row per vehicle per window of every spec (see the module docstring)."""
     rows = readings()
     # The window column carries the event time's watermark, as `window()`'s does: the
     # aggregation then emits and evicts a window once the watermark passes its end.
@@ -159,28 +136,28 @@ def vehicle_stats(
         F.col("w.slide_s").alias("slide_s"),
         F.struct("w.start", "w.end").alias("window", metadata=watermark),
     )
-    aggregated = exploded.groupBy("vehicle_id", "window_s", "slide_s", "window").agg(
-        F.count(F.lit(1)).alias("readings"),
-        F.min("event_time").alias("first_event_time"),
-        F.max("event_time").alias("last_event_time"),
-        *_aggregates(signals, percentiles, accuracy),
-    )
-    if accuracy is None and percentiles:  # each list sorted once for all its levels
-        aggregated = aggregated.select(
-            "*", *(F.array_sort(f"{s}_values").alias(f"{s}_sorted") for s in signals)
+    return (
+        exploded.groupBy("vehicle_id", "window_s", "slide_s", "window")
+        .agg(
+            F.count(F.lit(1)).alias("readings"),
+            F.min("event_time").alias("first_event_time"),
+            F.max("event_time").alias("last_event_time"),
+            *_aggregates(signals, percentiles, accuracy),
         )
-    return aggregated.select(
-        F.lit(STATS_SCHEMA).alias("schema"),
-        "vehicle_id",
-        *window_bounds(),
-        "window_s",
-        "slide_s",
-        "readings",
-        "first_event_time",
-        "last_event_time",
-        *(F.col(f"{s}_{suffix}") for s in signals for suffix in STAT_SUFFIXES),
-        *_percentile_columns(signals, percentiles, accuracy),
-    ).select(*STATS_LEAD, *stat_columns(signals, percentiles))
+        .select(
+            F.lit(STATS_SCHEMA).alias("schema"),
+            "vehicle_id",
+            *window_bounds(),
+            "window_s",
+            "slide_s",
+            "readings",
+            "first_event_time",
+            "last_event_time",
+            *(F.col(f"{s}_{suffix}") for s in signals for suffix in STAT_SUFFIXES),
+            *_percentile_columns(signals, percentiles),
+        )
+        .select(*STATS_LEAD, *stat_columns(signals, percentiles))
+    )
 
 
 def vehicle_trips(readings: DataFrame, gap: str) -> DataFrame:

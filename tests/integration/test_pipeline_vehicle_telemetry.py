@@ -437,34 +437,3 @@ def test_corrupted_stream_output_is_not_explained(run: Run, spark: Any, tmp_path
         ("veh-tyre", 60, target["window_start"]),
         ("veh-hill", 300, dropped["window_start"]),
     }
-
-
-def test_exact_percentiles_equal_percentile_approx_while_it_keeps_every_value(
-    spark: Any,
-) -> None:
-    """The default (exact) stats equal those by percentile_approx at accuracy 10000 on windows
-    of up to 1,500 readings (it keeps every value there): seeded values with ties, nulls, an
-    all-null signal, 1 to 5 readings a second."""
-    from pyspark.sql import functions as F
-
-    from pipeline.config import WindowSpec
-    from pipeline.vehicle_windows import vehicle_stats
-
-    rng = random.Random(11)
-    rows = []
-    for v in range(12):
-        rate = (1, 2, 5)[v % 3]
-        for k in range(rate * 400):
-            value = rng.choice([None, round(rng.gauss(100, 10), rng.choice([0, 1, 3])), 2.0])
-            other = None if v == 4 else rng.gauss(0, 1)
-            rows.append((f"v{v}", T0 + k * 1000 // rate + rng.randint(0, 999), value, other))
-    frame = spark.createDataFrame(
-        rows, "vehicle_id string, event_time long, a double, b double"
-    ).withColumn("event_ts", F.timestamp_millis("event_time"))
-    windows = [WindowSpec(length="1 minute"), WindowSpec(length="5 minutes", slide="1 minute")]
-    levels = [0.01, 0.5, 0.95, 0.999]
-    exact = vehicle_stats(lambda: frame, windows, ["a", "b"], levels)
-    approx = vehicle_stats(lambda: frame, windows, ["a", "b"], levels, 10_000)
-    assert exact.agg(F.max("readings")).first()[0] > 1_400
-    assert exact.count() == approx.count() > 100
-    assert exact.exceptAll(approx).count() == 0 and approx.exceptAll(exact).count() == 0
