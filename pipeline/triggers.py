@@ -48,18 +48,21 @@ def realtime_fits(
     """The trigger, or micro-batches (and why) when Real-time Mode would take every slot.
 
     A Real-time Mode query runs one long task per source partition for its whole batch; the
-    other queries need at least `busy_queries` slots between them.
+    other queries need at least `busy_queries` slots between them. The fallback runs a batch
+    per the trigger's interval, not back to back: it would take the cores from the others.
 
     >>> realtime = TriggerSettings(mode="realtime", interval="5 seconds")
     >>> realtime_fits(realtime, partitions=1, slots=2)[0].mode
     'realtime'
     >>> trigger, note = realtime_fits(realtime, partitions=3, slots=2)
-    >>> trigger.mode, note
-    ('microbatch', 'Real-time Mode would hold 3 of 2 task slots, leaving the others none')
+    >>> trigger.mode, trigger.interval
+    ('microbatch', '5 seconds')
+    >>> note
+    'Real-time Mode would hold 3 of 2 task slots, leaving the others none'
     """
     if trigger.mode != "realtime" or partitions + busy_queries <= slots:
         return trigger, None
-    return MICROBATCH, (
+    return MICROBATCH.model_copy(update={"interval": trigger.interval}), (
         f"Real-time Mode would hold {partitions} of {slots} task slots, leaving the others "
         f"{'none' if partitions >= slots else slots - partitions}"
     )

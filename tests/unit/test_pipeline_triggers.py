@@ -19,7 +19,7 @@ def test_realtime_needs_a_slot_per_partition_and_one_to_spare() -> None:
     assert realtime_fits(REALTIME, partitions=1, slots=2) == (REALTIME, None)
     assert realtime_fits(REALTIME, partitions=3, slots=4) == (REALTIME, None)
     trigger, note = realtime_fits(REALTIME, partitions=2, slots=2)
-    assert trigger.mode == "microbatch"
+    assert (trigger.mode, trigger.interval) == ("microbatch", "5 seconds")  # not back to back
     assert note == "Real-time Mode would hold 2 of 2 task slots, leaving the others none"
     micro = TriggerSettings(mode="microbatch")
     assert realtime_fits(micro, partitions=8, slots=2) == (micro, None)
