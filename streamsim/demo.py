@@ -38,7 +38,7 @@ from streamsim.config import StackConfig, load_model
 from streamsim.config.loader import read_yaml
 from streamsim.errors import StreamsimError
 from streamsim.kafka import ensure_topics, producer_config
-from streamsim.kafka.broker import LocalBroker, port_in_use
+from streamsim.kafka.broker import local_broker, port_in_use
 from streamsim.kafka.offsets import end_offsets, records_since
 
 
@@ -104,8 +104,7 @@ def run_demo(
     plan = SCENARIOS[name]
     with contextlib.ExitStack() as started, tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        if not stack.kafka.external:
-            started.enter_context(_local_broker(stack))
+        started.enter_context(local_broker(stack))
         stack_file = work / "stack.yaml"
         stack_file.write_text(yaml.safe_dump(stack.model_dump(mode="json")))
         overrides = {**plan.overrides, **(overrides or {})}
@@ -125,18 +124,6 @@ def run_demo(
             result["evaluation_file"] = str(save(evaluation, stack))
             result = {**evaluation, **result}
     return result
-
-
-@contextlib.contextmanager
-def _local_broker(stack: StackConfig) -> Iterator[None]:
-    broker = LocalBroker(stack)
-    was_running = broker.status().running
-    broker.up()
-    try:
-        yield
-    finally:
-        if not was_running:
-            broker.down()
 
 
 @contextlib.contextmanager

@@ -7,12 +7,16 @@ from typing import Annotated
 
 import typer
 
-from streamsim.cli.common import ConfigOpt, JsonOpt, emit, stack_from
-from streamsim.kafka.broker import LocalBroker
+from streamsim.cli.common import ConfigOpt, JsonOpt, emit, err_console, stack_from
+from streamsim.kafka.broker import local_broker
 
 app = typer.Typer(
     help="Benchmarks: each reports a ratio against a reference measured in the same run."
 )
+
+
+def announce() -> None:
+    err_console.print("starting the local broker (stopped again afterwards)")
 
 
 @app.command()
@@ -32,14 +36,8 @@ def simulator(
     from streamsim.bench.simulator import bench_simulator
 
     stack = stack_from(config)
-    started = not stack.kafka.external and not LocalBroker(stack).status().running
-    if started:
-        LocalBroker(stack).up()
-    try:
+    with local_broker(stack, announce):
         report = bench_simulator(stack, scenario, events, rounds, entities)
-    finally:
-        if started:
-            LocalBroker(stack).down()
     r = report.to_dict()
     emit(
         r,
@@ -73,14 +71,9 @@ def pipeline_bench(
     """vehicle-telemetry on 2 cores: its stats query on Kafka vs the same aggregation on Spark's
     rate source (noop sink), the whole job, alert latency, and Real-time Mode dead letters."""
     from streamsim.bench.pipeline import bench_pipeline
-    from streamsim.cli.common import err_console
 
     stack = stack_from(config)
-    started = not stack.kafka.external and not LocalBroker(stack).status().running
-    if started:
-        err_console.print("starting the local broker (stopped again afterwards)")
-        LocalBroker(stack).up()
-    try:
+    with local_broker(stack, announce):
         report = bench_pipeline(
             stack,
             events=events,
@@ -90,9 +83,6 @@ def pipeline_bench(
             latency_vehicles=latency_vehicles,
             progress=lambda step: err_console.print(f"bench pipeline: {step}", highlight=False),
         )
-    finally:
-        if started:
-            LocalBroker(stack).down()
     r = report.to_dict()
     emit(r, as_json, pipeline_text(r))
 
@@ -138,14 +128,9 @@ def api_bench(
 ) -> None:
     """Fraud endpoint vs a bare FastAPI endpoint (same uvicorn settings), saturated."""
     from streamsim.bench.api import bench_api
-    from streamsim.cli.common import err_console
 
     stack = stack_from(config)
-    started = not stack.kafka.external and not LocalBroker(stack).status().running
-    if started:
-        err_console.print("starting the local broker (stopped again afterwards)")
-        LocalBroker(stack).up()
-    try:
+    with local_broker(stack, announce):
         report = bench_api(
             stack,
             connections=connections,
@@ -154,9 +139,6 @@ def api_bench(
             rounds=rounds,
             progress=lambda step: err_console.print(f"bench api: {step}", highlight=False),
         )
-    finally:
-        if started:
-            LocalBroker(stack).down()
     r = report.to_dict()
     emit(
         r,

@@ -11,12 +11,14 @@ Example:
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import signal
 import socket
 import subprocess
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -231,6 +233,22 @@ class LocalBroker:
             f"{self.settings.ready_timeout_s:.0f}s and was stopped; "
             f"see {self.log_path}:\n{_tail(self.log_path)}"
         )
+
+
+@contextlib.contextmanager
+def local_broker(stack: StackConfig, on_start: Callable[[], None] | None = None) -> Iterator[None]:
+    """The local broker for the duration of a command: started if none runs (and stopped again
+    afterwards), left alone if one runs or an external cluster is configured."""
+    if stack.kafka.external or LocalBroker(stack).status().running:
+        yield
+        return
+    if on_start:
+        on_start()
+    LocalBroker(stack).up()
+    try:
+        yield
+    finally:
+        LocalBroker(stack).down()
 
 
 def _tail(path: Path, lines: int = 15) -> str:
