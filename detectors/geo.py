@@ -18,6 +18,7 @@ and a bound.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from geographiclib.geodesic import Geodesic
@@ -91,14 +92,7 @@ def vincenty_km(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
         return geodesic_km(lat1, lon1, lat2, lon2)
     if sin_sigma == 0:  # the same point (sigma 0), or antipodes (sigma pi): Karney's verdict
         return 0.0 if cos_sigma > 0 else geodesic_km(lat1, lon1, lat2, lon2)
-    u_sq = cos2_alpha * (_A**2 - _B**2) / _B**2
-    big_a = 1 + u_sq / 16384 * (4096 + u_sq * (-768 + u_sq * (320 - 175 * u_sq)))
-    big_b = u_sq / 1024 * (256 + u_sq * (-128 + u_sq * (74 - 47 * u_sq)))
-    correction = cos_sigma * (-1 + 2 * cos_2sm**2) - big_b / 6 * cos_2sm * (
-        -3 + 4 * sin_sigma**2
-    ) * (-3 + 4 * cos_2sm**2)
-    delta_sigma = big_b * sin_sigma * (cos_2sm + big_b / 4 * correction)
-    dist = _B * big_a * (sigma - delta_sigma)
+    dist = _vincenty_distance(sin_sigma, cos_sigma, sigma, cos2_alpha, cos_2sm)
     if not (math.isfinite(dist) and abs(lam) <= math.pi + 1e-9):
         return geodesic_km(lat1, lon1, lat2, lon2)
     return dist
@@ -161,18 +155,25 @@ def _vincenty(
             if todo.size == 0:
                 break
         sin_sigma, cos_sigma, sigma, _, cos2_alpha, cos_2sm = _vincenty_terms(lam, *trig)
-        u_sq = cos2_alpha * (_A**2 - _B**2) / _B**2
-        big_a = 1 + u_sq / 16384 * (4096 + u_sq * (-768 + u_sq * (320 - 175 * u_sq)))
-        big_b = u_sq / 1024 * (256 + u_sq * (-128 + u_sq * (74 - 47 * u_sq)))
-        correction = cos_sigma * (-1 + 2 * cos_2sm**2) - big_b / 6 * cos_2sm * (
-            -3 + 4 * sin_sigma**2
-        ) * (-3 + 4 * cos_2sm**2)
-        delta_sigma = big_b * sin_sigma * (cos_2sm + big_b / 4 * correction)
-        dist = _B * big_a * (sigma - delta_sigma)
+        dist = _vincenty_distance(sin_sigma, cos_sigma, sigma, cos2_alpha, cos_2sm)
     converged = np.ones(lam.size, dtype=bool)
     converged[todo] = False
     converged &= np.isfinite(dist) & (np.abs(lam) <= math.pi + 1e-9)
     return np.where(sin_sigma == 0, 0.0, dist), converged
+
+
+def _vincenty_distance(
+    sin_sigma: Any, cos_sigma: Any, sigma: Any, cos2_alpha: Any, cos_2sm: Any
+) -> Any:
+    """Vincenty's distance in km from the converged terms; floats or arrays alike."""
+    u_sq = cos2_alpha * (_A**2 - _B**2) / _B**2
+    big_a = 1 + u_sq / 16384 * (4096 + u_sq * (-768 + u_sq * (320 - 175 * u_sq)))
+    big_b = u_sq / 1024 * (256 + u_sq * (-128 + u_sq * (74 - 47 * u_sq)))
+    correction = cos_sigma * (-1 + 2 * cos_2sm**2) - big_b / 6 * cos_2sm * (
+        -3 + 4 * sin_sigma**2
+    ) * (-3 + 4 * cos_2sm**2)
+    delta_sigma = big_b * sin_sigma * (cos_2sm + big_b / 4 * correction)
+    return _B * big_a * (sigma - delta_sigma)
 
 
 def _vincenty_terms(
