@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from detectors.frames import ENTITY, Columns
+from detectors.frames import ENTITY, EVENT_TIME, Columns
 
 
 def prepare_windows(
@@ -54,6 +54,35 @@ def tumbling_start(times_ms: pd.Series, window_ms: int) -> pd.Series:
     return times_ms - times_ms % window_ms
 
 
+def window_rows(rows: pd.DataFrame, window_ms: int, slide_ms: int | None = None) -> pd.DataFrame:
+    """Each row once per window that holds it, as Spark's `window()` assigns them (starts
+    aligned to the epoch, start <= event_time < end), with `window_start`, `window_end` and
+    `prior`: whether the row lies before its window's last slide (`first_crossing`).
+
+    >>> rows = pd.DataFrame({"event_time": [30_000, 90_000]})
+    >>> window_rows(rows, 120_000, 60_000)[["window_start", "prior"]].values.tolist()
+    [[0, True], [60000, True], [-60000, False], [0, False]]
+    """
+    slide = window_ms if slide_ms is None else slide_ms
+    times = rows[EVENT_TIME]
+    per_offset = []
+    for k in range(-(-window_ms // slide)):
+        start = tumbling_start(times, slide) - k * slide
+        holds = start + window_ms > times
+        per_offset.append(rows[holds].assign(window_start=start[holds]))
+    out = pd.concat(per_offset, ignore_index=True)
+    out["window_end"] = out["window_start"] + window_ms
+    out["prior"] = out[EVENT_TIME] < out["window_end"] - slide
+    return out
+
+
+def with_prior(windows: pd.DataFrame, prior: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """`windows` joined with their `prior` counts (indexed by `keys`; absent: 0)."""
+    out = windows.join(prior, on=keys)
+    out[prior.columns] = out[prior.columns].fillna(0).astype("int64")
+    return out
+
+
 def optional_value(row: dict[str, Any], name: str) -> Any:
     """A row's value, or None when the column is absent or null."""
     value = row.get(name)
@@ -67,3 +96,17 @@ def ids_of(value: Any) -> tuple[str, ...]:
     if value is None or isinstance(value, float):
         return ()
     return tuple(sorted(str(v) for v in value))
+
+
+def first_crossing(fires: np.ndarray, prior_fires: np.ndarray) -> np.ndarray:
+    """Sliding windows that fire where the same window without its last slide does not.
+
+    Window rules are monotone (more events never un-fire them), so as a window slides over a
+    burst, this keeps the window whose newest slide brought it over the threshold and drops
+    the overlapping ones after it that hold the burst too: one alert per burst, where a
+    tumbling window might have split it below the threshold.
+
+    >>> first_crossing(np.array([False, True, True]), np.array([False, False, True])).tolist()
+    [False, True, False]
+    """
+    return np.asarray(fires, dtype=bool) & ~np.asarray(prior_fires, dtype=bool)

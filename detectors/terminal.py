@@ -7,6 +7,8 @@ thresholds it:
     distinct_cards >= min_distinct_cards
 
 The entity is the merchant. Key: the window bounds (an update-mode re-emission keeps its id).
+On sliding windows given `prior_distinct_cards` (the window's cards before its last slide), a
+window fires only where that does not (`first_crossing`): once per burst.
 `terminal_window_features` computes the same aggregates in pandas (a batch oracle).
 """
 
@@ -19,7 +21,14 @@ import pandas as pd
 from pydantic import Field
 
 from detectors.alert import Alert, alerts_to_frame
-from detectors.features import ids_of, optional_value, prepare_windows, tumbling_start
+from detectors.features import (
+    first_crossing,
+    ids_of,
+    optional_value,
+    prepare_windows,
+    window_rows,
+    with_prior,
+)
 from detectors.frames import ENTITY, EVENT_ID, EVENT_TIME, Columns, prepare
 from detectors.params import Thresholds
 
@@ -78,7 +87,8 @@ def terminal_window_alerts(
     """`check_terminal_window` over a frame of window aggregates.
 
     Columns: `entity_id` (the merchant), `window_start`, `window_end`, `distinct_cards`;
-    optional `tx_count`, `last_event_time`, `event_ids`.
+    optional `tx_count`, `last_event_time`, `event_ids`, `prior_distinct_cards` (sliding
+    windows: see the module docstring).
 
     >>> windows = pd.DataFrame({"entity_id": ["m1", "m2"], "window_start": [0, 0],
     ...     "window_end": [600_000, 600_000], "distinct_cards": [45, 3]})
@@ -86,9 +96,11 @@ def terminal_window_alerts(
     ['m1']
     """
     p = params or TerminalParams()
-    optional = ("tx_count", "last_event_time", "event_ids")
+    optional = ("tx_count", "last_event_time", "event_ids", "prior_distinct_cards")
     rows = prepare_windows(windows, ["distinct_cards"], optional, columns)
     fired = terminal_fires(rows["distinct_cards"].to_numpy(), p)
+    if "prior_distinct_cards" in rows.columns:
+        fired = first_crossing(fired, terminal_fires(rows["prior_distinct_cards"].to_numpy(), p))
     alerts = []
     for row in rows.loc[fired].to_dict("records"):
         alert = check_terminal_window(
@@ -106,9 +118,14 @@ def terminal_window_alerts(
 
 
 def terminal_window_features(
-    df: pd.DataFrame, params: TerminalParams | None = None, columns: Columns = None
+    df: pd.DataFrame,
+    params: TerminalParams | None = None,
+    columns: Columns = None,
+    slide_ms: int | None = None,
 ) -> pd.DataFrame:
-    """Tumbling-window aggregates per merchant in pandas (exact distinct counts).
+    """Window aggregates per merchant in pandas (exact distinct counts), over windows of
+    `params.window_s` sliding by `slide_ms` (unset: tumbling; sliding adds
+    `prior_distinct_cards`).
 
     Input: transactions with `entity_id` = the merchant and a `card_id` column.
 
@@ -118,11 +135,11 @@ def terminal_window_features(
     [[2, 3]]
     """
     p = params or TerminalParams()
-    rows = prepare(df, ["card_id"], (), columns)
-    window_ms = int(p.window_s * 1000)
-    rows["window_start"] = tumbling_start(rows[EVENT_TIME], window_ms)
+    window_ms = round(p.window_s * 1000)
+    rows = window_rows(prepare(df, ["card_id"], (), columns), window_ms, slide_ms)
+    keys = [ENTITY, "window_start", "window_end"]
     out = (
-        rows.groupby([ENTITY, "window_start"], sort=True)
+        rows.groupby(keys, sort=True)
         .agg(
             distinct_cards=("card_id", "nunique"),
             tx_count=(EVENT_ID, "size"),
@@ -131,5 +148,7 @@ def terminal_window_features(
         )
         .reset_index()
     )
-    out["window_end"] = out["window_start"] + window_ms
-    return out
+    if slide_ms is None or slide_ms >= window_ms:
+        return out
+    prior = rows[rows["prior"]].groupby(keys).agg(prior_distinct_cards=("card_id", "nunique"))
+    return with_prior(out, prior, keys)

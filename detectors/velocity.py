@@ -19,6 +19,10 @@ where `small_count` counts amounts below `small_amount`. Three forms share that 
   computes natively over `window()` (count, sum, small count, approx distinct merchants); only
   the predicate runs in Python. Key: the window bounds, so an update-mode re-emission of a
   window keeps its id. `velocity_window_features` computes the same aggregates in pandas.
+  Sliding windows catch a burst that a tumbling boundary would split; given each window's
+  features without its last slide too (`prior_*`), a window fires only where those do not,
+  so a burst alerts once, at the window that first crosses the threshold, not once per
+  overlapping window (see `first_crossing`).
 """
 
 from __future__ import annotations
@@ -34,7 +38,14 @@ from pydantic import Field, model_validator
 
 from detectors.alert import Alert, Evidence, alerts_to_frame
 from detectors.dedup import SeenIds
-from detectors.features import ids_of, optional_value, prepare_windows, tumbling_start
+from detectors.features import (
+    first_crossing,
+    ids_of,
+    optional_value,
+    prepare_windows,
+    window_rows,
+    with_prior,
+)
 from detectors.frames import ENTITY, EVENT_ID, EVENT_TIME, Columns, per_entity, prepare
 from detectors.params import Thresholds, dumped
 from detectors.snapshot import Snapshottable
@@ -159,7 +170,15 @@ def check_velocity_window(
 
 
 WINDOW_FEATURES = ("tx_count", "small_count")
-OPTIONAL_WINDOW_FEATURES = ("amount_sum", "distinct_merchants", "last_event_time", "event_ids")
+#: A sliding window's features over its events before its last slide.
+PRIOR_FEATURES = ("prior_tx_count", "prior_small_count", "prior_distinct_merchants")
+OPTIONAL_WINDOW_FEATURES = (
+    "amount_sum",
+    "distinct_merchants",
+    "last_event_time",
+    "event_ids",
+    *PRIOR_FEATURES,
+)
 
 
 def velocity_window_alerts(
@@ -168,20 +187,23 @@ def velocity_window_alerts(
     """`check_velocity_window` over a frame of window aggregates.
 
     Columns: `entity_id`, `window_start`, `window_end`, `tx_count`, `small_count`; optional
-    `amount_sum`, `distinct_merchants`, `last_event_time` and `event_ids` (a list).
+    `amount_sum`, `distinct_merchants`, `last_event_time`, `event_ids` (a list) and, for
+    sliding windows, `prior_tx_count`, `prior_small_count` (and `prior_distinct_merchants`):
+    the same features over the window's events before its last slide. With them a window
+    fires only where its prior features do not (`first_crossing`).
 
     >>> windows = pd.DataFrame({"entity_id": ["c1", "c2"], "window_start": [0, 0],
     ...     "window_end": [600_000, 600_000], "tx_count": [7, 2], "small_count": [6, 2]})
     >>> velocity_window_alerts(windows)["entity_id"].tolist()
     ['c1']
+    >>> velocity_window_alerts(windows.assign(prior_tx_count=7, prior_small_count=6)).empty
+    True
     """
     p = params or VelocityParams()
     rows = prepare_windows(windows, WINDOW_FEATURES, OPTIONAL_WINDOW_FEATURES, columns)
-    merchants = rows.get("distinct_merchants", pd.Series(np.nan, index=rows.index))
-    if p.min_distinct_merchants > 1 and merchants.isna().any():
-        raise ValueError("min_distinct_merchants > 1 needs the distinct_merchants column")
-    filled = merchants.fillna(p.min_distinct_merchants).to_numpy()
-    fired = velocity_fires(rows["tx_count"].to_numpy(), rows["small_count"].to_numpy(), filled, p)
+    fired = _window_fires(rows, "", p)
+    if "prior_tx_count" in rows.columns:
+        fired = first_crossing(fired, _window_fires(rows, "prior_", p))
     alerts = []
     for row in rows.loc[fired].to_dict("records"):
         features = VelocityFeatures(
@@ -203,13 +225,27 @@ def velocity_window_alerts(
     return alerts_to_frame(a for a in alerts if a is not None)
 
 
+def _window_fires(rows: pd.DataFrame, prefix: str, p: VelocityParams) -> np.ndarray:
+    merchants = rows.get(f"{prefix}distinct_merchants", pd.Series(np.nan, index=rows.index))
+    if p.min_distinct_merchants > 1 and merchants.isna().any():
+        raise ValueError(f"min_distinct_merchants > 1 needs the {prefix}distinct_merchants column")
+    filled = merchants.fillna(p.min_distinct_merchants).to_numpy()
+    counts = rows[f"{prefix}tx_count"].to_numpy()
+    return np.asarray(velocity_fires(counts, rows[f"{prefix}small_count"].to_numpy(), filled, p))
+
+
 def velocity_window_features(
-    df: pd.DataFrame, params: VelocityParams | None = None, columns: Columns = None
+    df: pd.DataFrame,
+    params: VelocityParams | None = None,
+    columns: Columns = None,
+    slide_ms: int | None = None,
 ) -> pd.DataFrame:
-    """Tumbling-window aggregates in pandas: what Spark's `groupBy(window(...))` computes.
+    """Window aggregates in pandas: what Spark's `groupBy(window(...))` computes, over windows
+    of `params.window_s` sliding by `slide_ms` (unset: tumbling).
 
     Input: transactions with `amount` and optional `merchant_id`. Output: one row per entity
-    and window with the columns `velocity_window_alerts` takes (`event_ids` sorted).
+    and window with the columns `velocity_window_alerts` takes (`event_ids` sorted; the
+    `prior_*` features when sliding).
 
     >>> tx = pd.DataFrame({"entity_id": "c1", "event_id": ["a", "b"], "event_time": [1, 700_000],
     ...     "amount": [1.0, 50.0]})
@@ -218,22 +254,34 @@ def velocity_window_features(
     """
     p = params or VelocityParams()
     rows = prepare(df, ["amount"], ["merchant_id"], columns)
-    window_ms = p.window_ms
-    rows["window_start"] = tumbling_start(rows[EVENT_TIME], window_ms)
     rows["small"] = rows["amount"] < p.small_amount
-    if "merchant_id" not in rows.columns:
-        rows["merchant_id"] = ""
-    grouped = rows.groupby([ENTITY, "window_start"], sort=True)
-    out = grouped.agg(
-        tx_count=(EVENT_ID, "size"),
-        small_count=("small", "sum"),
-        amount_sum=("amount", "sum"),
-        distinct_merchants=("merchant_id", lambda m: m.fillna("").nunique()),
-        last_event_time=(EVENT_TIME, "max"),
-        event_ids=(EVENT_ID, lambda ids: sorted(ids)),
-    ).reset_index()
-    out["window_end"] = out["window_start"] + window_ms
-    return out
+    rows["merchant_id"] = rows.get("merchant_id", pd.Series("", index=rows.index)).fillna("")
+    rows = window_rows(rows, p.window_ms, slide_ms)
+    keys = [ENTITY, "window_start", "window_end"]
+    out = (
+        rows.groupby(keys, sort=True)
+        .agg(
+            tx_count=(EVENT_ID, "size"),
+            small_count=("small", "sum"),
+            amount_sum=("amount", "sum"),
+            distinct_merchants=("merchant_id", "nunique"),
+            last_event_time=(EVENT_TIME, "max"),
+            event_ids=(EVENT_ID, lambda ids: sorted(ids)),
+        )
+        .reset_index()
+    )
+    if slide_ms is None or slide_ms >= p.window_ms:
+        return out
+    prior = (
+        rows[rows["prior"]]
+        .groupby(keys)
+        .agg(
+            prior_tx_count=(EVENT_ID, "size"),
+            prior_small_count=("small", "sum"),
+            prior_distinct_merchants=("merchant_id", "nunique"),
+        )
+    )
+    return with_prior(out, prior, keys)
 
 
 def velocity_alerts(

@@ -11,8 +11,12 @@ several unioned aggregations, only the first aggregation ever sees the watermark
 others never emit in append mode); a watermark and dedup of their own per branch works.
 
     card_features(tx, windows, small_amount=5.0)   # -> aggregates.card-features
-    velocity_windows(tx, VelocityParams())          # -> velocity_window_alerts
-    merchant_windows(tx, TerminalParams())          # -> terminal_window_alerts
+    velocity_windows(tx, VelocityParams(), slide_ms=60_000)   # -> velocity_window_alerts
+    merchant_windows(tx, TerminalParams(), slide_ms=60_000)   # -> terminal_window_alerts
+
+The rules' windows slide (a tumbling boundary would split a burst below the threshold); each
+window also carries its features over the events before its last slide (`prior_*`), so the
+rule fires once per burst (`detectors.features.first_crossing`).
 """
 
 from __future__ import annotations
@@ -86,52 +90,64 @@ def card_features(
     return reduce(DataFrame.unionByName, per_spec)
 
 
-def velocity_windows(tx: DataFrame, params: VelocityParams, rsd: float = 0.05) -> DataFrame:
-    """Per-card tumbling windows of `params.window_s`: the columns `velocity_window_alerts`
-    takes (entity_id, window bounds, tx_count, small_count, amount_sum, distinct_merchants,
-    last_event_time, event_ids)."""
-    return (
-        tx.groupBy(F.col("card_token").alias("entity_id"), _window(params.window_ms))
-        .agg(
-            F.count(F.lit(1)).alias("tx_count"),
-            _small_count(params.small_amount).cast("long").alias("small_count"),
-            F.sum("amount").alias("amount_sum"),
-            F.approx_count_distinct("merchant_id", rsd).alias("distinct_merchants"),
-            F.max("event_time").alias("last_event_time"),
-            F.collect_list("event_id").alias("event_ids"),
-        )
-        .select(
-            "entity_id",
-            *_bounds(),
-            "tx_count",
-            "small_count",
-            "amount_sum",
-            "distinct_merchants",
-            "last_event_time",
-            "event_ids",
-        )
+def _with_bounds(windows: DataFrame) -> DataFrame:
+    """entity_id, window_start, window_end, then the aggregates."""
+    aggregates = [c for c in windows.columns if c not in ("entity_id", "window")]
+    return windows.select("entity_id", *_bounds(), *aggregates)
+
+
+def _before_last_slide(column: str, slide_ms: int) -> Column:
+    """`column` for the window's events before its last slide, else null."""
+    cutoff = F.unix_millis(F.col("window.end")) - F.lit(slide_ms)
+    return F.when(F.col("event_time") < cutoff, F.col(column))
+
+
+def velocity_windows(
+    tx: DataFrame, params: VelocityParams, rsd: float = 0.05, slide_ms: int | None = None
+) -> DataFrame:
+    """Per-card windows of `params.window_s` sliding by `slide_ms` (unset: tumbling): the
+    columns `velocity_window_alerts` takes (entity_id, window bounds, tx_count, small_count,
+    amount_sum, distinct_merchants, last_event_time, event_ids; `prior_*` when sliding)."""
+    window_ms = params.window_ms
+    small = (F.col("amount") < F.lit(params.small_amount)).cast("long")
+    aggregates = [
+        F.count(F.lit(1)).alias("tx_count"),
+        F.sum("small").alias("small_count"),
+        F.sum("amount").alias("amount_sum"),
+        F.approx_count_distinct("merchant_id", rsd).alias("distinct_merchants"),
+        F.max("event_time").alias("last_event_time"),
+        F.collect_list("event_id").alias("event_ids"),
+    ]
+    if slide_ms is not None and slide_ms < window_ms:
+        aggregates += [
+            F.count(_before_last_slide("event_id", slide_ms)).alias("prior_tx_count"),
+            F.sum(_before_last_slide("small", slide_ms)).alias("prior_small_count"),
+            F.approx_count_distinct(_before_last_slide("merchant_id", slide_ms), rsd).alias(
+                "prior_distinct_merchants"
+            ),
+        ]
+    per_card = tx.withColumn("small", small).groupBy(
+        F.col("card_token").alias("entity_id"), _window(window_ms, slide_ms)
     )
+    return _with_bounds(per_card.agg(*aggregates))
 
 
-def merchant_windows(tx: DataFrame, params: TerminalParams, rsd: float = 0.05) -> DataFrame:
-    """Per-merchant tumbling windows of `params.window_s`: approx distinct cards, the columns
-    `terminal_window_alerts` takes."""
+def merchant_windows(
+    tx: DataFrame, params: TerminalParams, rsd: float = 0.05, slide_ms: int | None = None
+) -> DataFrame:
+    """Per-merchant windows of `params.window_s` sliding by `slide_ms` (unset: tumbling):
+    approx distinct cards, the columns `terminal_window_alerts` takes."""
     window_ms = max(1, round(params.window_s * 1000))
-    return (
-        tx.where(F.col("merchant_id").isNotNull())
-        .groupBy(F.col("merchant_id").alias("entity_id"), _window(window_ms))
-        .agg(
-            F.approx_count_distinct("card_token", rsd).alias("distinct_cards"),
-            F.count(F.lit(1)).alias("tx_count"),
-            F.max("event_time").alias("last_event_time"),
-            F.collect_list("event_id").alias("event_ids"),
-        )
-        .select(
-            "entity_id",
-            *_bounds(),
-            "distinct_cards",
-            "tx_count",
-            "last_event_time",
-            "event_ids",
-        )
+    aggregates = [
+        F.approx_count_distinct("card_token", rsd).alias("distinct_cards"),
+        F.count(F.lit(1)).alias("tx_count"),
+        F.max("event_time").alias("last_event_time"),
+        F.collect_list("event_id").alias("event_ids"),
+    ]
+    if slide_ms is not None and slide_ms < window_ms:
+        prior_cards = _before_last_slide("card_token", slide_ms)
+        aggregates.append(F.approx_count_distinct(prior_cards, rsd).alias("prior_distinct_cards"))
+    per_merchant = tx.where(F.col("merchant_id").isNotNull()).groupBy(
+        F.col("merchant_id").alias("entity_id"), _window(window_ms, slide_ms)
     )
+    return _with_bounds(per_merchant.agg(*aggregates))

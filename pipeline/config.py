@@ -94,7 +94,8 @@ class CardVelocitySettings(Settings):
     """Job `card-velocity`: card features, fraud rules, and where their results go.
 
     Thresholds are the detectors' own models (the same keys the fraud endpoint takes). The
-    velocity and terminal rules run on tumbling windows of their own `window_s`.
+    velocity and terminal rules run on windows of their own `window_s` sliding by
+    `rule_slide`.
     """
 
     features_topic: str = Field(
@@ -124,6 +125,13 @@ class CardVelocitySettings(Settings):
         VelocityParams(), description="Card testing; also sets features' small amount."
     )
     terminal: TerminalParams = Field(TerminalParams(), description="Compromised terminal.")
+    rule_slide: Duration | None = Field(
+        "1 minute",
+        description="Slide of the velocity and terminal rules' windows: a burst shorter than "
+        "window - slide falls whole into one window, and alerts once, at the window that first "
+        "crosses the threshold. Unset (or the window's length): tumbling windows, which may "
+        "split a burst at a boundary.",
+    )
     travel: TravelParams = Field(TravelParams(), description="Impossible travel.")
     spending: SpendingParams = Field(SpendingParams(), description="Account takeover.")
     card_state_ttl: Duration | None = Field(
@@ -135,6 +143,20 @@ class CardVelocitySettings(Settings):
         TriggerSettings(mode="realtime", interval="5 seconds"),
         description="Trigger of the stateless dead-letter query (Real-time Mode by default).",
     )
+
+    @model_validator(mode="after")
+    def _slide_fits(self) -> CardVelocitySettings:
+        slide = self.rule_slide_ms
+        shortest = min(self.velocity.window_ms, round(self.terminal.window_s * 1000))
+        if slide is not None and not 0 < slide <= shortest:
+            raise ValueError(
+                f"rule_slide must be > 0 and at most the rules' shortest window ({shortest} ms)"
+            )
+        return self
+
+    @property
+    def rule_slide_ms(self) -> int | None:
+        return None if self.rule_slide is None else duration_ms(self.rule_slide)
 
 
 #: Numeric `vehicle.telemetry/1` fields a vehicle detector or statistic may read.

@@ -6,8 +6,9 @@ source: `cards.transactions` (raw POS) or `cards.activity` (the endpoint's decis
   -> features: per-card tumbling and sliding windows (count, sum, small count, approx distinct
      merchants and countries)                                   -> `aggregates.card-features`
   -> alerts, each rule from `detectors/`:
-       velocity (card testing): per-card windows in Spark SQL, `velocity_window_alerts`
-       compromised terminal: per-merchant approx_count_distinct(card), `terminal_window_alerts`
+       velocity (card testing): per-card sliding windows in Spark SQL, `velocity_window_alerts`
+       compromised terminal: per-merchant approx_count_distinct(card) on sliding windows,
+         `terminal_window_alerts` (each burst alerts once: `detectors.features.first_crossing`)
        impossible travel and account takeover: `TravelState` / `SpendingState` per card in
          `transformWithStateInPandas`, fed in event-time order at the watermark
                                                      -> `alerts` topic + `<lake>/alerts/`
@@ -96,16 +97,14 @@ def rule_alerts(tx: Transactions, settings: CardVelocitySettings) -> DataFrame:
     """The alert rows (`ALERT_SPARK_DDL`) of every enabled rule, as one stream.
 
     Each rule reads its own `tx()` (see `pipeline.card_windows` for why)."""
-    rules, rsd = set(settings.rules), settings.distinct_rsd
+    rules, rsd, slide = set(settings.rules), settings.distinct_rsd, settings.rule_slide_ms
     streams = []
     if "velocity" in rules:
-        streams.append(
-            velocity_alert_rows(velocity_windows(tx(), settings.velocity, rsd), settings.velocity)
-        )
+        windows = velocity_windows(tx(), settings.velocity, rsd, slide)
+        streams.append(velocity_alert_rows(windows, settings.velocity))
     if "compromised_terminal" in rules:
-        streams.append(
-            terminal_alert_rows(merchant_windows(tx(), settings.terminal, rsd), settings.terminal)
-        )
+        windows = merchant_windows(tx(), settings.terminal, rsd, slide)
+        streams.append(terminal_alert_rows(windows, settings.terminal))
     travel = settings.travel if "impossible_travel" in rules else None
     spending = settings.spending if "spending_anomaly" in rules else None
     if travel is not None or spending is not None:

@@ -145,8 +145,9 @@ EXPECTED = {  # (rule, entity, event ids) of every alert, nothing else
     ("impossible_travel", "tok-pny", ("pny-paris", "pny-ny")),
     ("impossible_travel", "tok-ooo", ("ooo-paris", "ooo-ny")),
     ("impossible_travel", "tok-dup", ("dup-madrid", "dup-moscow")),
-    ("velocity", "tok-ct", tuple(f"ct-{i}" for i in range(6))),
-    ("compromised_terminal", "m-skimmer", tuple(f"sk-{i:02}" for i in range(25))),
+    # Sliding windows alert at the first window over the threshold: the fifth use, the 24th card.
+    ("velocity", "tok-ct", tuple(f"ct-{i}" for i in range(5))),
+    ("compromised_terminal", "m-skimmer", tuple(f"sk-{i:02}" for i in range(24))),
     ("spending_anomaly", "tok-ato", ("ato-10",)),
 }
 
@@ -156,12 +157,14 @@ def oracle_alerts(settings: CardVelocitySettings) -> pd.DataFrame:
     rows = [value for _, value in PHASE_1 + PHASE_2 + PHASE_3]
     frame = pd.DataFrame(rows).rename(columns={"card_token": "entity_id"})
     travel = travel_alerts(frame, settings.travel)
+    slide = settings.rule_slide_ms
     velocity = velocity_window_alerts(
-        velocity_window_features(frame, settings.velocity), settings.velocity
+        velocity_window_features(frame, settings.velocity, slide_ms=slide), settings.velocity
     )
     by_merchant = frame.rename(columns={"entity_id": "card_id", "merchant_id": "entity_id"})
     terminal = terminal_window_alerts(
-        terminal_window_features(by_merchant, settings.terminal), settings.terminal
+        terminal_window_features(by_merchant, settings.terminal, slide_ms=slide),
+        settings.terminal,
     )
     spending = spending_alerts(
         frame.rename(columns={"merchant_category": "category"}), settings.spending
@@ -418,11 +421,11 @@ def test_alert_records_carry_source_job_time_and_evidence(run: Run) -> None:
     assert travel["evidence"]["speed_kmh"] > 10_000
     assert travel["event_time"] == T0 + 1860 * 1000
     velocity = by_rule[("velocity", "tok-ct")]["evidence"]
-    assert (velocity["tx_count"], velocity["small_count"]) == (6, 6)  # the duplicate once
+    assert (velocity["tx_count"], velocity["small_count"]) == (5, 5)  # the duplicate once
     # approx_count_distinct (HyperLogLog++, rsd 0.05) may be off by a little, even this small
-    assert abs(velocity["distinct_merchants"] - 6) <= 1
+    assert abs(velocity["distinct_merchants"] - 5) <= 1
     terminal = by_rule[("compromised_terminal", "m-skimmer")]["evidence"]
-    assert abs(terminal["distinct_cards"] - 25) <= 3 and terminal["tx_count"] == 25
+    assert abs(terminal["distinct_cards"] - 24) <= 3 and terminal["tx_count"] == 24
     assert by_rule[("spending_anomaly", "tok-ato")]["label"] == "account_takeover"
 
 
@@ -438,7 +441,7 @@ def test_lake_holds_each_alert_once(run: Run) -> None:
     assert lake["alert_id"].is_unique
     assert set(lake["job"]) == {"card-velocity"} and set(lake["source"]) == {"pipeline"}
     evidence = {r.rule: json.loads(r.evidence) for r in lake.itertuples()}
-    assert evidence["velocity"]["tx_count"] == 6
+    assert evidence["velocity"]["tx_count"] == 5
     files = sorted(p.name for p in (run.stack.dirs.lake / "alerts" / "card-velocity").rglob("*"))
     assert files and all(f.startswith("batch-") or len(f) == 36 for f in files), files
 

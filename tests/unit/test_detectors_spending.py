@@ -138,3 +138,22 @@ def test_terminal_scalar_form_and_stable_id() -> None:
     a = check_terminal_window("m", 0, 600_000, 20, p, tx_count=40)
     b = check_terminal_window("m", 0, 600_000, 31, p, tx_count=70)
     assert a is not None and b is not None and a.alert_id == b.alert_id  # same window
+
+
+def test_terminal_sliding_windows_alert_once_on_a_burst_across_a_boundary() -> None:
+    p = TerminalParams(window_s=600, min_distinct_cards=5)
+    start = 600_000 - 120_000  # six cards 40 s apart: three each side of the 10-minute mark
+    tx = pd.DataFrame(
+        {
+            "entity_id": "m-7",
+            "event_id": [f"e{i}" for i in range(6)],
+            "event_time": [start + 40_000 * i for i in range(6)],
+            "card_id": [f"c{i}" for i in range(6)],
+        }
+    )
+    assert terminal_window_alerts(terminal_window_features(tx, p), p).empty
+    features = terminal_window_features(tx, p, slide_ms=60_000)
+    assert (features["distinct_cards"] >= 5).sum() > 1
+    alerts = terminal_window_alerts(features, p)
+    assert len(alerts) == 1
+    assert json.loads(alerts["evidence"].iat[0])["distinct_cards"] >= 5

@@ -212,3 +212,38 @@ def test_scalar_window_and_event_checks_share_the_predicate() -> None:
     w = check_velocity_window("c", 0, 600_000, at, P)
     assert w is not None and w.evidence["window_end"] == 600_000
     assert w.alert_id != check_velocity("c", "t5", 10, at, P).alert_id  # type: ignore[union-attr]
+
+
+def test_sliding_windows_catch_a_burst_a_tumbling_boundary_splits() -> None:
+    # Eight small amounts 40 s apart across the 10-minute boundary: four on each side.
+    burst = tx([10 * MIN - 160_000 + 40_000 * i for i in range(8)], [1.0] * 8)
+    tumbling = velocity_window_alerts(velocity_window_features(burst, P), P)
+    assert tumbling.empty
+    sliding = velocity_window_alerts(velocity_window_features(burst, P, slide_ms=MIN), P)
+    assert len(sliding) == 1
+    assert len(sliding.iloc[0]["event_ids"]) >= P.min_count
+
+
+def test_sliding_windows_alert_once_per_burst_at_the_first_crossing() -> None:
+    burst = tx([30_000 * i for i in range(10)], [1.0] * 10)  # 0 .. 4.5 minutes
+    features = velocity_window_features(burst, P, slide_ms=MIN)
+    firing = features[(features["tx_count"] >= 5) & (features["small_count"] >= 3)]
+    assert len(firing) > 5  # every window sliding over the burst holds it
+    alerts = velocity_window_alerts(features, P)
+    assert len(alerts) == 1
+    alert = alerts.iloc[0]
+    # The window whose newest minute brought the fifth transaction (t004 at 2 minutes).
+    assert json.loads(alert["evidence"])["window_end"] == 3 * MIN
+    assert alert["event_ids"] == [f"t{i:03}" for i in range(6)]
+    without_prior = features.drop(columns=[c for c in features if c.startswith("prior_")])
+    assert len(velocity_window_alerts(without_prior, P)) == len(firing)
+
+
+def test_sliding_features_without_their_last_slide() -> None:
+    rows = tx([0, 30_000, 90_000], [1.0, 50.0, 1.0], ["a", "b", "a"])
+    features = velocity_window_features(rows, P, slide_ms=MIN).set_index("window_end")
+    window = features.loc[2 * MIN]  # [-8 min, 2 min): all three; before 1 min: the first two
+    assert (window["tx_count"], window["small_count"], window["distinct_merchants"]) == (3, 2, 2)
+    assert (window["prior_tx_count"], window["prior_small_count"]) == (2, 1)
+    assert window["prior_distinct_merchants"] == 2
+    assert features.loc[MIN, "prior_tx_count"] == 0

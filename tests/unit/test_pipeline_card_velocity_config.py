@@ -110,3 +110,12 @@ def test_a_bad_value_names_its_key(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match=re.escape("card_velocity.terminal.min_distinct_cards")):
         load_model(PipelineConfig, path)
+
+
+def test_rule_slide_defaults_to_a_minute_and_must_fit_the_rule_windows() -> None:
+    assert config().card_velocity.rule_slide_ms == 60_000
+    assert config(rule_slide=None).card_velocity.rule_slide_ms is None
+    with pytest.raises(ValueError, match=r"rule_slide must be > 0 and at most .* \(300000 ms\)"):
+        config(rule_slide="6 minutes", terminal={"window_s": 300})
+    with pytest.raises(ValueError, match="rule_slide must be > 0"):
+        config(rule_slide="0 seconds")
