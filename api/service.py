@@ -42,7 +42,11 @@ class FraudService:
         self.stack = stack
         self.state = LastUseState(settings, clock)
         self.tokenizer = PanTokenizer(secrets.pan_secret, settings.token_hex_chars)
-        self.updater = ActivityUpdater(stack, settings.topic, self.state) if stack else None
+        self.updater = (
+            ActivityUpdater(stack, settings.topic, self.state, settings.rebuild_lookback_s)
+            if stack
+            else None
+        )
         if publisher is None:
             publisher = KafkaPublisher(stack, settings.topic) if stack else MemoryPublisher()
         self.publisher = publisher

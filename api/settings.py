@@ -101,6 +101,14 @@ class ApiSettings(Settings):
     idempotency: IdempotencySettings = Field(default_factory=IdempotencySettings)
     state: StateSettings = Field(default_factory=StateSettings)
     token_hex_chars: int = Field(32, ge=16, le=64, description="Hex digits of a card token.")
+    rebuild_lookback_s: float | None = Field(
+        None,
+        ge=0,
+        description="Rebuild the state only from records appended this many seconds before "
+        "start-up or later (Kafka's offsets for times); unset: the whole topic. 0 starts "
+        "empty and keeps only what arrives from now on (`streamsim demo` does, so a run "
+        "stands alone).",
+    )
     rebuild_timeout_s: float = Field(
         60.0,
         ge=0,

@@ -1,7 +1,8 @@
 """The last-use updater: `cards.activity` -> the last-use state, in a background thread.
 
-On start it reads every partition of the topic from the beginning up to the end offsets it
-found (`rebuilt` is set then, and the endpoint starts serving), and then keeps consuming, so
+On start it reads every partition of the topic from the beginning (or, with a lookback, from
+the first record appended within it) up to the end offsets it found (`rebuilt` is set then,
+and the endpoint starts serving), and then keeps consuming, so
 decisions made by other endpoint instances reach this one's state too. Records this endpoint
 made itself were applied when it made them; they are skipped when they come back (by
 transaction_id: a record whose `transaction_id` header names a transaction the state already
@@ -21,7 +22,14 @@ import uuid
 from typing import Any, Literal
 
 import orjson
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
 
 from api.decision import RECORD_KEYS, response_body
 from api.kafkalog import kafka_logger
@@ -37,10 +45,19 @@ Headers = list[tuple[str, str | bytes | None]] | dict[str, str | bytes | None] |
 
 
 class ActivityUpdater:
-    def __init__(self, stack: StackConfig, topic: str, state: LastUseState) -> None:
+    def __init__(
+        self,
+        stack: StackConfig,
+        topic: str,
+        state: LastUseState,
+        lookback_s: float | None = None,
+    ) -> None:
+        """`lookback_s`: rebuild from records appended that long before start-up or later
+        (unset: the whole topic)."""
         self.stack = stack
         self.topic = topic
         self.state = state
+        self.lookback_s = lookback_s
         self.status: Status = "starting"
         self.rebuilt = threading.Event()
         self.applied = 0  # records applied from the topic
@@ -130,28 +147,44 @@ class ActivityUpdater:
         self.last_error = error
 
     def _assign(self, consumer: Consumer) -> dict[int, int]:
-        """Assign every partition from the beginning; returns partition -> end offset for the
-        partitions that hold records."""
+        """Assign every partition from where the rebuild starts; returns partition -> end
+        offset for the partitions that hold records to rebuild from."""
+        since_ms = None
+        if self.lookback_s is not None:
+            since_ms = round(time.time() * 1000 - self.lookback_s * 1000)
         while True:
             try:
                 meta = consumer.list_topics(self.topic, timeout=10.0).topics[self.topic]
                 if meta.error is not None:
                     raise KafkaException(meta.error)
+                starts = self._starts(consumer, sorted(meta.partitions), since_ms)
                 pending = {}
-                for partition in meta.partitions:
-                    tp = TopicPartition(self.topic, partition)
+                for tp in starts:
                     low, high = consumer.get_watermark_offsets(tp, timeout=10.0)
-                    if high > low:
-                        pending[partition] = high
+                    start = low if tp.offset == OFFSET_BEGINNING else tp.offset
+                    if 0 <= start < high:
+                        pending[tp.partition] = high
                 break
             except KafkaException as exc:
                 self._retrying(f"cannot read the offsets of {self.topic} yet", exc)
                 if self._stop.wait(1.0):
                     return {}
-        consumer.assign(
-            [TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in sorted(meta.partitions)]
-        )
+        consumer.assign(starts)
         return pending
+
+    def _starts(
+        self, consumer: Consumer, partitions: list[int], since_ms: int | None
+    ) -> list[TopicPartition]:
+        """Where each partition's rebuild starts: its beginning, or (with a lookback) the
+        first record appended at `since_ms` or later (none: its end)."""
+        if since_ms is None:
+            return [TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in partitions]
+        wanted = [TopicPartition(self.topic, p, since_ms) for p in partitions]
+        found = consumer.offsets_for_times(wanted, timeout=10.0)
+        return [
+            tp if tp.offset >= 0 else TopicPartition(self.topic, tp.partition, OFFSET_END)
+            for tp in found
+        ]
 
     def _known(self, headers: Headers) -> bool:
         """Whether the record's `transaction_id` header names a transaction already in (then

@@ -294,3 +294,30 @@ def test_decides_while_kafka_is_unreachable_and_counts_what_it_could_not_publish
     assert summary["publish_failed"] == 1
     assert summary["published"] == 0
     assert PANS[0] not in output
+
+
+def test_rebuild_lookback_bounds_what_a_restart_reads_back(
+    setup: tuple[Path, Path, str], tmp_path: Path
+) -> None:
+    stack_file, settings_file, topic = setup
+    log = tmp_path / "server.log"
+    first = Server(stack_file, settings_file, log)
+    try:
+        assert first.post(tx("l1", PANS[0], T0, LONDON)).json()["decision"] == "approve"
+        first.wait_published(1)
+    finally:
+        assert first.stop() == 0, log.read_text()
+
+    for lookback_s, applied in ((3600, 1), (0, 0)):
+        settings_file.write_text(
+            f"kind: api\ntopic: {topic}\nrebuild_timeout_s: 30\nrebuild_lookback_s: {lookback_s}\n"
+        )
+        server = Server(stack_file, settings_file, log)
+        try:
+            assert server.http.get("/v1/stats").json()["state"]["applied_from_topic"] == applied
+            sydney = tx(f"l-{lookback_s}", PANS[0], T0 + 3 * 60_000, SYDNEY, country="AU")
+            verdict = server.post(sydney).json()
+            want = ["impossible_travel"] if applied else ["no_history"]
+            assert verdict["reasons"] == want, verdict
+        finally:
+            assert server.stop() == 0, log.read_text()
