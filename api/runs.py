@@ -296,6 +296,7 @@ class RunManager:
                 if run.scenario == scenario and run.status in ACTIVE:
                     raise RunConflict(run)
             run_id = f"{scenario}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
+            data.setdefault("run_id", run_id)  # its own ids: see ScenarioConfig.run_id
             workdir = self.runs_dir / run_id
             workdir.mkdir(parents=True, exist_ok=True)
             scenario_file = workdir / "scenario.yaml"

@@ -76,6 +76,14 @@ class ScenarioConfig(Settings):
         "", pattern=r"^([a-z][a-z0-9_]*)?$", description="Names truth.<name>; default: domain.type."
     )
     seed: int = Field(0, ge=0, le=2**63 - 1, description="Seed of every random choice.")
+    run_id: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9_-]{1,64}$",
+        description="Mixed into every event, incident and outage id, not into the content: "
+        "runs of one seed on shared topics keep distinct ids (an endpoint would answer a "
+        "re-used transaction id as a repeat, a job would skip a re-used alert id). "
+        "`streamsim demo` and the control panel set one per run. Unset: ids follow the seed.",
+    )
     start: datetime = Field(DEFAULT_START, description="True time at simulation start (ISO 8601).")
     duration_s: float = Field(
         600.0, gt=0, description="Simulated seconds to generate readings for."

@@ -129,7 +129,7 @@ class Engine:
         devices: EntityTable | None = getattr(self.scenario, "devices", None)
         self.devices = self.table if devices is None else devices
         self.dtype = row_dtype([(f.name, f.dtype) for f in self.scenario.payload])
-        prefix = f"{self.scenario.id_prefix}-{id_salt(config.seed)}-"
+        prefix = f"{self.scenario.id_prefix}-{id_salt(config.seed, config.run_id)}-"
         self.clocks = DeviceClocks(self.devices, rng_for(config.seed, "clocks"), self.start_ms)
         self.delivery = DeliveryModel(
             self.devices, rng_for(config.seed, "delivery"), self.start_ms, self.dtype

@@ -16,6 +16,11 @@ def rng_for(seed: int, *names: str) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=key)))
 
 
-def id_salt(seed: int) -> str:
-    """8 hex digits that make ids from different seeds distinct."""
-    return f"{int(np.random.SeedSequence(seed).generate_state(1)[0]):08x}"
+def id_salt(seed: int, run_id: str | None = None) -> str:
+    """8 hex digits that make ids from different seeds (and runs) distinct.
+
+    >>> id_salt(4) == id_salt(4), id_salt(4) == id_salt(4, "run-2")
+    (True, False)
+    """
+    entropy = seed if run_id is None else [seed, zlib.crc32(run_id.encode())]
+    return f"{int(np.random.SeedSequence(entropy).generate_state(1)[0]):08x}"

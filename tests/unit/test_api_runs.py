@@ -191,6 +191,7 @@ def test_a_finished_run_has_its_summary(tmp_path: Path, scenario_dir: Path) -> N
     (spec,) = seen
     written = ScenarioConfig.model_validate(yaml.safe_load(spec.scenario_file.read_text()))
     assert written.entities == 5 and spec.speed == 2.0 and spec.duration_s == 30
+    assert written.run_id == run.run_id  # each run's ids are its own
     RunInfo.model_validate(run.to_dict())
 
 

@@ -66,6 +66,17 @@ def test_same_config_and_seed_give_the_same_stream_at_any_speed(tmp_path: Path) 
     assert run_jsonl(tmp_path, "other_seed", config(), speed="max", seed=6) != fast
 
 
+def test_a_run_id_changes_every_id_and_nothing_else(memory_run: Any) -> None:
+    sink, summary = memory_run
+    other = MemorySink()
+    salted = run_scenario(config(run_id="run-2"), other, speed="max")
+    old, new = summary.id_prefix, salted.id_prefix
+    assert old != new and len(old) == len(new)
+    for before, after in ((sink.events, other.events), (sink.truth, other.truth)):
+        assert len(before.values) == len(after.values)
+        assert [v.replace(old.encode(), new.encode()) for v in before.values] == after.values
+
+
 def test_the_stream_does_not_depend_on_the_sink(tmp_path: Path, memory_run: Any) -> None:
     sink, _ = memory_run
     run_scenario(config(), JsonlSink(tmp_path), speed="max")
