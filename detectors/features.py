@@ -83,6 +83,18 @@ def with_prior(windows: pd.DataFrame, prior: pd.DataFrame, keys: list[str]) -> p
     return out
 
 
+def window_key(window_start: int, window_end: int, event_ids: Sequence[str]) -> tuple[Any, ...]:
+    """The alert key of a window: its bounds and its first event id (sorted). An update-mode
+    re-emission of the window keeps it; the same entity and window in another run (other
+    events) does not share it, so a sink that skips known ids never skips that alert.
+
+    >>> window_key(0, 600_000, ["e2", "e1"])
+    ('window', 0, 600000, 'e1')
+    """
+    first = (min(event_ids),) if event_ids else ()
+    return ("window", int(window_start), int(window_end), *first)
+
+
 def optional_value(row: dict[str, Any], name: str) -> Any:
     """A row's value, or None when the column is absent or null."""
     value = row.get(name)

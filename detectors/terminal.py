@@ -6,7 +6,7 @@ thresholds it:
 
     distinct_cards >= min_distinct_cards
 
-The entity is the merchant. Key: the window bounds (an update-mode re-emission keeps its id).
+The entity is the merchant. Key: the window bounds and first event id (`window_key`).
 On sliding windows given `prior_distinct_cards` (the window's cards before its last slide), a
 window fires only where that does not (`first_crossing`): once per burst.
 `terminal_window_features` computes the same aggregates in pandas (a batch oracle).
@@ -26,6 +26,7 @@ from detectors.features import (
     ids_of,
     optional_value,
     prepare_windows,
+    window_key,
     window_rows,
     with_prior,
 )
@@ -77,7 +78,7 @@ def check_terminal_window(
         **params.model_dump(),
     }
     time = int(window_end) - 1 if event_time is None else int(event_time)
-    key = ("window", int(window_start), int(window_end))
+    key = window_key(window_start, window_end, event_ids)
     return Alert.make(RULE, merchant_id, time, event_ids, evidence, key=key, label=LABEL)
 
 

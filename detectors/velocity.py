@@ -17,8 +17,9 @@ where `small_count` counts amounts below `small_amount`. Three forms share that 
   same events whatever the arrival order. Key: the firing event id.
 - **per window** (`check_velocity_window`, `velocity_window_alerts`): aggregates Spark SQL
   computes natively over `window()` (count, sum, small count, approx distinct merchants); only
-  the predicate runs in Python. Key: the window bounds, so an update-mode re-emission of a
-  window keeps its id. `velocity_window_features` computes the same aggregates in pandas.
+  the predicate runs in Python. Key: the window bounds and first event id (`window_key`), so
+  an update-mode re-emission of a window keeps its id. `velocity_window_features` computes
+  the same aggregates in pandas.
   Sliding windows catch a burst that a tumbling boundary would split; given each window's
   features without its last slide too (`prior_*`), a window fires only where those do not,
   so a burst alerts once, at the window that first crosses the threshold, not once per
@@ -43,6 +44,7 @@ from detectors.features import (
     ids_of,
     optional_value,
     prepare_windows,
+    window_key,
     window_rows,
     with_prior,
 )
@@ -165,7 +167,7 @@ def check_velocity_window(
     evidence = {**velocity_evidence(features, params), "window_start": int(window_start)}
     evidence["window_end"] = int(window_end)
     time = int(window_end) - 1 if event_time is None else int(event_time)
-    key = ("window", int(window_start), int(window_end))
+    key = window_key(window_start, window_end, event_ids)
     return Alert.make(RULE, entity_id, time, event_ids, evidence, key=key, label=LABEL)
 
 

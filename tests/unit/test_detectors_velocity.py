@@ -247,3 +247,13 @@ def test_sliding_features_without_their_last_slide() -> None:
     assert (window["prior_tx_count"], window["prior_small_count"]) == (2, 1)
     assert window["prior_distinct_merchants"] == 2
     assert features.loc[MIN, "prior_tx_count"] == 0
+
+
+def test_window_alert_id_follows_the_window_and_its_first_event() -> None:
+    f = VelocityFeatures(tx_count=6, small_count=6)
+    first = check_velocity_window("card-1", 0, 600_000, f, P, ["run1-a", "run1-b"])
+    grown = check_velocity_window("card-1", 0, 600_000, f, P, ["run1-a", "run1-b", "run1-c"])
+    rerun = check_velocity_window("card-1", 0, 600_000, f, P, ["run2-a", "run2-b"])
+    assert first is not None and grown is not None and rerun is not None
+    assert first.alert_id == grown.alert_id  # an update-mode re-emission keeps its id
+    assert first.alert_id != rerun.alert_id  # another run's events in the same window do not
