@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from detectors import (
@@ -244,10 +245,12 @@ class VehicleRulesProcessor(BufferedRulesProcessor):
         return VehicleRules(key, self.detectors, self.fields, self.max_buffered)
 
     def payloads(self, frame: pd.DataFrame) -> Iterator[tuple[Any, Any, Any]]:
-        columns = frame.loc[:, list(self.input_columns)]
-        ids = columns["event_id"].tolist()
-        times = columns["event_time"].tolist()
-        values = columns.loc[:, list(self.fields)].astype("float64").to_numpy().tolist()
+        # Column by column: a vehicle's frame holds a row or a few, where pandas' `.loc` over
+        # a column list costs more than the rules.
+        ids = frame["event_id"].tolist()
+        times = frame["event_time"].tolist()
+        signals = [frame[f].to_numpy("float64", na_value=np.nan) for f in self.fields]
+        values = np.column_stack(signals).tolist() if signals else [[] for _ in ids]
         for event_id, event_time, row in zip(ids, times, values, strict=True):
             yield event_id, event_time, [None if v != v else v for v in row]
 
