@@ -6,6 +6,9 @@ readings spanning at least `min_span_s`, and the slope is above `rising_above` o
 `falling_below`. Fires when the condition starts to hold (once per episode, not per reading).
 Typical uses: coolant rising faster than 2 °C/min (`overheating`), tyre pressure falling
 faster than 0.5 kPa/min (`tyre_leak`). Key: the signal and the firing event id.
+
+A signal can be taken against its siblings first (`versus_others` on a frame, `minus_mean`
+per reading): a leak moves one tyre, warming and cooling move all four together.
 """
 
 from __future__ import annotations
@@ -294,3 +297,33 @@ def _slope(window: deque[tuple[int, float, str]]) -> float:
     sxx = sum(((t - t0) / 1000.0 - mean_t) ** 2 for t, _, _ in window)
     sxy = sum(((t - t0) / 1000.0 - mean_t) * (v - mean_v) for t, v, _ in window)
     return sxy / sxx * 60.0 if sxx > 0 else float("nan")
+
+
+def versus_others(readings: pd.DataFrame, signals: Sequence[str]) -> pd.DataFrame:
+    """Each signal minus the mean of the others (NaN when any of them is missing).
+
+    >>> rows = pd.DataFrame({"a": [240.0, 238.0], "b": [242.0, 242.0], "c": [244.0, 244.0]})
+    >>> versus_others(rows, ["a", "b", "c"])["a"].tolist()
+    [-3.0, -5.0]
+    """
+    values = {s: pd.to_numeric(readings[s], errors="coerce").astype("float64") for s in signals}
+
+    def mean_of_others(signal: str) -> pd.Series:
+        others = [values[o] for o in signals if o != signal]  # summed in order, as minus_mean
+        total = others[0]
+        for other in others[1:]:
+            total = total + other
+        return total / len(others)
+
+    return readings.assign(**{s: values[s] - mean_of_others(s) for s in signals})
+
+
+def minus_mean(value: float | None, others: Sequence[float | None]) -> float | None:
+    """`value` minus the mean of `others`, as `versus_others` computes it (None if any is).
+
+    >>> minus_mean(240.0, [242.0, 244.0]), minus_mean(240.0, [None, 244.0])
+    (-3.0, None)
+    """
+    if value is None or any(o is None for o in others):
+        return None
+    return value - sum(others) / len(others)  # type: ignore[arg-type]

@@ -45,6 +45,7 @@ from detectors import (
     zscore_alerts,
 )
 from detectors.params import Thresholds
+from detectors.trend import minus_mean, versus_others
 from pipeline.config import (
     BrakingDetector,
     FlatlineDetector,
@@ -129,25 +130,6 @@ def others_of(detectors: Mapping[str, VehicleDetector]) -> list[tuple[str, ...]]
     return out
 
 
-def versus_others(readings: pd.DataFrame, signals: Sequence[str]) -> pd.DataFrame:
-    """Each signal minus the mean of the others (NaN when any of them is missing).
-
-    >>> rows = pd.DataFrame({"a": [240.0, 238.0], "b": [242.0, 242.0], "c": [244.0, 244.0]})
-    >>> versus_others(rows, ["a", "b", "c"])["a"].tolist()
-    [-3.0, -5.0]
-    """
-    values = {s: pd.to_numeric(readings[s], errors="coerce").astype("float64") for s in signals}
-
-    def mean_of_others(signal: str) -> pd.Series:
-        others = [values[o] for o in signals if o != signal]  # summed in order, as _minus_mean
-        total = others[0]
-        for other in others[1:]:
-            total = total + other
-        return total / len(others)
-
-    return readings.assign(**{s: values[s] - mean_of_others(s) for s in signals})
-
-
 def input_fields(detectors: Mapping[str, VehicleDetector]) -> tuple[str, ...]:
     """The reading fields the detectors read, in a fixed order (the payload of a reading).
 
@@ -202,7 +184,7 @@ class VehicleRules(BufferedRules):
             values = [payload[i] for i in where]
             if others:
                 against = [payload[i] for i in others]
-                values[0] = _minus_mean(values[0], against)
+                values[0] = minus_mean(values[0], against)
             if gps:
                 assert isinstance(state, GpsJumpState)
                 alerts.extend(state.update(event_id, event_time, values[0], values[1], True))
@@ -217,13 +199,6 @@ class VehicleRules(BufferedRules):
     def rules_restore(self, data: Mapping[str, Any]) -> None:
         for state, snapshot in zip(self.states, data.get("states") or [], strict=False):
             state.restore(snapshot)
-
-
-def _minus_mean(value: float | None, others: Sequence[float | None]) -> float | None:
-    """`value` minus the mean of `others`, as `versus_others` computes it (None if any is)."""
-    if value is None or any(o is None for o in others):
-        return None
-    return value - sum(others) / len(others)  # type: ignore[arg-type]
 
 
 class VehicleRulesProcessor(BufferedRulesProcessor):
