@@ -365,7 +365,7 @@ def _compare(
     every = classified.dropDuplicates(["event_id"]).persist()
     kept = every.where("counted").withColumn("vehicle_id", F.concat("vehicle_id", F.lit(KEPT)))
     both = vehicle_stats(
-        lambda: every.unionByName(kept),
+        every.unionByName(kept),
         s.stats_windows,
         s.stats_signals,
         s.percentiles,

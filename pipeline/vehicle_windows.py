@@ -22,7 +22,7 @@ advances the watermark of only the first of several aggregations fed by one wate
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -47,9 +47,6 @@ STATS_LEAD = (
     "first_event_time",
     "last_event_time",
 )
-
-#: Builds the watermarked, de-duplicated readings.
-Readings = Callable[[], DataFrame]
 
 
 def percentile_name(level: float) -> str:
@@ -119,18 +116,17 @@ def spec_windows(windows: Sequence[WindowSpec], time_column: str = "event_ts") -
 
 
 def vehicle_stats(
-    readings: Readings,
+    readings: DataFrame,
     windows: Sequence[WindowSpec],
     signals: Sequence[str],
     percentiles: Sequence[float],
     accuracy: int = 10_000,
 ) -> DataFrame:
     """One row per vehicle per window of every spec (see the module docstring)."""
-    rows = readings()
     # The window column carries the event time's watermark, as `window()`'s does: the
     # aggregation then emits and evicts a window once the watermark passes its end.
-    watermark = rows.schema["event_ts"].metadata
-    exploded = rows.select("*", F.explode(spec_windows(windows)).alias("w")).select(
+    watermark = readings.schema["event_ts"].metadata
+    exploded = readings.select("*", F.explode(spec_windows(windows)).alias("w")).select(
         "*",
         F.col("w.window_s").alias("window_s"),
         F.col("w.slide_s").alias("slide_s"),

@@ -113,7 +113,7 @@ def readings(events: DataFrame, watermark: str) -> DataFrame:
 def stats_stream(events: DataFrame, cfg: PipelineConfig) -> DataFrame:
     s = cfg.vehicle_telemetry
     return vehicle_stats(
-        lambda: readings(events, cfg.watermark),
+        readings(events, cfg.watermark),
         s.stats_windows,
         s.stats_signals,
         s.percentiles,
