@@ -37,9 +37,9 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from api.kafkalog import kafka_logger
 from api.vehicles import VEHICLES_TOPIC, VehicleTail, VehicleView
-from streamsim.config import StackConfig
-from streamsim.kafka import consumer_config
-from streamsim.kafka.clients import base_config
+from core.config import StackConfig
+from core.kafka import consumer_config
+from core.kafka.clients import base_config
 
 log = logging.getLogger("api.feeds")
 

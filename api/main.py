@@ -32,7 +32,7 @@ from api.runs import RunManager
 from api.service import FraudService
 from api.settings import load_secrets, load_settings
 from api.stats import LatencyMiddleware
-from streamsim.config import StackConfig
+from core.config import StackConfig
 
 
 def create_app(

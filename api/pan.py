@@ -1,10 +1,10 @@
-"""Card numbers in the endpoint: the shared PAN module (`streamsim.pan`), re-exported.
+"""Card numbers in the endpoint: the shared PAN module (`core.pan`), re-exported.
 
-Luhn, tokens, masks, scrubbing and the token secret live in `streamsim.pan`, so the simulator
+Luhn, tokens, masks, scrubbing and the token secret live in `core.pan`, so the simulator
 and the pipeline compute the same tokens as the endpoint.
 """
 
-from streamsim.pan import (
+from core.pan import (
     PAN_MAX_DIGITS,
     PAN_MIN_DIGITS,
     REDACTED,

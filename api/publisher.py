@@ -33,8 +33,8 @@ from typing import Any, Protocol
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from api.kafkalog import kafka_logger
-from streamsim.config import StackConfig
-from streamsim.kafka import producer_config
+from core.config import StackConfig
+from core.kafka import producer_config
 
 log = logging.getLogger("api.publisher")
 

@@ -5,7 +5,7 @@
   result as a `ScenarioConfig` (a bad override raises `InvalidOverrides`, naming the key);
 - writes the merged scenario and the API's resolved stack to `<runs_dir>/<run_id>/`;
 - starts `streamsim simulate SCENARIO --sink kafka --json [--speed X] [--duration S]` there
-  (through `api.simulate_child`, which turns SIGTERM into a clean stop that flushes Kafka);
+  (`streamsim simulate` in a child process, which takes SIGTERM as a clean stop that flushes Kafka);
 - a watcher thread records the exit: `finished` with the `--json` summary, `failed` with the
   tail of stderr, or `stopped` when `stop(run_id)` asked for it (SIGTERM, then SIGKILL after
   `stop_timeout_s`).
@@ -38,10 +38,10 @@ import orjson
 import yaml
 from pydantic import ValidationError
 
+from core.config import ConfigError, StackConfig
+from core.config.errors import key_path
+from core.config.loader import read_yaml
 from scenarios.config import ScenarioConfig, deep_merge
-from streamsim.config import ConfigError, StackConfig
-from streamsim.config.errors import key_path
-from streamsim.config.loader import read_yaml
 
 RunStatus = Literal["running", "stopping", "finished", "failed", "stopped"]
 ACTIVE: tuple[RunStatus, ...] = ("running", "stopping")
@@ -89,7 +89,7 @@ class RunSpec:
 
 def simulate_command(spec: RunSpec) -> list[str]:
     """`streamsim simulate` for a run, with SIGTERM as a clean stop."""
-    cmd = [sys.executable, "-m", "api.simulate_child", str(spec.scenario_file)]
+    cmd = [sys.executable, "-m", "streamsim", "simulate", str(spec.scenario_file)]
     cmd += ["--sink", "kafka", "--json"]
     if spec.stack_file is not None:
         cmd += ["--config", str(spec.stack_file)]

@@ -15,9 +15,9 @@ import uvicorn
 from api.logscrub import log_config
 from api.main import app_from_config
 from api.service import FraudService
-from streamsim.config import StackConfig
-from streamsim.errors import StreamsimError
-from streamsim.kafka.broker import port_in_use
+from core.config import StackConfig
+from core.errors import StreamsimError
+from core.ports import port_in_use
 
 
 def uvicorn_config(

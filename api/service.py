@@ -20,7 +20,7 @@ from api.settings import ApiSecrets, ApiSettings
 from api.state import LastUseState
 from api.stats import RequestStats
 from api.updater import ActivityUpdater
-from streamsim.config import StackConfig
+from core.config import StackConfig
 
 log = logging.getLogger("api.service")
 

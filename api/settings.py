@@ -8,7 +8,7 @@ Where they come from:
   - `STREAMSIM_PAN_SECRET`: the HMAC key of card tokens. Unset: a random key is created once
     in `<dirs.data>/api/pan-secret` (mode 0600) and reused, so tokens stay stable across
     restarts on this machine. Every endpoint instance on one topic needs the same key, and so
-    does the simulator (`streamsim.pan.pan_secret` resolves it for both).
+    does the simulator (`core.pan.pan_secret` resolves it for both).
   - `STREAMSIM_API_TOKEN`: the bearer token of the control routes. Unset: they are disabled.
 """
 
@@ -21,10 +21,10 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from core.config import StackConfig, load_model
+from core.config.base import Settings
+from core.pan import PAN_SECRET_ENV, pan_secret
 from detectors import TravelParams, VelocityParams
-from streamsim.config import StackConfig, load_model
-from streamsim.config.base import Settings
-from streamsim.pan import PAN_SECRET_ENV, pan_secret
 
 API_TOKEN_ENV = "STREAMSIM_API_TOKEN"
 SETTINGS_ENV = "STREAMSIM_API_SETTINGS"

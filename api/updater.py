@@ -35,8 +35,8 @@ from api.decision import RECORD_KEYS, response_body
 from api.kafkalog import kafka_logger
 from api.publisher import TXID_HEADER
 from api.state import LastUseState
-from streamsim.config import StackConfig
-from streamsim.kafka import consumer_config, ensure_topics
+from core.config import StackConfig
+from core.kafka import consumer_config, ensure_topics
 
 log = logging.getLogger("api.updater")
 

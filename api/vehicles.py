@@ -56,9 +56,9 @@ import orjson
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from api.kafkalog import kafka_logger
+from core.config import StackConfig
+from core.kafka import consumer_config
 from scenarios.vehicles_config import VEHICLE_FAULTS
-from streamsim.config import StackConfig
-from streamsim.kafka import consumer_config
 
 VEHICLES_TOPIC = "vehicles.telemetry"
 VEHICLE_JOB = "vehicle-telemetry"

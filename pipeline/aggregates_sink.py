@@ -25,9 +25,9 @@ import pyarrow.dataset as ds
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from core.config import StackConfig
 from pipeline.alerts_sink import checkpoint_query_id
 from pipeline.kafka_io import kafka_options
-from streamsim.config import StackConfig
 
 
 class AggregatesSink:

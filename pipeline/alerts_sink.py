@@ -39,9 +39,9 @@ from confluent_kafka import KafkaError, Message, Producer
 from pyspark.sql import DataFrame
 from pyspark.sql.streaming import StreamingQuery
 
+from core.config import StackConfig
+from core.kafka import producer_config
 from detectors import ALERT_COLUMNS
-from streamsim.config import StackConfig
-from streamsim.kafka import producer_config
 
 SOURCE = "pipeline"
 

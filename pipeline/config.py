@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from core.config.base import Settings
 from detectors import (
     BrakingParams,
     FlatlineParams,
@@ -20,7 +21,6 @@ from detectors import (
     VelocityParams,
     ZScoreParams,
 )
-from streamsim.config.base import Settings
 
 Duration = Annotated[
     str,

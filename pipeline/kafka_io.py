@@ -16,8 +16,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import DataStreamWriter
 from pyspark.sql.types import StringType, StructField, StructType
 
-from streamsim.config import StackConfig
-from streamsim.kafka.admin import admin_client
+from core.config import StackConfig
+from core.kafka.admin import admin_client
 
 DEADLETTER_TOPIC = "deadletter"
 CORRUPT = "_corrupt_record"

@@ -8,9 +8,9 @@ import time
 import orjson
 from confluent_kafka import Producer
 
+from core.config import StackConfig
+from core.kafka import ensure_topics, producer_config
 from pipeline.progress import BatchReport
-from streamsim.config import StackConfig
-from streamsim.kafka import ensure_topics, producer_config
 
 METRICS_TOPIC = "metrics"
 

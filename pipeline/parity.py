@@ -35,13 +35,13 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
+from core.config import StackConfig
+from core.errors import StreamsimError
 from pipeline.config import PipelineConfig
 from pipeline.jobs.vehicle_telemetry import ALERTS_QUERY, REQUIRED, STATS_QUERY, VEHICLE_SCHEMA
 from pipeline.kafka_io import parse_events, read_kafka_batch
 from pipeline.metrics import METRICS_TOPIC
 from pipeline.vehicle_windows import STATS_KEY, stat_columns, vehicle_stats
-from streamsim.config import StackConfig
-from streamsim.errors import StreamsimError
 
 PROGRESS_SCHEMA = "pipeline.progress/1"
 EXACT_COLUMNS = ("window_end", "readings", "first_event_time", "last_event_time")
@@ -188,7 +188,7 @@ def offsets_json(offsets: Mapping[tuple[str, int], int]) -> str:
 
 def read_history(stack: StackConfig, query: str = STATS_QUERY) -> list[dict[str, Any]]:
     """The latest run of `query` from the metrics topic."""
-    from streamsim.evaluate.sources import read_topic
+    from core.kafka.reader import read_topic
 
     return latest_query_history(read_topic(stack, METRICS_TOPIC), query)
 

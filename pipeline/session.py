@@ -15,9 +15,9 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from streamsim.config import StackConfig
-from streamsim.errors import StreamsimError
-from streamsim.jvm import RESOLVE_HINT, spark_kafka_jars
+from core.config import StackConfig
+from core.errors import StreamsimError
+from core.jvm import RESOLVE_HINT, spark_kafka_jars
 
 LOG4J2 = Path(__file__).with_name("log4j2.properties")
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from core.pan import pan_secret
 from scenarios.card_velocity_cards import DIURNAL, CardProfiles
 from scenarios.card_velocity_config import CARD_FRAUDS, HARD_NEGATIVES, CardVelocityDomain
 from scenarios.card_velocity_encoding import SCHEMA, RequestEncoder, TransactionEncoder
@@ -49,11 +50,10 @@ from simulators.records import Readings
 from simulators.seeds import rng_for
 from simulators.sinks.base import Sink
 from simulators.truth import TruthField
-from streamsim.pan import pan_secret
 
 if TYPE_CHECKING:
+    from core.config import StackConfig
     from scenarios.config import ScenarioConfig
-    from streamsim.config import StackConfig
 
 AIRPORT_MCC = "4121"  # a taxi to or from the airport
 
@@ -154,7 +154,7 @@ class CardVelocity:
     truth_fields = (TruthField.choices("hard_negative", "hard_negative", (None, *HARD_NEGATIVES)),)
 
     def __init__(self, config: ScenarioConfig, stack: StackConfig | None = None) -> None:
-        from streamsim.config import load_stack
+        from core.config import load_stack
 
         self.config = config
         d = config.domain

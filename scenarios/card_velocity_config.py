@@ -12,8 +12,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from core.config.base import Settings
 from simulators.distributions import Distribution, Exponential, LogNormal, Uniform
-from streamsim.config.base import Settings
 
 CARD_FRAUDS = ("impossible_travel", "card_testing", "account_takeover", "compromised_terminal")
 HARD_NEGATIVES = ("real_flight", "border_neighbours", "online_while_travelling")

@@ -27,6 +27,7 @@ from pydantic import (
     model_validator,
 )
 
+from core.config.base import Settings
 from scenarios.card_velocity_config import CardVelocityDomain
 from scenarios.sensor_fleet_config import SensorFleetDomain
 from scenarios.vehicles_config import ConnectedVehiclesDomain
@@ -39,7 +40,6 @@ from simulators.settings import (
     _aware,
 )
 from simulators.tagged import require_tag, untagged
-from streamsim.config.base import Settings
 
 _DOMAINS = ("sensor_fleet", "card_velocity", "connected_vehicles")
 

@@ -6,9 +6,9 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from core.config import StackConfig
     from scenarios.config import ScenarioConfig
     from simulators.scenario import Scenario
-    from streamsim.config import StackConfig
 
 SCENARIOS: dict[str, str] = {
     "sensor_fleet": "scenarios.sensor_fleet:SensorFleet",

@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from core.config.base import Settings
 from simulators.distributions import Distribution, Exponential, Normal, Uniform
-from streamsim.config.base import Settings
 
 SENSOR_FAULTS = ("stuck_sensor", "spike")
 FaultType = Literal["stuck_sensor", "spike"]

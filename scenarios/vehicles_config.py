@@ -11,8 +11,8 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from core.config.base import Settings
 from simulators.distributions import Distribution, Exponential, LogNormal, Normal, Uniform
-from streamsim.config.base import Settings
 
 # Order matters: a fault's label index is its position + 1 (0 is "none").
 VEHICLE_FAULTS = (

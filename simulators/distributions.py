@@ -15,8 +15,8 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import BeforeValidator, Field, model_validator
 
+from core.config.base import Settings
 from simulators.tagged import require_tag, untagged
-from streamsim.config.base import Settings
 
 _STD_NORMAL = NormalDist()
 

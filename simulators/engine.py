@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import simpy
 
+from core.errors import StreamsimError
 from scenarios.registry import build_scenario
 from simulators.clock import DeviceClocks
 from simulators.delivery import DeliveryModel
@@ -40,11 +41,10 @@ from simulators.scenario import Scenario, Source
 from simulators.seeds import id_salt, rng_for
 from simulators.sinks.base import Records, Sink, Topics
 from simulators.truth import TruthEncoder, TruthField
-from streamsim.errors import StreamsimError
 
 if TYPE_CHECKING:
+    from core.config import StackConfig
     from scenarios.config import ScenarioConfig
-    from streamsim.config import StackConfig
 
 # In --events mode, give up if this many readings per wanted event brought no events.
 _STARVED_READINGS_PER_EVENT = 100

@@ -13,9 +13,9 @@ from typing import Any
 import orjson
 from confluent_kafka import Producer
 
+from core.config import StackConfig
+from core.kafka import ensure_topics, producer_config
 from simulators.engine import RunSummary
-from streamsim.config import StackConfig
-from streamsim.kafka import ensure_topics, producer_config
 
 METRICS_TOPIC = "metrics"
 SCHEMA = "simulator.run/1"

@@ -11,9 +11,9 @@ from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field, field_validator
 
+from core.config.base import Settings
 from simulators.distributions import Constant, Distribution, Exponential, LogNormal, Normal
 from simulators.tagged import require_tag, untagged
-from streamsim.config.base import Settings
 
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]
 

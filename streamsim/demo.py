@@ -37,15 +37,16 @@ import httpx
 import orjson
 import yaml
 
+from core.config import StackConfig, load_model
+from core.config.loader import read_yaml
+from core.errors import StreamsimError
+from core.kafka import ensure_topics, producer_config
+from core.kafka.offsets import end_offsets, records_since
+from core.ports import port_in_use
 from pipeline.config import PipelineConfig
 from pipeline.progress import BatchReport, ProgressTotals
 from scenarios.vehicles_config import VEHICLE_FAULTS
-from streamsim.config import StackConfig, load_model
-from streamsim.config.loader import read_yaml
-from streamsim.errors import StreamsimError
-from streamsim.kafka import ensure_topics, producer_config
-from streamsim.kafka.broker import local_broker, port_in_use
-from streamsim.kafka.offsets import end_offsets, records_since
+from streamsim.kafka.broker import local_broker
 
 
 @dataclass(frozen=True)

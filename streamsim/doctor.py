@@ -7,16 +7,17 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from importlib.metadata import version
 
-from streamsim.config import StackConfig
-from streamsim.jvm import (
+from core.config import StackConfig
+from core.jvm import (
     MIN_JAVA,
     RESOLVE_HINT,
     java_major_version,
     kafka_jars_dir,
     spark_kafka_jars,
 )
-from streamsim.kafka.admin import is_reachable
-from streamsim.kafka.broker import LocalBroker, port_in_use
+from core.kafka.admin import is_reachable
+from core.ports import port_in_use
+from streamsim.kafka.broker import LocalBroker
 
 MIN_FREE_DISK_GB = 2.0
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from streamsim.config import StackConfig
+from core.config import StackConfig
 from streamsim.kafka.broker import LocalBroker
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -67,7 +67,7 @@ def default_url() -> str:
     url = os.environ.get(URL_ENV)
     if url:
         return url.rstrip("/")
-    from streamsim.config import load_stack
+    from core.config import load_stack
 
     stack = load_stack(None)
     host = "127.0.0.1" if stack.api.host in ("0.0.0.0", "::") else stack.api.host

@@ -14,7 +14,7 @@ from api.deps import require_token
 from api.responses import OrjsonResponse
 from api.run_models import ErrorBody, RunInfo, RunList, RunRequest, ScenarioList
 from api.runs import InvalidOverrides, RunConflict, RunManager, UnknownRun, UnknownScenario
-from streamsim.config import ConfigError
+from core.config import ConfigError
 
 router = APIRouter(tags=["runs"])
 

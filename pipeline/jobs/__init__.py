@@ -7,12 +7,12 @@ from collections.abc import Callable
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery, StreamingQueryListener
 
+from core.config import StackConfig
+from core.errors import StreamsimError
+from core.kafka import ensure_topics
 from pipeline.config import PipelineConfig
 from pipeline.jobs import card_velocity, vehicle_telemetry, window_counts
 from pipeline.session import spark_session
-from streamsim.config import StackConfig
-from streamsim.errors import StreamsimError
-from streamsim.kafka import ensure_topics
 
 Job = Callable[[SparkSession, StackConfig, PipelineConfig], list[StreamingQuery]]
 

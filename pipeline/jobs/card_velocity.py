@@ -38,6 +38,8 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from core.config import StackConfig
+from core.kafka import ensure_topics
 from detectors import ALERT_SPARK_DDL
 from pipeline.alerts_sink import AlertSink
 from pipeline.card_state import INPUT_COLUMNS, CardRulesProcessor
@@ -59,8 +61,6 @@ from pipeline.kafka_io import (
 from pipeline.session import use_rocksdb_state
 from pipeline.triggers import output_mode, query_trigger, realtime_fits, start_query
 from pipeline.window_rules import terminal_alert_rows, velocity_alert_rows
-from streamsim.config import StackConfig
-from streamsim.kafka import ensure_topics
 
 NAME = "card-velocity"
 

@@ -36,6 +36,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
+from core.config import StackConfig
+from core.kafka import ensure_topics
 from detectors import ALERT_SPARK_DDL
 from pipeline.aggregates_sink import AggregatesSink
 from pipeline.alerts_sink import AlertSink
@@ -57,8 +59,6 @@ from pipeline.session import use_rocksdb_state
 from pipeline.triggers import output_mode, query_trigger, realtime_fits, start_query
 from pipeline.vehicle_rules import VehicleRulesProcessor
 from pipeline.vehicle_windows import vehicle_stats, vehicle_trips
-from streamsim.config import StackConfig
-from streamsim.kafka import ensure_topics
 
 NAME = "vehicle-telemetry"
 STATS_QUERY = f"{NAME}.stats"

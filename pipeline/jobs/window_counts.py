@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
+from core.config import StackConfig
 from pipeline.config import PipelineConfig
 from pipeline.kafka_io import (
     as_kafka_record,
@@ -20,7 +21,6 @@ from pipeline.kafka_io import (
     write_kafka,
 )
 from pipeline.triggers import with_trigger
-from streamsim.config import StackConfig
 
 NAME = "window-counts"
 

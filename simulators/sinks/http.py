@@ -25,8 +25,8 @@ import httpx
 import orjson
 from hdrh.histogram import HdrHistogram
 
+from core.pan import scrub_text
 from simulators.sinks.base import Records, Sink, SinkReport, Topics
-from streamsim.pan import scrub_text
 
 MAX_ERRORS_KEPT = 5
 BACKOFF_S = 0.05

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import BinaryIO
 
+from core.errors import StreamsimError
 from simulators.sinks.base import Records, SinkReport, Topics
-from streamsim.errors import StreamsimError
 
 BUFFER = 1 << 20
 

@@ -16,11 +16,11 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
+from core.config import StackConfig
+from core.errors import StreamsimError
+from core.kafka import ensure_topics, producer_config
+from core.kafka.admin import is_reachable
 from simulators.sinks.base import Records, SinkReport, Topics
-from streamsim.config import StackConfig
-from streamsim.errors import StreamsimError
-from streamsim.kafka import ensure_topics, producer_config
-from streamsim.kafka.admin import is_reachable
 
 MAX_ERRORS_KEPT = 5
 

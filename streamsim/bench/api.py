@@ -42,11 +42,11 @@ import psutil
 import uvloop
 import yaml
 
+from core.config import StackConfig
+from core.errors import StreamsimError
+from core.kafka.admin import delete_topics
 from streamsim.bench.bare_app import PATH
 from streamsim.bench.report import BenchReport
-from streamsim.config import StackConfig
-from streamsim.errors import StreamsimError
-from streamsim.kafka.admin import delete_topics
 from streamsim.loadtest.closed_loop import Saturation, saturate
 from streamsim.loadtest.config import PayloadMix
 from streamsim.loadtest.connection import post_request, request_head

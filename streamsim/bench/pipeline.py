@@ -51,14 +51,14 @@ import yaml
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
+from core.config import StackConfig
+from core.config.loader import read_yaml
+from core.errors import StreamsimError
+from core.kafka import consumer_config, ensure_topics, producer_config
+from core.kafka.admin import admin_client, delete_topics
+from core.kafka.offsets import end_offsets
 from streamsim.bench.report import BenchReport
 from streamsim.bench.simulator import simulate
-from streamsim.config import StackConfig
-from streamsim.config.loader import read_yaml
-from streamsim.errors import StreamsimError
-from streamsim.kafka import consumer_config, ensure_topics, producer_config
-from streamsim.kafka.admin import admin_client, delete_topics
-from streamsim.kafka.offsets import end_offsets
 
 SCENARIO = Path("config/scenarios/connected_vehicles.yaml")
 PIPELINE = Path("config/pipelines/vehicle-telemetry.yaml")
@@ -544,9 +544,9 @@ def bench_pipeline(
     rtm_rate: int = 50,
     progress: Progress = lambda _: None,
 ) -> BenchReport:
+    from core.config import load_model
     from pipeline.config import PipelineConfig
     from pipeline.session import spark_session
-    from streamsim.config import load_model
 
     if events < 2 * batch_events:
         raise StreamsimError("events must be at least two batches (the first is warm-up)")

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from streamsim.config import StackConfig
-from streamsim.errors import StreamsimError
-from streamsim.jvm import java_executable, kafka_classpath
+from core.config import StackConfig
+from core.errors import StreamsimError
+from core.jvm import java_executable, kafka_classpath
 
 MAIN_CLASS = "org.apache.kafka.tools.ProducerPerformance"
 # librdkafka names that the Java producer spells differently or does not have.

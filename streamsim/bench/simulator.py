@@ -22,13 +22,13 @@ from typing import Any
 import orjson
 import yaml
 
+from core.config import StackConfig
+from core.config.loader import read_yaml
+from core.errors import StreamsimError
+from core.kafka import ensure_topics, producer_config
 from streamsim.bench.process import run_measured
 from streamsim.bench.producer_perf import run_producer_perf
 from streamsim.bench.report import BenchReport
-from streamsim.config import StackConfig
-from streamsim.config.loader import read_yaml
-from streamsim.errors import StreamsimError
-from streamsim.kafka import ensure_topics, producer_config
 
 REFERENCE_TOPIC = "bench.producer-perf"
 SAMPLE_EVENTS = 20_000

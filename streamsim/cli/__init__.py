@@ -6,13 +6,13 @@ import sys
 
 import typer
 
+from core.config import ConfigError
+from core.errors import StreamsimError
 from streamsim.cli import api, bench, config, demo, doctor, evaluate, kafka, pipeline, simulate
 from streamsim.cli import loadtest as loadtest_cli
 from streamsim.cli import ui as ui_cli
 from streamsim.cli import verify as verify_cli
 from streamsim.cli.common import fail
-from streamsim.config import ConfigError
-from streamsim.errors import StreamsimError
 
 app = typer.Typer(
     name="streamsim",

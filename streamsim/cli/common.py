@@ -9,7 +9,7 @@ import orjson
 import typer
 from rich.console import Console
 
-from streamsim.config import StackConfig, load_stack
+from core.config import StackConfig, load_stack
 
 console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)

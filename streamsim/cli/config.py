@@ -9,7 +9,7 @@ import typer
 import yaml
 
 from streamsim.cli.common import ConfigOpt, JsonOpt, emit
-from streamsim.config import load_file
+from streamsim.config.kinds import load_file
 
 app = typer.Typer(help="Validate config files.")
 

@@ -12,8 +12,8 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from core.config import load_model
 from streamsim.cli.common import ConfigOpt, JsonOpt, emit, err_console, stack_from
-from streamsim.config import load_model
 
 
 def loadtest(

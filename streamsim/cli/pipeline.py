@@ -8,9 +8,9 @@ from typing import Annotated
 
 import typer
 
+from core.config import load_model
+from core.errors import StreamsimError
 from streamsim.cli.common import ConfigOpt, JsonOpt, console, emit, stack_from
-from streamsim.config import load_model
-from streamsim.errors import StreamsimError
 
 app = typer.Typer(help="Spark Structured Streaming jobs.")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
@@ -9,8 +10,9 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from core.config import ConfigError
 from streamsim.cli.common import ConfigOpt, JsonOpt, emit, err_console, fail, stack_from
-from streamsim.config import ConfigError, load_file
+from streamsim.config.kinds import load_file
 
 if TYPE_CHECKING:  # the engine (numpy, simpy) loads only when a command runs it
     from scenarios.config import ScenarioConfig
@@ -28,6 +30,18 @@ def load_scenario(path: Path) -> ScenarioConfig:
     if not isinstance(model, ScenarioConfig):
         raise ConfigError(path, [f"expected a scenario config (kind: scenario), got kind {kind!r}"])
     return model
+
+
+def _stop_on_sigterm() -> None:
+    """SIGTERM stops a run like Ctrl-C: the engine's `finally` closes the sink, so the Kafka
+    producer flushes what it holds (exit 130) instead of dying with records in its buffer. The
+    control API stops the runs it started this way."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the flush
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
 
 
 def parse_speed(value: str | None) -> float | str | None:
@@ -67,6 +81,7 @@ def simulate(
     if duration is not None and duration <= 0:
         raise typer.BadParameter(f"{duration}: must be > 0", param_hint="--duration")
     chosen_speed = parse_speed(speed)
+    _stop_on_sigterm()
     scenario_config = load_scenario(scenario)
     stack = stack_from(config)
     target = make_sink(sink, out, config)

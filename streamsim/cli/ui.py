@@ -13,9 +13,9 @@ from typing import Annotated
 
 import typer
 
+from core.config import StackConfig
+from core.errors import StreamsimError
 from streamsim.cli.common import ConfigOpt, JsonOpt, console, emit, stack_from
-from streamsim.config import StackConfig
-from streamsim.errors import StreamsimError
 
 APP = Path(__file__).resolve().parents[2] / "ui" / "app.py"
 API_URL_ENV = "STREAMSIM_API_URL"
@@ -68,7 +68,7 @@ def ui(
     It reads everything through the API (start it with `streamsim api`); starting and stopping
     runs needs STREAMSIM_API_TOKEN in the environment, the same token the API has.
     """
-    from streamsim.kafka.broker import port_in_use
+    from core.ports import port_in_use
 
     stack = stack_from(config)
     url = f"http://{stack.ui.host}:{stack.ui.port}"

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from core.config import ConfigError, StackConfig, load_stack
 from streamsim.cli.common import JsonOpt, console, emit
-from streamsim.config import ConfigError, StackConfig, load_file, load_stack
+from streamsim.config.kinds import load_file
 
 if TYPE_CHECKING:  # numpy and the scenario models load only when the command runs
     from scenarios.config import ScenarioConfig

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import pandas as pd
 
+from core.config import StackConfig, load_model
+from core.errors import StreamsimError
+from core.kafka.reader import latest_run, read_topic
 from pipeline.config import PipelineConfig
 from scenarios.card_velocity_config import CARD_FRAUDS
 from scenarios.vehicles_config import VEHICLE_FAULTS
-from streamsim.config import StackConfig, load_model
-from streamsim.errors import StreamsimError
 from streamsim.evaluate.scoring import hard_negative_alerts, score_path, to_sim_ms
-from streamsim.evaluate.sources import latest_run, read_topic
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

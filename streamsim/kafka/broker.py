@@ -14,7 +14,6 @@ import base64
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import time
 import uuid
@@ -24,10 +23,11 @@ from pathlib import Path
 
 import psutil
 
-from streamsim.config import StackConfig
-from streamsim.errors import StreamsimError
-from streamsim.jvm import java_executable, kafka_classpath
-from streamsim.kafka.admin import is_reachable
+from core.config import StackConfig
+from core.errors import StreamsimError
+from core.jvm import java_executable, kafka_classpath
+from core.kafka.admin import is_reachable
+from core.ports import port_in_use
 
 MAIN_CLASS = "kafka.Kafka"
 STORAGE_TOOL = "kafka.tools.StorageTool"
@@ -46,16 +46,6 @@ class BrokerStatus:
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
-
-
-def port_in_use(host: str, port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return True
-    return False
 
 
 class LocalBroker:

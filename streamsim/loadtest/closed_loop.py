@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from hdrh.histogram import HdrHistogram
 
-from streamsim.errors import StreamsimError
+from core.errors import StreamsimError
 from streamsim.loadtest.connection import Connection, describe, host_port, open_connection
 from streamsim.loadtest.recorder import HIGHEST_US, LOWEST_US, SIGNIFICANT_DIGITS
 

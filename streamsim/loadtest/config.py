@@ -21,9 +21,9 @@ from urllib.parse import urlsplit
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
+from core.config import StackConfig
+from core.config.base import Settings
 from simulators.tagged import untagged
-from streamsim.config import StackConfig
-from streamsim.config.base import Settings
 from streamsim.loadtest.shapes import (
     MAX_REQUESTS,
     Arrivals,

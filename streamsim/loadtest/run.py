@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import uvloop
 
-from streamsim.config import StackConfig
+from core.config import StackConfig
 from streamsim.loadtest.charts import write_charts
 from streamsim.loadtest.config import LoadTestConfig
 from streamsim.loadtest.connection import post_request, request_head

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from streamsim.errors import StreamsimError
+from core.errors import StreamsimError
 from streamsim.loadtest.connection import Connection, describe, host_port, open_connection
 from streamsim.loadtest.recorder import Recorder
 

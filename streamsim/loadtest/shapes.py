@@ -21,8 +21,8 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import BeforeValidator, Field, model_validator
 
+from core.config.base import Settings
 from simulators.tagged import require_tag, untagged
-from streamsim.config.base import Settings
 
 Arrivals = Literal["poisson", "uniform"]
 #: Intended send times are kept per request; bound a run's size so a typo cannot eat the RAM.

@@ -12,9 +12,9 @@ import numpy as np
 import orjson
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
-from streamsim.config import StackConfig
-from streamsim.errors import StreamsimError
-from streamsim.kafka import consumer_config
+from core.config import StackConfig
+from core.errors import StreamsimError
+from core.kafka import consumer_config
 
 STALL_TIMEOUT_S = 60.0
 

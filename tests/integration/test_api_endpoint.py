@@ -24,8 +24,8 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
 from api.pan import PanTokenizer
-from streamsim.config import StackConfig
-from streamsim.kafka import consumer_config
+from core.config import StackConfig
+from core.kafka import consumer_config
 from tests.conftest import REPO_ROOT, free_port
 
 pytestmark = pytest.mark.integration

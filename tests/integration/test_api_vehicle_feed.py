@@ -14,8 +14,8 @@ import pytest
 from confluent_kafka import Producer
 
 from api.vehicles import VehicleTail, VehicleView
-from streamsim.config import StackConfig
-from streamsim.kafka import ensure_topics, producer_config
+from core.config import StackConfig
+from core.kafka import ensure_topics, producer_config
 
 pytestmark = pytest.mark.integration
 

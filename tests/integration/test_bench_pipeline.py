@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from core.config import StackConfig, load_model
 from pipeline.config import PipelineConfig
 from streamsim.bench import pipeline as bench
-from streamsim.config import StackConfig, load_model
 
 pytestmark = pytest.mark.integration
 

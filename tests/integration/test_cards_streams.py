@@ -13,11 +13,11 @@ from typing import Any
 import orjson
 import pytest
 
+from core.config import StackConfig
 from scenarios.card_velocity import CardVelocity
 from scenarios.config import ScenarioConfig
 from simulators import Engine, run_scenario
 from simulators.sinks.kafka import KafkaSink
-from streamsim.config import StackConfig
 from streamsim.verify.readers import consume_topic
 from tests.conftest import free_port
 from tests.integration.test_api_endpoint import SECRET, Server, read_topic

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from core.config import StackConfig
 from scenarios.vehicles_config import VEHICLE_FAULTS
-from streamsim.config import StackConfig
 from streamsim.demo import run_demo
 
 pytestmark = pytest.mark.integration

@@ -16,7 +16,7 @@ import httpx
 import orjson
 import pytest
 
-from streamsim.config import StackConfig
+from core.config import StackConfig
 from tests.conftest import REPO_ROOT, free_port
 
 pytestmark = pytest.mark.integration

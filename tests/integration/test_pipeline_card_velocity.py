@@ -36,6 +36,10 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
+from core.config import StackConfig
+from core.kafka import consumer_config, ensure_topics, producer_config
+from core.kafka.admin import admin_client
+from core.kafka.offsets import end_offsets
 from detectors import (
     spending_alerts,
     terminal_window_alerts,
@@ -48,10 +52,6 @@ from pipeline.alerts_sink import AlertSink, read_lake, sink_of
 from pipeline.config import CardVelocitySettings, PipelineConfig, TriggerSettings
 from pipeline.jobs import card_velocity
 from pipeline.triggers import query_mode
-from streamsim.config import StackConfig
-from streamsim.kafka import consumer_config, ensure_topics, producer_config
-from streamsim.kafka.admin import admin_client
-from streamsim.kafka.offsets import end_offsets
 
 pytestmark = pytest.mark.integration
 

@@ -38,6 +38,9 @@ import pandas as pd
 import pytest
 from confluent_kafka import Producer
 
+from core.config import StackConfig
+from core.kafka import ensure_topics, producer_config
+from core.kafka.reader import read_topic
 from pipeline.aggregates_sink import read_aggregates
 from pipeline.alerts_sink import read_lake
 from pipeline.config import PipelineConfig
@@ -47,9 +50,6 @@ from pipeline.parity import read_history, vehicle_stats_parity
 from pipeline.progress import ProgressTotals
 from pipeline.triggers import query_mode
 from pipeline.vehicle_rules import vehicle_alerts_batch
-from streamsim.config import StackConfig
-from streamsim.evaluate.sources import read_topic
-from streamsim.kafka import ensure_topics, producer_config
 
 pytestmark = pytest.mark.integration
 

@@ -15,11 +15,11 @@ import pytest
 import yaml
 from confluent_kafka import TIMESTAMP_CREATE_TIME
 
+from core.config import StackConfig
 from scenarios.config import ScenarioConfig
 from simulators import run_scenario
 from simulators.sinks import JsonlSink
 from simulators.sinks.kafka import KafkaSink
-from streamsim.config import StackConfig
 from streamsim.verify import read_kafka, verify
 from streamsim.verify.readers import consume_topic
 
@@ -88,7 +88,7 @@ def test_topic_keys_timestamps_and_truth_agree(kafka_stack: StackConfig, tmp_pat
 def test_record_timestamps_are_create_time(kafka_stack: StackConfig) -> None:
     from confluent_kafka import Consumer, TopicPartition
 
-    from streamsim.kafka import consumer_config
+    from core.kafka import consumer_config
 
     cfg = unique_scenario(entities=5, duration_s=5)
     run_scenario(cfg, KafkaSink(kafka_stack), speed="max")

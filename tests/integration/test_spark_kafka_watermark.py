@@ -9,11 +9,11 @@ import orjson
 import pytest
 from confluent_kafka import Consumer, Producer
 
+from core.config import StackConfig
+from core.kafka import consumer_config, ensure_topics, producer_config
 from pipeline.config import PipelineConfig
 from pipeline.jobs import window_counts
 from pipeline.progress import dropped_by_watermark
-from streamsim.config import StackConfig
-from streamsim.kafka import consumer_config, ensure_topics, producer_config
 
 pytestmark = pytest.mark.integration
 

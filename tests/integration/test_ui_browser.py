@@ -23,8 +23,8 @@ import orjson
 import pytest
 from confluent_kafka import Producer
 
-from streamsim.config import StackConfig
-from streamsim.kafka import ensure_topics, producer_config
+from core.config import StackConfig
+from core.kafka import ensure_topics, producer_config
 from tests.integration.ui_stack import (
     WAIT_S,
     By,

@@ -22,8 +22,8 @@ import orjson
 import pytest
 from confluent_kafka import Producer
 
-from streamsim.config import StackConfig
-from streamsim.kafka import ensure_topics, producer_config
+from core.config import StackConfig
+from core.kafka import ensure_topics, producer_config
 from tests.integration.ui_stack import (
     TOKEN,
     WAIT_S,

@@ -34,7 +34,7 @@ from scenarios.config import ScenarioConfig
 from scenarios.vehicles_config import TYRES, VEHICLE_FAULTS
 from simulators import run_scenario
 from simulators.sinks import MemorySink
-from streamsim.config import load_file
+from streamsim.config.kinds import load_file
 from streamsim.evaluate.scoring import hard_negative_alerts, score_path
 
 pytestmark = pytest.mark.integration

@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 CHILD = """
 import json, sys, time
-from streamsim.config import load_file
+from streamsim.config.kinds import load_file
 from simulators import run_scenario
 from simulators.sinks import NullSink
 

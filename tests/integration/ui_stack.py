@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from streamsim.config import StackConfig
+from core.config import StackConfig
 from tests.conftest import REPO_ROOT, free_port
 
 webdriver = pytest.importorskip("selenium.webdriver")

@@ -256,7 +256,7 @@ def test_the_record_holds_token_and_last4_and_no_pan(h: Harness) -> None:
 def test_a_rebuilt_state_decides_exactly_as_before() -> None:
     """Replay one endpoint's records into a fresh one (as the updater does on start)."""
     from api.updater import ActivityUpdater
-    from streamsim.config import StackConfig
+    from core.config import StackConfig
 
     before = Harness()
     with before.client:
@@ -287,7 +287,7 @@ def test_a_rebuilt_state_decides_exactly_as_before() -> None:
 
 def test_own_records_coming_back_from_the_topic_are_not_applied_twice(h: Harness) -> None:
     from api.updater import ActivityUpdater
-    from streamsim.config import StackConfig
+    from core.config import StackConfig
 
     h.post(tx("t1", T0, None))
     updater = ActivityUpdater(StackConfig(), "cards.activity", h.service.state)
@@ -300,7 +300,7 @@ def test_own_records_coming_back_from_the_topic_are_not_applied_twice(h: Harness
 def test_own_records_are_skipped_by_their_header_before_parsing(h: Harness) -> None:
     from api.publisher import TXID_HEADER
     from api.updater import ActivityUpdater
-    from streamsim.config import StackConfig
+    from core.config import StackConfig
 
     h.post(tx("t1", T0, None))
     updater = ActivityUpdater(StackConfig(), "cards.activity", h.service.state)

@@ -11,7 +11,7 @@ import pytest
 
 import api.publisher as publisher_module
 from api.publisher import KafkaPublisher
-from streamsim.config import StackConfig
+from core.config import StackConfig
 
 
 def unreachable_stack() -> StackConfig:

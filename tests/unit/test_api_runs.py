@@ -248,7 +248,8 @@ def test_the_real_command_is_streamsim_simulate(tmp_path: Path) -> None:
     assert simulate_command(spec) == [
         sys.executable,
         "-m",
-        "api.simulate_child",
+        "streamsim",
+        "simulate",
         str(tmp_path / "s.yaml"),
         "--sink",
         "kafka",

@@ -28,7 +28,7 @@ from api.main import create_app
 from api.publisher import MemoryPublisher
 from api.service import FraudService
 from api.settings import ApiSecrets, ApiSettings
-from streamsim.config import StackConfig
+from core.config import StackConfig
 
 PAN = "4111111111111111"
 

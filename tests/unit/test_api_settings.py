@@ -9,8 +9,8 @@ import pytest
 
 from api.settings import ApiSettings, load_secrets, load_settings
 from api.state import VerdictCache
-from streamsim.config import ConfigError, StackConfig
-from streamsim.errors import StreamsimError
+from core.config import ConfigError, StackConfig
+from core.errors import StreamsimError
 
 
 def test_defaults_use_the_detectors_parameter_models() -> None:

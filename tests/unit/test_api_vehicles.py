@@ -18,7 +18,7 @@ from api.service import FraudService
 from api.settings import ApiSecrets, ApiSettings
 from api.vehicle_models import VehicleList, VehicleTelemetry
 from api.vehicles import DEFAULT_SIGNALS, SIGNALS, History, VehicleTail, VehicleView
-from streamsim.config import StackConfig
+from core.config import StackConfig
 
 NOW = 1_795_000_000_000
 T0 = 1_772_524_800_000  # the scenario's simulated clock

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from core.config import StackConfig
+from core.kafka import producer_config
 from streamsim.bench.producer_perf import java_producer_props
 from streamsim.bench.simulator import SHARED_SETTINGS
-from streamsim.config import StackConfig
-from streamsim.kafka import producer_config
 
 
 def test_producer_performance_runs_with_the_simulators_producer_settings() -> None:

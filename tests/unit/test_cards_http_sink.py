@@ -13,13 +13,13 @@ import orjson
 import pytest
 
 from api.models import TransactionRequest
+from core.config import StackConfig
 from scenarios.card_velocity import CardVelocity, endpoint_url
 from scenarios.card_velocity_config import CardVelocityDomain
 from scenarios.config import ScenarioConfig
 from simulators import Engine
 from simulators.sinks import MemorySink, Records, Topics
 from simulators.sinks.http import HttpEventSink
-from streamsim.config import StackConfig
 
 URL = "http://pos.test/v1/transactions"
 TOPICS = Topics("cards.transactions", "truth.card_velocity")

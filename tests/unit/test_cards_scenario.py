@@ -16,6 +16,8 @@ import orjson
 import pytest
 
 from api.settings import ApiSettings, load_secrets
+from core.config import StackConfig
+from core.pan import PanTokenizer, luhn_valid
 from scenarios.card_velocity import CardVelocity
 from scenarios.card_velocity_config import CARD_FRAUDS, HARD_NEGATIVES
 from scenarios.card_velocity_geo import World, haversine_km
@@ -23,8 +25,6 @@ from scenarios.config import ScenarioConfig
 from simulators import Engine, run_scenario
 from simulators.sinks import JsonlSink, MemorySink
 from simulators.truth import TRUTH_KEYS
-from streamsim.config import StackConfig
-from streamsim.pan import PanTokenizer, luhn_valid
 from streamsim.verify import verify
 from streamsim.verify.readers import stream_from_values, truth_from_values
 

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from streamsim.config import ConfigError, StackConfig, load_file, load_stack
-from streamsim.config.errors import key_path
+from core.config import ConfigError, StackConfig, load_stack
+from core.config.errors import key_path
+from streamsim.config.kinds import load_file
 
 
 def write(tmp_path: Path, text: str, name: str = "stack.yaml") -> Path:

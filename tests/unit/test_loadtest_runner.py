@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import uvloop
 
-from streamsim.errors import StreamsimError
+from core.errors import StreamsimError
 from streamsim.loadtest.connection import post_request, request_head
 from streamsim.loadtest.recorder import ERROR, GOOD, Recorder
 from streamsim.loadtest.runner import OpenLoopRunner, RunResult

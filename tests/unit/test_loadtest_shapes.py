@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from streamsim.config import ConfigError
-from streamsim.config.loader import validate
+from core.config import ConfigError
+from core.config.loader import validate
 from streamsim.loadtest.config import LoadTestConfig
 from streamsim.loadtest.shapes import (
     ConstantLoad,
@@ -145,7 +145,7 @@ def test_other_sections_validate() -> None:
 def test_shipped_config_is_valid() -> None:
     from pathlib import Path
 
-    from streamsim.config import load_file
+    from streamsim.config.kinds import load_file
 
     kind, model = load_file(
         Path(__file__).resolve().parents[2] / "config/loadtests/fraud_endpoint.yaml"

@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from core.config import StackConfig
 from detectors import Alert, alerts_to_frame
 from pipeline.alerts_sink import (
     AlertSink,
@@ -18,7 +19,6 @@ from pipeline.alerts_sink import (
     new_alerts,
     read_lake,
 )
-from streamsim.config import StackConfig
 
 QUERY_ID = "0c6e3f5a-0000-4000-8000-000000000001"
 

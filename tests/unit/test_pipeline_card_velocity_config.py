@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from core.config import load_model
+from core.config.errors import ConfigError
 from detectors import SpendingParams, TerminalParams, TravelParams, VelocityParams
 from pipeline.config import CardVelocitySettings, PipelineConfig, WindowSpec, duration_ms
-from streamsim.config import load_model
-from streamsim.config.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 

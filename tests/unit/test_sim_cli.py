@@ -97,11 +97,11 @@ def test_bad_scenario_files_are_config_errors(tmp_path: Path) -> None:
 def test_an_unreachable_broker_is_a_clear_error_not_a_hang(tmp_path: Path) -> None:
     import socket
 
+    from core.config import StackConfig
+    from core.errors import StreamsimError
     from scenarios.config import ScenarioConfig
     from simulators import run_scenario
     from simulators.sinks.kafka import KafkaSink
-    from streamsim.config import StackConfig
-    from streamsim.errors import StreamsimError
 
     with socket.socket() as sock:  # a free port, where no broker listens
         sock.bind(("127.0.0.1", 0))

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from core.config import ConfigError
+from core.config.loader import validate
 from scenarios.config import ScenarioConfig
-from streamsim.config import ConfigError, load_file
-from streamsim.config.loader import validate
+from streamsim.config.kinds import load_file
 
 REPO = Path(__file__).resolve().parents[2]
 

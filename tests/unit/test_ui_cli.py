@@ -8,9 +8,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from core.config import StackConfig
 from streamsim.cli import app
 from streamsim.cli.ui import APP, api_url_of, streamlit_command
-from streamsim.config import StackConfig
 
 
 def test_streamlit_runs_headless_on_the_stacks_ui_port() -> None:

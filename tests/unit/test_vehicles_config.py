@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
+from core.config import ConfigError
+from core.config.loader import validate
 from scenarios.config import ScenarioConfig
 from scenarios.vehicles_config import VEHICLE_FAULTS, ConnectedVehiclesDomain
-from streamsim.config import ConfigError, load_file
-from streamsim.config.loader import validate
+from streamsim.config.kinds import load_file
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "config" / "scenarios" / "connected_vehicles.yaml"

@@ -21,7 +21,7 @@ from scenarios.vehicles_cities import haversine_km
 from scenarios.vehicles_config import TYRES, VEHICLE_FAULTS, ConnectedVehiclesDomain
 from simulators import run_scenario
 from simulators.sinks import MemorySink
-from streamsim.config import load_file
+from streamsim.config.kinds import load_file
 
 REPO = Path(__file__).resolve().parents[2]
 RATE = 0.5

@@ -8,7 +8,7 @@ from pathlib import Path
 from scenarios.config import ScenarioConfig
 from simulators import run_scenario
 from simulators.sinks import JsonlSink
-from streamsim.config import load_file
+from streamsim.config.kinds import load_file
 from streamsim.verify import read_jsonl, verify
 
 REPO = Path(__file__).resolve().parents[2]

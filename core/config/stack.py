@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
-from streamsim.config.base import Settings
+from core.config.base import Settings
 
 Port = Annotated[int, Field(ge=1, le=65535)]
 

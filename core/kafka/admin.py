@@ -8,8 +8,8 @@ from collections.abc import Iterable
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from streamsim.config import StackConfig
-from streamsim.kafka.clients import base_config
+from core.config import StackConfig
+from core.kafka.clients import base_config
 
 
 def admin_client(stack: StackConfig, quiet: bool = False) -> AdminClient:

@@ -24,10 +24,10 @@ import secrets
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from streamsim.errors import StreamsimError
+from core.errors import StreamsimError
 
 if TYPE_CHECKING:
-    from streamsim.config import StackConfig
+    from core.config import StackConfig
 
 PAN_MIN_DIGITS, PAN_MAX_DIGITS = 12, 19
 TOKEN_PREFIX = "tok_"

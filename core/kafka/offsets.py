@@ -6,9 +6,9 @@ import time
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from streamsim.config import StackConfig
-from streamsim.kafka.admin import admin_client
-from streamsim.kafka.clients import consumer_config
+from core.config import StackConfig
+from core.kafka.admin import admin_client
+from core.kafka.clients import consumer_config
 
 #: Not flagged retriable, but what a partition answers while its new leader settles.
 _LEADER_SETTLING = (

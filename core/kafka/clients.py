@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamsim.config import StackConfig
+from core.config import StackConfig
 
 
 def base_config(stack: StackConfig) -> dict[str, Any]:

@@ -7,7 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from streamsim.config import StackConfig
+from core.config import StackConfig
 
 RESOLVE_HINT = "run `make setup` (resolves the jars from Maven Central into .cache/jars)"
 MIN_JAVA = 17

@@ -9,10 +9,10 @@ from typing import Any
 import orjson
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-from streamsim.config import StackConfig
-from streamsim.kafka.admin import admin_client
-from streamsim.kafka.clients import consumer_config
-from streamsim.kafka.offsets import end_offsets
+from core.config import StackConfig
+from core.kafka.admin import admin_client
+from core.kafka.clients import consumer_config
+from core.kafka.offsets import end_offsets
 
 
 def read_topic(

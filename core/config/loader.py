@@ -1,8 +1,10 @@
-"""Load YAML into a config model: defaults filled in, env overrides applied, errors named."""
+"""Load YAML into a config model: defaults filled in, env overrides applied, errors named.
+
+Which model a file of each `kind:` takes is the shell's to know (`streamsim.config.kinds`).
+"""
 
 from __future__ import annotations
 
-import importlib
 import os
 from pathlib import Path
 from typing import Any, TypeVar
@@ -10,22 +12,12 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from streamsim.config.errors import ConfigError, key_path
-from streamsim.config.stack import ENV_OVERRIDES, StackConfig
+from core.config.errors import ConfigError, key_path
+from core.config.stack import ENV_OVERRIDES, StackConfig
 
 M = TypeVar("M", bound=BaseModel)
 
 DEFAULT_STACK_FILE = Path("config/stack.yaml")
-
-# `kind:` in a file (or the folder it sits in) says which model validates it.
-KINDS: dict[str, str] = {
-    "stack": "streamsim.config.stack:StackConfig",
-    "scenario": "scenarios.config:ScenarioConfig",
-    "pipeline": "pipeline.config:PipelineConfig",
-    "loadtest": "streamsim.loadtest.config:LoadTestConfig",
-    "api": "api.settings:ApiSettings",
-}
-_FOLDER_KINDS = {"scenarios": "scenario", "pipelines": "pipeline", "loadtests": "loadtest"}
 
 
 def read_yaml(path: Path) -> dict[str, Any]:
@@ -62,32 +54,6 @@ def load_model(model: type[M], path: str | Path) -> M:
     return validate(model, read_yaml(path), path)
 
 
-def kind_of(path: Path, data: dict[str, Any]) -> str:
-    kind = data.get("kind") or _FOLDER_KINDS.get(path.parent.name)
-    if kind is None:
-        kind = "stack" if path.name.startswith("stack") else None
-    if kind not in KINDS:
-        allowed = ", ".join(KINDS)
-        raise ConfigError(path, [f"key 'kind' has bad value {kind!r}: allowed are {allowed}"])
-    return str(kind)
-
-
-def model_for(kind: str) -> type[BaseModel]:
-    module, _, name = KINDS[kind].partition(":")
-    model: type[BaseModel] = getattr(importlib.import_module(module), name)
-    return model
-
-
-def load_file(path: str | Path) -> tuple[str, BaseModel]:
-    """Validate any streamsim config file; returns its kind and the resolved model."""
-    path = Path(path)
-    data = read_yaml(path)
-    kind = kind_of(path, data)
-    if kind == "stack":
-        return kind, _with_env(validate(StackConfig, data, path))
-    return kind, validate(model_for(kind), data, path)
-
-
 def load_stack(path: str | Path | None) -> StackConfig:
     """The stack settings: `path`, else $STREAMSIM_CONFIG, else config/stack.yaml if present,
     else defaults; then STREAMSIM_* environment overrides."""
@@ -95,10 +61,10 @@ def load_stack(path: str | Path | None) -> StackConfig:
     if chosen is None and DEFAULT_STACK_FILE.exists():
         chosen = DEFAULT_STACK_FILE
     stack = load_model(StackConfig, chosen) if chosen else StackConfig()
-    return _with_env(stack)
+    return with_env(stack)
 
 
-def _with_env(stack: StackConfig) -> StackConfig:
+def with_env(stack: StackConfig) -> StackConfig:
     data = stack.model_dump()
     applied = False
     for var, loc in ENV_OVERRIDES.items():
