@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
-from pipeline.config import TriggerSettings
+from pipeline.settings import TriggerSettings
 
 MICROBATCH = TriggerSettings(mode="microbatch", interval="0 seconds")
 

@@ -205,7 +205,7 @@ def _run(
     on_batch: Callable[[BatchReport], None] | None,
     run_id: str,
 ) -> tuple[dict[str, Any], PipelineConfig]:
-    from pipeline.jobs import start_job
+    from pipeline.catalog import start_job
     from pipeline.metrics import MetricsPublisher
 
     cfg = load_model(PipelineConfig, plan.pipeline)
@@ -260,8 +260,8 @@ def _end_of_input(
     reading (see the module docstring); its event time and the watermark reached."""
     from confluent_kafka import Producer
 
-    from pipeline.config import duration_ms
-    from pipeline.jobs.vehicle_telemetry import watermark_of
+    from pipeline.jobs.vehicle_telemetry.job import watermark_of
+    from pipeline.settings import duration_ms
 
     marks = {q.name: watermark_of(q) for q in queries}
     stateful = [q for q in queries if marks[q.name] is not None]

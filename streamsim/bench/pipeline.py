@@ -280,7 +280,7 @@ def produce_input(
 def stats_subject(spark: Any, stack: StackConfig, cfg: Any) -> Throughput:
     """The job's stats query draining `cfg.input_topics` into its Kafka + lake sink."""
     from pipeline.aggregates_sink import AggregatesSink
-    from pipeline.jobs import vehicle_telemetry as job
+    from pipeline.jobs.vehicle_telemetry import job
     from pipeline.kafka_io import parse_events, read_kafka
     from pipeline.session import use_rocksdb_state
 
@@ -331,7 +331,7 @@ def stats_reference(
 ) -> Throughput:
     """The same aggregation on `rate-micro-batch` (`batch` rows a batch) into `noop`, for
     `batches` batches."""
-    from pipeline.jobs import vehicle_telemetry as job
+    from pipeline.jobs.vehicle_telemetry import job
     from pipeline.session import use_rocksdb_state
 
     use_rocksdb_state(spark)  # as the job
@@ -355,7 +355,7 @@ def stats_reference(
 
 def whole_job(spark: Any, stack: StackConfig, cfg: Any) -> dict[str, Any]:
     """Every query of the job draining its input; events/s over the wall time."""
-    from pipeline.jobs import vehicle_telemetry as job
+    from pipeline.jobs.vehicle_telemetry import job
 
     started = time.monotonic()
     queries = job.start(spark, own_checkpoints(stack, cfg.output_topic), cfg)
@@ -432,8 +432,8 @@ def alert_latency(
     spark: Any, stack: StackConfig, cfg: Any, vehicles: int, seconds: float
 ) -> dict[str, Any]:
     """The whole job (micro-batches) on a paced fleet: latency of each alert once due."""
-    from pipeline.config import duration_ms
-    from pipeline.jobs import vehicle_telemetry as job
+    from pipeline.jobs.vehicle_telemetry import job
+    from pipeline.settings import duration_ms
 
     topic = cfg.input_topics[0]
     create_topic(stack, topic, 2)
@@ -496,9 +496,9 @@ def deadletter_latency(
     spark: Any, stack: StackConfig, prefix: str, mode: str, rate: int, seconds: float
 ) -> dict[str, Any]:
     """The job's dead-letter routing alone, in `mode`: input append -> dead-letter append."""
-    from pipeline.config import TriggerSettings
-    from pipeline.jobs import vehicle_telemetry as job
+    from pipeline.jobs.vehicle_telemetry import job
     from pipeline.kafka_io import deadletter_records, parse_events, read_kafka, write_kafka
+    from pipeline.settings import TriggerSettings
     from pipeline.triggers import output_mode, start_query
 
     topic, out = f"{prefix}.vehicles", f"{prefix}.deadletter"

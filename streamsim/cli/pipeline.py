@@ -33,8 +33,8 @@ def run(
     as_json: JsonOpt = False,
 ) -> None:
     """Start JOB's streaming queries; print rows, rates, watermark and late drops per batch."""
+    from pipeline.catalog import start_job
     from pipeline.config import PipelineConfig
-    from pipeline.jobs import start_job
     from pipeline.metrics import MetricsPublisher
     from pipeline.progress import BatchReport, ProgressTotals
     from pipeline.triggers import query_mode, query_note
@@ -107,8 +107,8 @@ def parity(
     them with what the stream published; every difference must be explained by late drops.
     Exit code 1 when one is not."""
     from pipeline.config import PipelineConfig
-    from pipeline.jobs import vehicle_telemetry
-    from pipeline.parity import vehicle_stats_parity
+    from pipeline.jobs.vehicle_telemetry import job as vehicle_telemetry
+    from pipeline.jobs.vehicle_telemetry.parity import vehicle_stats_parity
     from pipeline.session import spark_session
 
     if job != vehicle_telemetry.NAME:

@@ -118,7 +118,7 @@ def _oracle(
     stack: StackConfig, cfg: PipelineConfig, spark: SparkSession | None
 ) -> tuple[dict[str, int], set[str]]:
     """The parity summary of the job's stats, and the event ids its alerts query dropped late."""
-    from pipeline.parity import late_event_ids, vehicle_stats_parity
+    from pipeline.jobs.vehicle_telemetry.parity import late_event_ids, vehicle_stats_parity
     from pipeline.session import spark_session
 
     session = spark or spark_session(stack, app="evaluate")

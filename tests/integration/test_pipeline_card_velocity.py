@@ -49,8 +49,10 @@ from detectors import (
     velocity_window_features,
 )
 from pipeline.alerts_sink import AlertSink, read_lake, sink_of
-from pipeline.config import CardVelocitySettings, PipelineConfig, TriggerSettings
-from pipeline.jobs import card_velocity
+from pipeline.config import PipelineConfig
+from pipeline.jobs.card_velocity import job as card_velocity
+from pipeline.jobs.card_velocity.config import CardVelocitySettings
+from pipeline.settings import TriggerSettings
 from pipeline.triggers import query_mode
 
 pytestmark = pytest.mark.integration

@@ -1,9 +1,9 @@
 """Real broker + real Spark: `vehicle-telemetry` on hand-made vehicle readings.
 
-One run of the job (late rescoring on) over three phases of input, then every output is read
-back: stats, trips, alerts, late alerts, dead letters, the lake and the metrics topic; then the
-batch oracle (`pipeline.parity`) checks the stats against the input, and against a corrupted
-copy of them.
+One run of the job (late rescoring on) over three phases of input, then every output is read back:
+stats, trips, alerts, late alerts, dead letters, the lake and the metrics topic; then the batch
+oracle (`pipeline.jobs.vehicle_telemetry.parity`) checks the stats against the input, and against a
+corrupted copy of them.
 
 Readings every 2 s from T0 (watermark 2 minutes; the detectors' thresholds are the proposal in
 docs/connected-vehicles.md, plus the battery z-score switched on). One vehicle per case:
@@ -44,12 +44,12 @@ from core.kafka.reader import read_topic
 from pipeline.aggregates_sink import read_aggregates
 from pipeline.alerts_sink import read_lake
 from pipeline.config import PipelineConfig
-from pipeline.jobs import vehicle_telemetry as job
+from pipeline.jobs.vehicle_telemetry import job
+from pipeline.jobs.vehicle_telemetry.parity import read_history, vehicle_stats_parity
+from pipeline.jobs.vehicle_telemetry.rules import vehicle_alerts_batch
 from pipeline.metrics import MetricsPublisher
-from pipeline.parity import read_history, vehicle_stats_parity
 from pipeline.progress import ProgressTotals
 from pipeline.triggers import query_mode
-from pipeline.vehicle_rules import vehicle_alerts_batch
 
 pytestmark = pytest.mark.integration
 

@@ -12,7 +12,7 @@ from confluent_kafka import Consumer, Producer
 from core.config import StackConfig
 from core.kafka import consumer_config, ensure_topics, producer_config
 from pipeline.config import PipelineConfig
-from pipeline.jobs import window_counts
+from pipeline.jobs.window_counts import job as window_counts
 from pipeline.progress import dropped_by_watermark
 
 pytestmark = pytest.mark.integration

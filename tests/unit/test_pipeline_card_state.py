@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from detectors import SpendingParams, TravelParams, travel_alerts
-from pipeline.card_state import CardRules
+from pipeline.jobs.card_velocity.state import CardRules
 
 PARIS = (48.8566, 2.3522)
 NEW_YORK = (40.7128, -74.0060)

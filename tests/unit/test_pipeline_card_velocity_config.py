@@ -10,7 +10,9 @@ import pytest
 from core.config import load_model
 from core.config.errors import ConfigError
 from detectors import SpendingParams, TerminalParams, TravelParams, VelocityParams
-from pipeline.config import CardVelocitySettings, PipelineConfig, WindowSpec, duration_ms
+from pipeline.config import PipelineConfig
+from pipeline.jobs.card_velocity.config import CardVelocitySettings
+from pipeline.settings import WindowSpec, duration_ms
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.config import TriggerSettings
+from pipeline.settings import TriggerSettings
 from pipeline.triggers import output_mode, query_trigger, realtime_fits
 
 REALTIME = TriggerSettings(mode="realtime", interval="5 seconds")

@@ -12,21 +12,26 @@ import pytest
 from pydantic import ValidationError
 
 from detectors import Alert, frame_to_alerts
-from pipeline.config import (
+from pipeline.config import PipelineConfig
+from pipeline.jobs.vehicle_telemetry.config import (
     DEFAULT_VEHICLE_DETECTORS,
-    PipelineConfig,
     ThresholdDetector,
     VehicleTelemetrySettings,
 )
-from pipeline.vehicle_rules import VehicleRules, input_fields, params_of, vehicle_alerts_batch
+from pipeline.jobs.vehicle_telemetry.rules import (
+    VehicleRules,
+    input_fields,
+    params_of,
+    vehicle_alerts_batch,
+)
 
 MODULES = [
     "pipeline.event_windows",
-    "pipeline.parity",
+    "pipeline.jobs.vehicle_telemetry.parity",
     "pipeline.progress",
     "pipeline.series_processor",
-    "pipeline.vehicle_rules",
-    "pipeline.vehicle_windows",
+    "pipeline.jobs.vehicle_telemetry.rules",
+    "pipeline.jobs.vehicle_telemetry.windows",
 ]
 T0 = 1_772_524_800_000
 

@@ -10,16 +10,16 @@ import pandas as pd
 import pytest
 
 from detectors import ALERT_COLUMNS, VelocityParams, velocity_window_alerts
-from pipeline.card_windows import spark_interval
-from pipeline.window_rules import per_batch
+from pipeline.jobs.card_velocity.window_rules import per_batch
+from pipeline.jobs.card_velocity.windows import spark_interval
 
 MODULES = [
     "pipeline.alerts_sink",
-    "pipeline.card_state",
-    "pipeline.card_windows",
+    "pipeline.jobs.card_velocity.state",
+    "pipeline.jobs.card_velocity.windows",
     "pipeline.config",
     "pipeline.triggers",
-    "pipeline.window_rules",
+    "pipeline.jobs.card_velocity.window_rules",
 ]
 
 

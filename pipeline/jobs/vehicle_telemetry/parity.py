@@ -1,10 +1,10 @@
 """Stream vs batch parity of `vehicle-telemetry`'s window statistics (the batch oracle).
 
-The streaming stats query (`vehicle-telemetry.stats`) publishes one row per vehicle and
-closed window to `aggregates.vehicle-stats`. The oracle recomputes the same rows with Spark in
-batch, with the same code (`pipeline.vehicle_windows.vehicle_stats`), over exactly the Kafka
-offsets the streaming query read (`spark.read.format("kafka")` with explicit starting and
-ending offsets), and compares every window the stream has closed:
+The streaming stats query (`vehicle-telemetry.stats`) publishes one row per vehicle and closed
+window to `aggregates.vehicle-stats`. The oracle recomputes the same rows with Spark in batch, with
+the same code (`pipeline.jobs.vehicle_telemetry.windows.vehicle_stats`), over exactly the Kafka
+offsets the streaming query read (`spark.read.format("kafka")` with explicit starting and ending
+offsets), and compares every window the stream has closed:
 
 - **matching**: the stream's row equals the batch row (readings, first and last event time
   exactly; means, minima, maxima and percentiles within a relative `tolerance`);
@@ -38,10 +38,10 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 from core.config import StackConfig
 from core.errors import StreamsimError
 from pipeline.config import PipelineConfig
-from pipeline.jobs.vehicle_telemetry import ALERTS_QUERY, REQUIRED, STATS_QUERY, VEHICLE_SCHEMA
+from pipeline.jobs.vehicle_telemetry.job import ALERTS_QUERY, REQUIRED, STATS_QUERY, VEHICLE_SCHEMA
+from pipeline.jobs.vehicle_telemetry.windows import STATS_KEY, stat_columns, vehicle_stats
 from pipeline.kafka_io import parse_events, read_kafka_batch
 from pipeline.metrics import METRICS_TOPIC
-from pipeline.vehicle_windows import STATS_KEY, stat_columns, vehicle_stats
 
 PROGRESS_SCHEMA = "pipeline.progress/1"
 EXACT_COLUMNS = ("window_end", "readings", "first_event_time", "last_event_time")

@@ -1,9 +1,10 @@
 """Card-transaction window aggregates in Spark SQL: per-card features and the rules' inputs.
 
-Spark computes every aggregate natively (`window()`, `count`, `sum`, `approx_count_distinct`);
-the detectors only decide on the rows (see `pipeline.window_rules`). Inputs are de-duplicated,
-watermarked transactions with `card_token`, `merchant_id`, `country`, `amount`, `event_id`,
-`event_time` (epoch ms) and `event_ts` (its timestamp). Window bounds come out as epoch ms.
+Spark computes every aggregate natively (`window()`, `count`, `sum`, `approx_count_distinct`); the
+detectors only decide on the rows (see `pipeline.jobs.card_velocity.window_rules`). Inputs are
+de-duplicated, watermarked transactions with `card_token`, `merchant_id`, `country`, `amount`,
+`event_id`, `event_time` (epoch ms) and `event_ts` (its timestamp). Window bounds come out as epoch
+ms.
 
 `card_features` takes a *factory* of that stream (`Transactions`) and builds one per window
 spec: in Spark 4.2, when one `withWatermark` + `dropDuplicatesWithinWatermark` node feeds
@@ -28,10 +29,10 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from detectors import TerminalParams, VelocityParams
-from pipeline.config import WindowSpec
 from pipeline.event_windows import event_window as _window
 from pipeline.event_windows import spark_interval
 from pipeline.event_windows import window_bounds as _bounds
+from pipeline.settings import WindowSpec
 
 FEATURES_SCHEMA = "aggregates.card-features/1"
 

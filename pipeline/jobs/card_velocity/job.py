@@ -42,14 +42,16 @@ from core.config import StackConfig
 from core.kafka import ensure_topics
 from detectors import ALERT_SPARK_DDL
 from pipeline.alerts_sink import AlertSink
-from pipeline.card_state import INPUT_COLUMNS, CardRulesProcessor
-from pipeline.card_windows import (
+from pipeline.config import PipelineConfig
+from pipeline.jobs.card_velocity.config import CardVelocitySettings
+from pipeline.jobs.card_velocity.state import INPUT_COLUMNS, CardRulesProcessor
+from pipeline.jobs.card_velocity.window_rules import terminal_alert_rows, velocity_alert_rows
+from pipeline.jobs.card_velocity.windows import (
     Transactions,
     card_features,
     merchant_windows,
     velocity_windows,
 )
-from pipeline.config import CardVelocitySettings, PipelineConfig, duration_ms
 from pipeline.kafka_io import (
     as_kafka_record,
     deadletter_records,
@@ -59,8 +61,8 @@ from pipeline.kafka_io import (
     write_kafka,
 )
 from pipeline.session import use_rocksdb_state
+from pipeline.settings import duration_ms
 from pipeline.triggers import output_mode, query_trigger, realtime_fits, start_query
-from pipeline.window_rules import terminal_alert_rows, velocity_alert_rows
 
 NAME = "card-velocity"
 
@@ -96,7 +98,7 @@ def transactions(events: DataFrame, watermark: str) -> DataFrame:
 def rule_alerts(tx: Transactions, settings: CardVelocitySettings) -> DataFrame:
     """The alert rows (`ALERT_SPARK_DDL`) of every enabled rule, as one stream.
 
-    Each rule reads its own `tx()` (see `pipeline.card_windows` for why)."""
+    Each rule reads its own `tx()` (see `pipeline.jobs.card_velocity.windows` for why)."""
     rules, rsd, slide = set(settings.rules), settings.distinct_rsd, settings.rule_slide_ms
     streams = []
     if "velocity" in rules:

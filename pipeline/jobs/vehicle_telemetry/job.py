@@ -8,7 +8,7 @@ source: `vehicles.telemetry` (`vehicle.telemetry/1` JSON, key vehicle_id)
   -> trips: per-vehicle session windows (distance from the odometer, duration, max and mean
      speed)                                        -> `aggregates.vehicle-trips` + the lake
   -> alerts: the detectors' series rules per vehicle in event-time order
-     (`pipeline.vehicle_rules` in `transformWithStateInPandas`)
+     (`pipeline.jobs.vehicle_telemetry.rules` in `transformWithStateInPandas`)
                                                    -> `alerts` topic + `<lake>/alerts/`
   -> optional late rescoring (`vehicle_telemetry.late.mode: rescore`): the same rules with a
      longer watermark; the alerts the main query did not raise -> `late.topic` with
@@ -21,9 +21,9 @@ Queries (`streamsim pipeline run vehicle-telemetry` prints each one's mode):
 - `vehicle-telemetry.alerts` (and `.late-alerts`): state per vehicle, micro-batch,
   `AlertSink` (Kafka + lake, once per alert id) per batch.
 
-Late data: every stateful query drops the readings at or before its previous batch's
-watermark and reports them per batch (`late_events`, `dropped_by_watermark` and the watermark
-lag in the metrics topic). `pipeline.parity` recomputes the stats in batch and explains every
+Late data: every stateful query drops the readings at or before its previous batch's watermark and
+reports them per batch (`late_events`, `dropped_by_watermark` and the watermark lag in the metrics
+topic). `pipeline.jobs.vehicle_telemetry.parity` recomputes the stats in batch and explains every
 difference by those drops.
 """
 
@@ -41,12 +41,10 @@ from core.kafka import ensure_topics
 from detectors import ALERT_SPARK_DDL
 from pipeline.aggregates_sink import AggregatesSink
 from pipeline.alerts_sink import AlertSink
-from pipeline.config import (
-    PipelineConfig,
-    TriggerSettings,
-    VehicleTelemetrySettings,
-    duration_ms,
-)
+from pipeline.config import PipelineConfig
+from pipeline.jobs.vehicle_telemetry.config import VehicleTelemetrySettings
+from pipeline.jobs.vehicle_telemetry.rules import VehicleRulesProcessor
+from pipeline.jobs.vehicle_telemetry.windows import vehicle_stats, vehicle_trips
 from pipeline.kafka_io import (
     deadletter_records,
     input_partitions,
@@ -56,9 +54,8 @@ from pipeline.kafka_io import (
 )
 from pipeline.progress import iso_ms
 from pipeline.session import use_rocksdb_state
+from pipeline.settings import TriggerSettings, duration_ms
 from pipeline.triggers import output_mode, query_trigger, realtime_fits, start_query
-from pipeline.vehicle_rules import VehicleRulesProcessor
-from pipeline.vehicle_windows import vehicle_stats, vehicle_trips
 
 NAME = "vehicle-telemetry"
 STATS_QUERY = f"{NAME}.stats"

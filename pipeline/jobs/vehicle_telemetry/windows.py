@@ -1,8 +1,8 @@
 """Per-vehicle window statistics and trip summaries in Spark SQL.
 
-Inputs are watermarked, de-duplicated `vehicle.telemetry/1` readings (`vehicle_id`,
-`event_id`, `event_time` ms, `event_ts`, the signals). The same functions build the streaming
-queries and the batch oracle (`pipeline.parity`): on a batch DataFrame, `withWatermark` does
+Inputs are watermarked, de-duplicated `vehicle.telemetry/1` readings (`vehicle_id`, `event_id`,
+`event_time` ms, `event_ts`, the signals). The same functions build the streaming queries and the
+batch oracle (`pipeline.jobs.vehicle_telemetry.parity`): on a batch DataFrame, `withWatermark` does
 nothing and `dropDuplicatesWithinWatermark` drops every duplicate.
 
 - `vehicle_stats`: per vehicle and event-time window of each spec (tumbling or sliding), the
@@ -27,8 +27,8 @@ from collections.abc import Sequence
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from pipeline.config import WindowSpec
 from pipeline.event_windows import window_bounds
+from pipeline.settings import WindowSpec
 
 STATS_SCHEMA = "aggregates.vehicle-stats/1"
 TRIPS_SCHEMA = "aggregates.vehicle-trips/1"

@@ -1,14 +1,15 @@
 """Per-vehicle series rules from `detectors/`, in event-time order, for `vehicle-telemetry`.
 
-Each configured detector (`pipeline.config.VehicleDetector`) becomes one rule state per
-signal: `ThresholdState`, `TrendState`, `FlatlineState`, `ZScoreState`, `BrakingState`,
-`SpeedingState` (the series rules, fed with `SeriesState.push`) or `GpsJumpState`. A vehicle's
-readings wait in one shared `EventTimeBuffer` (`pipeline.series_processor.BufferedRules`) and
-are fed to every state once the watermark passes them, in (event_time, event_id) order; the
-states keep no buffer and no id memory of their own (duplicates are dropped before, by
-Spark's `dropDuplicatesWithinWatermark`, and by the buffer's order: equal ids come out side by
-side). Alerts and their ids are the detectors' own, so the vectorised forms over the same
-readings (`vehicle_alerts_batch`) give the same alerts: the batch oracle of the tests.
+Each configured detector (`pipeline.jobs.vehicle_telemetry.config.VehicleDetector`) becomes one
+rule state per signal: `ThresholdState`, `TrendState`, `FlatlineState`, `ZScoreState`,
+`BrakingState`, `SpeedingState` (the series rules, fed with `SeriesState.push`) or `GpsJumpState`.
+A vehicle's readings wait in one shared `EventTimeBuffer`
+(`pipeline.series_processor.BufferedRules`) and are fed to every state once the watermark passes
+them, in (event_time, event_id) order; the states keep no buffer and no id memory of their own
+(duplicates are dropped before, by Spark's `dropDuplicatesWithinWatermark`, and by the buffer's
+order: equal ids come out side by side). Alerts and their ids are the detectors' own, so the
+vectorised forms over the same readings (`vehicle_alerts_batch`) give the same alerts: the batch
+oracle of the tests.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from detectors import (
 )
 from detectors.params import Thresholds
 from detectors.trend import minus_mean, versus_others
-from pipeline.config import (
+from pipeline.jobs.vehicle_telemetry.config import (
     BrakingDetector,
     FlatlineDetector,
     GpsJumpDetector,
@@ -68,7 +69,7 @@ RuleState = SeriesState | GpsJumpState
 def params_of(spec: VehicleDetector) -> Any:
     """The detector's own thresholds model, from a config entry (label, signals left out).
 
-    >>> from pipeline.config import ThresholdDetector
+    >>> from pipeline.jobs.vehicle_telemetry.config import ThresholdDetector
     >>> params_of(ThresholdDetector(signals=["coolant_c"], above=105, label="overheating"))
     ThresholdParams(above=105.0, below=None, min_count=1, min_duration_s=0.0, max_gap_s=60.0)
     """
@@ -133,7 +134,7 @@ def others_of(detectors: Mapping[str, VehicleDetector]) -> list[tuple[str, ...]]
 def input_fields(detectors: Mapping[str, VehicleDetector]) -> tuple[str, ...]:
     """The reading fields the detectors read, in a fixed order (the payload of a reading).
 
-    >>> from pipeline.config import VehicleTelemetrySettings
+    >>> from pipeline.jobs.vehicle_telemetry.config import VehicleTelemetrySettings
     >>> input_fields(VehicleTelemetrySettings().enabled_detectors())[:4]
     ('coolant_c', 'tyre_fl_kpa', 'tyre_fr_kpa', 'tyre_rl_kpa')
     """
@@ -146,7 +147,7 @@ def input_fields(detectors: Mapping[str, VehicleDetector]) -> tuple[str, ...]:
 class VehicleRules(BufferedRules):
     """One vehicle's buffered readings and rule states (see the module docstring).
 
-    >>> from pipeline.config import ThresholdDetector
+    >>> from pipeline.jobs.vehicle_telemetry.config import ThresholdDetector
     >>> hot = {"hot": ThresholdDetector(signals=["coolant_c"], above=105, min_count=2,
     ...     label="overheating")}
     >>> rules = VehicleRules("veh-1", hot, input_fields(hot))

@@ -1,8 +1,9 @@
 """The detectors' window rules applied to Spark's window aggregates with `mapInPandas`.
 
-Spark computes the aggregates (`pipeline.card_windows`); each Arrow batch of aggregate rows is
-handed to the detectors' vectorised window rule, which returns alert rows (`ALERT_SPARK_DDL`).
-The functions returned here are picklable closures over the thresholds, nothing else.
+Spark computes the aggregates (`pipeline.jobs.card_velocity.windows`); each Arrow batch of
+aggregate rows is handed to the detectors' vectorised window rule, which returns alert rows
+(`ALERT_SPARK_DDL`). The functions returned here are picklable closures over the thresholds,
+nothing else.
 """
 
 from __future__ import annotations

@@ -1,0 +1,38 @@
+"""The Spark jobs, by the name `streamsim pipeline run JOB` takes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pyspark.sql import SparkSession
+from pyspark.sql.streaming import StreamingQuery, StreamingQueryListener
+
+from core.config import StackConfig
+from core.errors import StreamsimError
+from core.kafka import ensure_topics
+from pipeline.config import PipelineConfig
+from pipeline.jobs.card_velocity import job as card_velocity
+from pipeline.jobs.vehicle_telemetry import job as vehicle_telemetry
+from pipeline.jobs.window_counts import job as window_counts
+from pipeline.session import spark_session
+
+Job = Callable[[SparkSession, StackConfig, PipelineConfig], list[StreamingQuery]]
+
+JOBS: dict[str, Job] = {
+    window_counts.NAME: window_counts.start,
+    card_velocity.NAME: card_velocity.start,
+    vehicle_telemetry.NAME: vehicle_telemetry.start,
+}
+
+
+def start_job(
+    stack: StackConfig, cfg: PipelineConfig, listener: StreamingQueryListener | None = None
+) -> list[StreamingQuery]:
+    """Create the job's topics, get the session, register the listener, start the queries."""
+    if cfg.job not in JOBS:
+        raise StreamsimError(f"unknown job {cfg.job!r}; known jobs: {', '.join(sorted(JOBS))}")
+    ensure_topics(stack, [*cfg.input_topics, cfg.output_topic, cfg.deadletter_topic])
+    spark = spark_session(stack, app=cfg.job)
+    if listener is not None:
+        spark.streams.addListener(listener)
+    return JOBS[cfg.job](spark, stack, cfg)

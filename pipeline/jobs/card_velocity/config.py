@@ -1,0 +1,96 @@
+"""Settings of job `card-velocity`."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from core.config.base import Settings
+from detectors import (
+    SpendingParams,
+    TerminalParams,
+    TravelParams,
+    VelocityParams,
+)
+from pipeline.settings import Duration, TriggerSettings, WindowSpec, duration_ms
+
+CardRule = Literal["velocity", "compromised_terminal", "impossible_travel", "spending_anomaly"]
+CARD_RULES: tuple[CardRule, ...] = (
+    "velocity",
+    "compromised_terminal",
+    "impossible_travel",
+    "spending_anomaly",
+)
+
+
+class CardVelocitySettings(Settings):
+    """Job `card-velocity`: card features, fraud rules, and where their results go.
+
+    Thresholds are the detectors' own models (the same keys the fraud endpoint takes). The
+    velocity and terminal rules run on windows of their own `window_s` sliding by
+    `rule_slide`.
+    """
+
+    features_topic: str = Field(
+        "aggregates.card-features", description="Kafka topic for the per-card window features."
+    )
+    feature_windows: list[WindowSpec] = Field(
+        default_factory=lambda: [
+            WindowSpec(length="1 minute"),
+            WindowSpec(length="10 minutes", slide="1 minute"),
+            WindowSpec(length="1 hour", slide="10 minutes"),
+        ],
+        min_length=1,
+        description="Per-card event-time windows of the features topic.",
+    )
+    distinct_rsd: float = Field(
+        0.05,
+        ge=0.01,
+        le=0.3,
+        description="Relative standard deviation of approx_count_distinct (HyperLogLog++).",
+    )
+    rules: list[CardRule] = Field(
+        default_factory=lambda: list(CARD_RULES),
+        min_length=1,
+        description="Which rules raise alerts.",
+    )
+    velocity: VelocityParams = Field(
+        VelocityParams(), description="Card testing; also sets features' small amount."
+    )
+    terminal: TerminalParams = Field(TerminalParams(), description="Compromised terminal.")
+    rule_slide: Duration | None = Field(
+        "1 minute",
+        description="Slide of the velocity and terminal rules' windows: a burst shorter than "
+        "window - slide falls whole into one window, and alerts once, at the window that first "
+        "crosses the threshold. Unset (or the window's length): tumbling windows, which may "
+        "split a burst at a boundary.",
+    )
+    travel: TravelParams = Field(TravelParams(), description="Impossible travel.")
+    spending: SpendingParams = Field(SpendingParams(), description="Account takeover.")
+    card_state_ttl: Duration | None = Field(
+        "30 days",
+        description="Forget a card's travel and spending state once the watermark is this far "
+        "past its latest transaction (event time); unset: keep it forever.",
+    )
+    deadletter_trigger: TriggerSettings = Field(
+        TriggerSettings(mode="realtime", interval="5 seconds"),
+        description="Trigger of the stateless dead-letter query (Real-time Mode by default).",
+    )
+
+    @model_validator(mode="after")
+    def _slide_fits(self) -> CardVelocitySettings:
+        slide = self.rule_slide_ms
+        shortest = min(self.velocity.window_ms, round(self.terminal.window_s * 1000))
+        if slide is not None and not 0 < slide <= shortest:
+            raise ValueError(
+                f"rule_slide must be > 0 and at most the rules' shortest window ({shortest} ms)"
+            )
+        return self
+
+    @property
+    def rule_slide_ms(self) -> int | None:
+        return None if self.rule_slide is None else duration_ms(self.rule_slide)
+
+
+#: Numeric `vehicle.telemetry/1` fields a vehicle detector or statistic may read.
