@@ -1,10 +1,8 @@
-"""The fraud endpoint: card-transaction verdicts in milliseconds (Dunning & Friedman ch. 6).
+"""The HTTP service: two apps under one uvicorn server.
 
-- `main`: the app factory; `server`: uvicorn (`streamsim api`); `routes/`: one module each.
-- `models`: request/response schemas; `pan`: PAN tokens, masks, scrubbing; `errors`: 422s.
-- `decision`: the detectors' per-request checks, score and verdict, the `cards.activity` record.
-- `state`: the last-use state and the verdict cache; `updater`: rebuilds and follows it from
-  `cards.activity`; `publisher`: non-blocking publishing; `service`: ties them together.
-- `settings`: thresholds (the detectors' own models), scoring, bounds, secrets.
-- `stats`: counters and the HdrHistogram of handling time; `logscrub`, `kafkalog`: logging.
+- `fraud/`: the fraud endpoint (POST /v1/transactions and its read routes).
+- `panel/`: the control panel's read and control API (feeds, vehicles, scenario runs).
+- `main`: the app factory mounting both; `server`: uvicorn (`streamsim api`).
+- Shared: `auth` (the control token), `responses`, `errors` (PAN-free 422s), `logscrub`
+  (PAN-scrubbed logs), `kafkalog` (librdkafka's logger).
 """

@@ -10,8 +10,8 @@ from typing import Any
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 
-from api.pan import REDACTED, scrub, scrub_text
 from api.responses import OrjsonResponse
+from core.pan import REDACTED, scrub, scrub_text
 
 CARD_FIELD = "card_number"
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from uvicorn.config import LOGGING_CONFIG
 
-from api.pan import scrub, scrub_text
+from core.pan import scrub, scrub_text
 
 _FORMATTER = logging.Formatter()
 

@@ -1,5 +1,6 @@
 """The app factory: `create_app(service)`, or `app_from_config(...)` for the `streamsim api`
-command.
+command. One app mounts both routers: the fraud endpoint's (`api.fraud.routes`) and the control
+panel's (`api.panel.routes`).
 
 Routes:
 - `POST /v1/transactions`: the verdict (open on localhost: the POS data plane);
@@ -25,13 +26,15 @@ from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 
 from api.errors import validation_error_handler
-from api.feeds import Feeds
+from api.fraud.routes import ROUTERS as FRAUD_ROUTERS
+from api.fraud.routes.transactions import TransactionLane
+from api.fraud.service import FraudService
+from api.fraud.settings import load_secrets, load_settings
+from api.fraud.stats import LatencyMiddleware
+from api.panel.consumers.feeds import Feeds
+from api.panel.routes import ROUTERS as PANEL_ROUTERS
+from api.panel.runs import RunManager
 from api.responses import OrjsonResponse
-from api.routes import cards, control, feeds, health, runs, stats, transactions, vehicles
-from api.runs import RunManager
-from api.service import FraudService
-from api.settings import load_secrets, load_settings
-from api.stats import LatencyMiddleware
 from core.config import StackConfig
 
 
@@ -71,14 +74,15 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.service = service
+    app.state.control_token = service.secrets.api_token
     app.state.runs = run_manager
     app.state.feeds = feed
     app.state.evaluations_dir = evaluations_dir
     app.add_exception_handler(RequestValidationError, validation_error_handler)
-    for module in (transactions, cards, stats, health, control, runs, feeds, vehicles):
-        app.include_router(module.router)
+    for router in (*FRAUD_ROUTERS, *PANEL_ROUTERS):
+        app.include_router(router)
     # Inside the latency middleware, so lane requests are timed and counted like the rest.
-    app.add_middleware(transactions.TransactionLane, service=service)
+    app.add_middleware(TransactionLane, service=service)
     app.add_middleware(LatencyMiddleware, stats=service.stats)
     return app
 

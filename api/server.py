@@ -12,9 +12,9 @@ from typing import Any
 
 import uvicorn
 
+from api.fraud.service import FraudService
 from api.logscrub import log_config
 from api.main import app_from_config
-from api.service import FraudService
 from core.config import StackConfig
 from core.errors import StreamsimError
 from core.ports import port_in_use

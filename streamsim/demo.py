@@ -143,7 +143,7 @@ def _endpoint(stack: StackConfig, stack_file: Path, work: Path) -> Iterator[str]
             f"port {port} on {host} is taken, so the demo cannot start the fraud endpoint "
             "there: stop what holds it, or set api.port (or STREAMSIM_API_PORT)"
         )
-    from api.settings import load_settings
+    from api.fraud.settings import load_settings
 
     settings = load_settings().model_copy(update={"rebuild_lookback_s": 0.0})
     settings_file = work / "api.yaml"
@@ -187,7 +187,7 @@ def _scenario_file(
     path: Path, overrides: dict[str, Any], speed: float | None, work: Path
 ) -> tuple[Path, float]:
     """The scenario with the demo's overrides, and the speed it will run at."""
-    from api.runs import apply_overrides
+    from api.panel.runs import apply_overrides
 
     data = apply_overrides(read_yaml(path), overrides)
     chosen = speed or float(data.get("pacing", {}).get("speed") or 1.0)

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from api.settings import ApiSettings
+from api.fraud.settings import ApiSettings
 from core.config import ConfigError, StackConfig, read_yaml
 from core.config.loader import validate, with_env
 from pipeline.config import PipelineConfig

@@ -23,9 +23,9 @@ import orjson
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
-from api.pan import PanTokenizer
 from core.config import StackConfig
 from core.kafka import consumer_config
+from core.pan import PanTokenizer
 from tests.conftest import REPO_ROOT, free_port
 
 pytestmark = pytest.mark.integration

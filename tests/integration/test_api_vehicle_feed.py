@@ -13,7 +13,8 @@ import orjson
 import pytest
 from confluent_kafka import Producer
 
-from api.vehicles import VehicleTail, VehicleView
+from api.panel.consumers.vehicles import VehicleTail
+from api.panel.views.vehicles import VehicleView
 from core.config import StackConfig
 from core.kafka import ensure_topics, producer_config
 

@@ -10,12 +10,12 @@ import orjson
 import pytest
 from fastapi.testclient import TestClient
 
-from api.decision import RECORD_KEYS, response_body
+from api.fraud.decision import RECORD_KEYS, response_body
+from api.fraud.models import CardLastUse, Health, Stats, TransactionResponse
+from api.fraud.publisher import MemoryPublisher
+from api.fraud.service import FraudService
+from api.fraud.settings import ApiSecrets, ApiSettings, IdempotencySettings, Scoring, StateSettings
 from api.main import create_app
-from api.models import CardLastUse, Health, Stats, TransactionResponse
-from api.publisher import MemoryPublisher
-from api.service import FraudService
-from api.settings import ApiSecrets, ApiSettings, IdempotencySettings, Scoring, StateSettings
 from detectors import TravelParams, geodesic_km
 
 PAN = "4111111111111111"
@@ -255,7 +255,7 @@ def test_the_record_holds_token_and_last4_and_no_pan(h: Harness) -> None:
 
 def test_a_rebuilt_state_decides_exactly_as_before() -> None:
     """Replay one endpoint's records into a fresh one (as the updater does on start)."""
-    from api.updater import ActivityUpdater
+    from api.fraud.updater import ActivityUpdater
     from core.config import StackConfig
 
     before = Harness()
@@ -286,7 +286,7 @@ def test_a_rebuilt_state_decides_exactly_as_before() -> None:
 
 
 def test_own_records_coming_back_from_the_topic_are_not_applied_twice(h: Harness) -> None:
-    from api.updater import ActivityUpdater
+    from api.fraud.updater import ActivityUpdater
     from core.config import StackConfig
 
     h.post(tx("t1", T0, None))
@@ -298,8 +298,8 @@ def test_own_records_coming_back_from_the_topic_are_not_applied_twice(h: Harness
 
 
 def test_own_records_are_skipped_by_their_header_before_parsing(h: Harness) -> None:
-    from api.publisher import TXID_HEADER
-    from api.updater import ActivityUpdater
+    from api.fraud.publisher import TXID_HEADER
+    from api.fraud.updater import ActivityUpdater
     from core.config import StackConfig
 
     h.post(tx("t1", T0, None))

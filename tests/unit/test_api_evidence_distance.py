@@ -12,11 +12,11 @@ import numpy as np
 import orjson
 import pytest
 
-import api.decision
-from api.models import TransactionRequest
-from api.publisher import MemoryPublisher
-from api.service import FraudService
-from api.settings import ApiSecrets, ApiSettings
+import api.fraud.decision
+from api.fraud.models import TransactionRequest
+from api.fraud.publisher import MemoryPublisher
+from api.fraud.service import FraudService
+from api.fraud.settings import ApiSecrets, ApiSettings
 from detectors import geodesic_km
 from detectors.travel import Position, TravelParams
 
@@ -141,7 +141,7 @@ def test_decisions_are_those_of_karney_everywhere(
 ) -> None:
     requests = stream(42, 4000) if case == "random" else at_thresholds(TravelParams())
     new = records(requests)
-    monkeypatch.setattr(api.decision, "pair_distance_km", karney_pair_distance)
+    monkeypatch.setattr(api.fraud.decision, "pair_distance_km", karney_pair_distance)
     old = records(requests)
     assert len(new) == len(old) == len(requests)
     compared, declines = 0, 0

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from api.logscrub import PanScrubFilter
-from api.pan import PanTokenizer, is_pan, last4, looks_like_token, luhn_valid, mask, scrub
+from core.pan import PanTokenizer, is_pan, last4, looks_like_token, luhn_valid, mask, scrub
 
 PAN = "4111111111111111"
 SECRET = b"unit-test-secret-0123456789"

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-import api.publisher as publisher_module
-from api.publisher import KafkaPublisher
+import api.fraud.publisher as publisher_module
+from api.fraud.publisher import KafkaPublisher
 from core.config import StackConfig
 
 

@@ -13,10 +13,12 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
+from api.fraud.publisher import MemoryPublisher
+from api.fraud.service import FraudService
+from api.fraud.settings import ApiSecrets, ApiSettings
 from api.main import create_app
-from api.publisher import MemoryPublisher
-from api.run_models import RunInfo, RunList, ScenarioList
-from api.runs import (
+from api.panel.models.runs import RunInfo, RunList, ScenarioList
+from api.panel.runs import (
     InvalidOverrides,
     RunConflict,
     RunManager,
@@ -26,8 +28,6 @@ from api.runs import (
     apply_overrides,
     simulate_command,
 )
-from api.service import FraudService
-from api.settings import ApiSecrets, ApiSettings
 from scenarios.config import ScenarioConfig
 from tests.conftest import REPO_ROOT
 

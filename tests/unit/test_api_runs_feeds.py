@@ -12,9 +12,13 @@ import orjson
 import pytest
 from fastapi.testclient import TestClient
 
-from api.feed_models import ActivityFeed, AlertFeed, Evaluation, PipelineView, Rates
-from api.feeds import (
-    Feeds,
+from api.fraud.publisher import MemoryPublisher
+from api.fraud.service import FraudService
+from api.fraud.settings import ApiSecrets, ApiSettings
+from api.main import create_app
+from api.panel.consumers.feeds import Feeds
+from api.panel.models.feeds import ActivityFeed, AlertFeed, Evaluation, PipelineView, Rates
+from api.panel.views.feeds import (
     PipelineProgress,
     RateTracker,
     RingBuffer,
@@ -24,10 +28,6 @@ from api.feeds import (
     parse_watermark,
     progress_row,
 )
-from api.main import create_app
-from api.publisher import MemoryPublisher
-from api.service import FraudService
-from api.settings import ApiSecrets, ApiSettings
 from core.config import StackConfig
 
 PAN = "4111111111111111"

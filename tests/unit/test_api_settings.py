@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from api.settings import ApiSettings, load_secrets, load_settings
-from api.state import VerdictCache
+from api.fraud.settings import ApiSettings, load_secrets, load_settings
+from api.fraud.state import VerdictCache
 from core.config import ConfigError, StackConfig
 from core.errors import StreamsimError
 

@@ -13,13 +13,13 @@ import pytest
 from fastapi import Depends, FastAPI
 from fastapi.testclient import TestClient
 
-import api.routes.transactions as route
+import api.fraud.routes.transactions as route
+from api.fraud.models import TransactionRequest
+from api.fraud.publisher import MemoryPublisher
+from api.fraud.service import FraudService
+from api.fraud.settings import ApiSecrets, ApiSettings
+from api.fraud.stats import LatencyMiddleware
 from api.main import create_app
-from api.models import TransactionRequest
-from api.publisher import MemoryPublisher
-from api.service import FraudService
-from api.settings import ApiSecrets, ApiSettings
-from api.stats import LatencyMiddleware
 
 PATH = "/v1/transactions"
 PAN = "4111111111111111"

@@ -9,11 +9,11 @@ import orjson
 import pytest
 from fastapi.testclient import TestClient
 
+from api.fraud.models import ValidationErrorBody
+from api.fraud.publisher import MemoryPublisher
+from api.fraud.service import FraudService
+from api.fraud.settings import ApiSecrets, ApiSettings
 from api.main import create_app
-from api.models import ValidationErrorBody
-from api.publisher import MemoryPublisher
-from api.service import FraudService
-from api.settings import ApiSecrets, ApiSettings
 
 PAN = "4111111111111111"
 T0 = 1_767_225_600_000
@@ -196,7 +196,7 @@ def test_error_body_is_json_with_detail_list(client: TestClient) -> None:
 
 
 def test_the_request_model_never_shows_the_pan() -> None:
-    from api.models import TransactionRequest
+    from api.fraud.models import TransactionRequest
 
     request = TransactionRequest.model_validate(body())
     assert PAN not in repr(request)

@@ -11,13 +11,15 @@ import orjson
 import pytest
 from fastapi.testclient import TestClient
 
-from api.feeds import Feeds, alert_row
+from api.fraud.publisher import MemoryPublisher
+from api.fraud.service import FraudService
+from api.fraud.settings import ApiSecrets, ApiSettings
 from api.main import create_app
-from api.publisher import MemoryPublisher
-from api.service import FraudService
-from api.settings import ApiSecrets, ApiSettings
-from api.vehicle_models import VehicleList, VehicleTelemetry
-from api.vehicles import DEFAULT_SIGNALS, SIGNALS, History, VehicleTail, VehicleView
+from api.panel.consumers.feeds import Feeds
+from api.panel.consumers.vehicles import VehicleTail
+from api.panel.models.vehicles import VehicleList, VehicleTelemetry
+from api.panel.views.feeds import alert_row
+from api.panel.views.vehicles import DEFAULT_SIGNALS, SIGNALS, History, VehicleView
 from core.config import StackConfig
 
 NOW = 1_795_000_000_000

@@ -12,7 +12,7 @@ import httpx
 import orjson
 import pytest
 
-from api.models import TransactionRequest
+from api.fraud.models import TransactionRequest
 from core.config import StackConfig
 from scenarios.card_velocity import CardVelocity, endpoint_url
 from scenarios.card_velocity_config import CardVelocityDomain

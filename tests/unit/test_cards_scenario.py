@@ -15,7 +15,7 @@ import numpy as np
 import orjson
 import pytest
 
-from api.settings import ApiSettings, load_secrets
+from api.fraud.settings import ApiSettings, load_secrets
 from core.config import StackConfig
 from core.pan import PanTokenizer, luhn_valid
 from scenarios.card_velocity import CardVelocity

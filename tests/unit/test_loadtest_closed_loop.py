@@ -14,7 +14,7 @@ import pytest
 import uvloop
 from fastapi.testclient import TestClient
 
-from api.models import TransactionRequest
+from api.fraud.models import TransactionRequest
 from streamsim.bench.api import RequestStream, _report
 from streamsim.bench.bare_app import PATH, create_bare_app
 from streamsim.loadtest.closed_loop import Saturation, saturate

@@ -11,12 +11,12 @@ import pytest
 from fastapi.testclient import TestClient
 from pydantic import ValidationError
 
+from api.fraud.models import TransactionRequest
+from api.fraud.publisher import MemoryPublisher
+from api.fraud.service import FraudService
+from api.fraud.settings import ApiSecrets, ApiSettings
 from api.main import create_app
-from api.models import TransactionRequest
-from api.pan import luhn_valid
-from api.publisher import MemoryPublisher
-from api.service import FraudService
-from api.settings import ApiSecrets, ApiSettings
+from core.pan import luhn_valid
 from streamsim.loadtest.config import PayloadMix
 from streamsim.loadtest.payloads import (
     CARD_TESTING,

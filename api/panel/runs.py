@@ -50,7 +50,7 @@ ACTIVE: tuple[RunStatus, ...] = ("running", "stopping")
 #: cards with the endpoint's key, so both streams join on tokens.
 SECRET_ENV = ("STREAMSIM_API_TOKEN",)
 STDERR_TAIL_CHARS = 4000
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 class UnknownScenario(LookupError):

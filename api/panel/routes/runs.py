@@ -1,29 +1,23 @@
-"""Scenario runs: start and stop (control, bearer token), list them and the scenarios (read).
+"""Scenario runs: start and stop (control, bearer token), list them (read).
 
 - `POST /v1/control/runs` -> 201 the run; 404 unknown scenario; 409 one already running;
   422 a bad body or a bad override (the key is named).
 - `DELETE /v1/control/runs/{run_id}` -> the run, once stopped (SIGTERM, then SIGKILL).
-- `GET /v1/runs`, `GET /v1/runs/{run_id}`, `GET /v1/scenarios`: open.
+- `GET /v1/runs`, `GET /v1/runs/{run_id}`: open.
 """
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, HTTPException, Request, status
 
-from api.deps import require_token
+from api.auth import require_token
+from api.panel.deps import runs_of
+from api.panel.models.runs import ErrorBody, RunInfo, RunList, RunRequest
+from api.panel.runs import InvalidOverrides, RunConflict, UnknownRun, UnknownScenario
 from api.responses import OrjsonResponse
-from api.run_models import ErrorBody, RunInfo, RunList, RunRequest, ScenarioList
-from api.runs import InvalidOverrides, RunConflict, RunManager, UnknownRun, UnknownScenario
 from core.config import ConfigError
 
 router = APIRouter(tags=["runs"])
-
-
-def runs_of(request: Request) -> RunManager:
-    runs: RunManager | None = getattr(request.app.state, "runs", None)
-    if runs is None:
-        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "run control is not set up")
-    return runs
 
 
 @router.post(
@@ -107,14 +101,3 @@ def get_run(run_id: str, request: Request) -> OrjsonResponse:
         return OrjsonResponse(runs_of(request).get(run_id).to_dict())
     except UnknownRun as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
-
-
-@router.get(
-    "/v1/scenarios",
-    response_class=OrjsonResponse,
-    responses={200: {"model": ScenarioList}},
-    tags=["read"],
-)
-def list_scenarios(request: Request) -> OrjsonResponse:
-    """The scenario files a run can start from, resolved (what the UI builds its sliders from)."""
-    return OrjsonResponse({"scenarios": runs_of(request).scenarios()})

@@ -1,4 +1,4 @@
-"""Response schemas of the vehicle read routes (`api.routes.vehicles`)."""
+"""Response schemas of the vehicle read routes (`api.panel.routes.vehicles`)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.feed_models import AlertRow, Source
-from api.vehicles import SIGNALS
+from api.panel.models.feeds import AlertRow, Source
+from api.panel.views.vehicles import SIGNALS
 
 Signal = Literal[SIGNALS]  # type: ignore[valid-type]
 Status = Literal["alerting", "moving", "parked"]

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request
 
-from api.deps import require_token, service_of
+from api.auth import require_token
+from api.fraud.deps import service_of
 from api.responses import OrjsonResponse
 
 router = APIRouter(prefix="/v1/control", tags=["control"], dependencies=[Depends(require_token)])

@@ -1,43 +1,27 @@
-"""Read routes for the control panel (open): recent alerts and decisions, pipeline progress,
-records/s per topic, the latest evaluation."""
+"""Read routes for the control panel (open), from the topic feeds: recent alerts and decisions,
+pipeline progress, records/s per topic."""
 
 from __future__ import annotations
 
 import time
-from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query, Request, status
+from fastapi import APIRouter, Query, Request
 
-from api.evaluations import latest_evaluation
-from api.feed_models import ActivityFeed, AlertFeed, Evaluation, PipelineView, Rates
-from api.feeds import Feeds, job_summaries
+from api.panel.deps import UNAVAILABLE, feeds_of
+from api.panel.models.feeds import ActivityFeed, AlertFeed, PipelineView, Rates
+from api.panel.views.feeds import job_summaries
 from api.responses import OrjsonResponse
-from api.run_models import ErrorBody
 
 router = APIRouter(prefix="/v1", tags=["read"])
 
 Limit = Annotated[int, Query(ge=1, le=500, description="At most this many, newest first.")]
 
 
-def feeds_of(request: Request) -> Feeds:
-    feeds: Feeds | None = getattr(request.app.state, "feeds", None)
-    if feeds is None:
-        raise HTTPException(
-            status.HTTP_503_SERVICE_UNAVAILABLE, "feeds need Kafka: this API runs without a stack"
-        )
-    return feeds
-
-
-_UNAVAILABLE: dict[int | str, dict[str, Any]] = {
-    503: {"model": ErrorBody, "description": "No Kafka configured."}
-}
-
-
 @router.get(
     "/alerts",
     response_class=OrjsonResponse,
-    responses={200: {"model": AlertFeed}, **_UNAVAILABLE},
+    responses={200: {"model": AlertFeed}, **UNAVAILABLE},
 )
 def alerts(request: Request, limit: Limit = 50) -> OrjsonResponse:
     """Recent alerts of the pipeline detectors (the `alerts` topic), evidence decoded."""
@@ -51,7 +35,7 @@ def alerts(request: Request, limit: Limit = 50) -> OrjsonResponse:
 @router.get(
     "/activity/recent",
     response_class=OrjsonResponse,
-    responses={200: {"model": ActivityFeed}, **_UNAVAILABLE},
+    responses={200: {"model": ActivityFeed}, **UNAVAILABLE},
 )
 def recent_activity(request: Request, limit: Limit = 100) -> OrjsonResponse:
     """Recent decisions of the fraud endpoint (the activity topic): card token and last 4,
@@ -66,7 +50,7 @@ def recent_activity(request: Request, limit: Limit = 100) -> OrjsonResponse:
 @router.get(
     "/pipeline",
     response_class=OrjsonResponse,
-    responses={200: {"model": PipelineView}, **_UNAVAILABLE},
+    responses={200: {"model": PipelineView}, **UNAVAILABLE},
 )
 def pipeline(request: Request) -> OrjsonResponse:
     """The latest progress of each streaming query (the `metrics` topic): mode, rows/s,
@@ -87,7 +71,7 @@ def pipeline(request: Request) -> OrjsonResponse:
 @router.get(
     "/rates",
     response_class=OrjsonResponse,
-    responses={200: {"model": Rates}, **_UNAVAILABLE},
+    responses={200: {"model": Rates}, **UNAVAILABLE},
 )
 def rates(request: Request) -> OrjsonResponse:
     """Records/s per topic, from end-offset deltas sampled every second (the last two minutes
@@ -108,23 +92,3 @@ def rates(request: Request) -> OrjsonResponse:
             "error": feeds.last_error,
         }
     )
-
-
-@router.get(
-    "/evaluations/latest",
-    response_class=OrjsonResponse,
-    responses={
-        200: {"model": Evaluation},
-        404: {"model": ErrorBody, "description": "No evaluation yet."},
-    },
-)
-def evaluation(request: Request) -> OrjsonResponse:
-    """The newest report in `<dirs.data>/evaluations/` (written by `streamsim evaluate`)."""
-    directory: Path | None = getattr(request.app.state, "evaluations_dir", None)
-    found = None if directory is None else latest_evaluation(directory)
-    if found is None:
-        raise HTTPException(
-            status.HTTP_404_NOT_FOUND,
-            f"no evaluation yet in {directory}: run `streamsim evaluate SCENARIO`",
-        )
-    return OrjsonResponse(found)

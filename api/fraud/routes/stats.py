@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from api.deps import service_of
-from api.models import Stats
+from api.fraud.deps import service_of
+from api.fraud.models import Stats
 from api.responses import OrjsonResponse
 
 router = APIRouter(prefix="/v1", tags=["read"])

@@ -1,4 +1,7 @@
-"""What routes share: the service of the app, and the bearer-token check of control routes."""
+"""The bearer-token check of control routes, shared by both routers.
+
+The token is `app.state.control_token` (`STREAMSIM_API_TOKEN`, set by `api.main.create_app`).
+"""
 
 from __future__ import annotations
 
@@ -8,14 +11,7 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from api.service import FraudService
-
 _bearer = HTTPBearer(auto_error=False, description="STREAMSIM_API_TOKEN")
-
-
-def service_of(request: Request) -> FraudService:
-    service: FraudService = request.app.state.service
-    return service
 
 
 def require_token(
@@ -23,7 +19,7 @@ def require_token(
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> None:
     """Control routes: `Authorization: Bearer <STREAMSIM_API_TOKEN>`; disabled when unset."""
-    expected = service_of(request).secrets.api_token
+    expected: str | None = getattr(request.app.state, "control_token", None)
     if expected is None:
         raise HTTPException(
             status.HTTP_403_FORBIDDEN,

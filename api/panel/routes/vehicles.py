@@ -1,6 +1,6 @@
 """Read routes for the Vehicles page (open): the fleet's latest positions and status, and one
 vehicle's recent telemetry with its alerts (from `vehicles.telemetry` and `alerts`, see
-`api.vehicles` for what is kept and how the feed samples a fast topic)."""
+`api.panel.views.vehicles` for what is kept and how the feed samples a fast topic)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Path, Query, Request, status
 
-from api.feeds import Feeds
+from api.panel.consumers.feeds import Feeds
+from api.panel.deps import UNAVAILABLE, feeds_of
+from api.panel.models.runs import ErrorBody
+from api.panel.models.vehicles import Signal, Status, VehicleList, VehicleTelemetry
+from api.panel.views.vehicles import DEFAULT_SIGNALS
 from api.responses import OrjsonResponse
-from api.routes.feeds import _UNAVAILABLE, feeds_of
-from api.run_models import ErrorBody
-from api.vehicle_models import Signal, Status, VehicleList, VehicleTelemetry
-from api.vehicles import DEFAULT_SIGNALS
 
 router = APIRouter(prefix="/v1", tags=["read"])
 
@@ -40,7 +40,7 @@ def _sampling(feeds: Feeds) -> dict[str, object]:
 @router.get(
     "/vehicles",
     response_class=OrjsonResponse,
-    responses={200: {"model": VehicleList}, **_UNAVAILABLE},
+    responses={200: {"model": VehicleList}, **UNAVAILABLE},
 )
 def vehicles(
     request: Request,
@@ -73,7 +73,7 @@ def vehicles(
     responses={
         200: {"model": VehicleTelemetry},
         404: {"model": ErrorBody, "description": "No reading or alert of this vehicle seen."},
-        **_UNAVAILABLE,
+        **UNAVAILABLE,
     },
 )
 def telemetry(

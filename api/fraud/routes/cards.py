@@ -6,10 +6,10 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request, status
 
-from api.deps import service_of
-from api.models import CardLastUse
-from api.pan import looks_like_token
+from api.fraud.deps import service_of
+from api.fraud.models import CardLastUse
 from api.responses import OrjsonResponse
+from core.pan import looks_like_token
 
 router = APIRouter(prefix="/v1/cards", tags=["cards"])
 

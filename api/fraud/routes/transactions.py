@@ -31,10 +31,10 @@ from starlette.middleware.body_limit import MAX_BODY_SIZE_SCOPE_KEY
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api.deps import service_of
-from api.models import TransactionRequest, TransactionResponse, ValidationErrorBody
+from api.fraud.deps import service_of
+from api.fraud.models import TransactionRequest, TransactionResponse, ValidationErrorBody
+from api.fraud.service import FraudService
 from api.responses import JsonBytesResponse
-from api.service import FraudService
 
 PATH = "/v1/transactions"
 #: Set in the request's scope by the route's handler: whether the lane may take its requests.

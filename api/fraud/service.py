@@ -12,15 +12,15 @@ from typing import Any
 
 import orjson
 
-from api.decision import Decider, wall_clock_ms
-from api.models import TransactionRequest
-from api.pan import PanTokenizer
-from api.publisher import KafkaPublisher, MemoryPublisher, Publisher
-from api.settings import ApiSecrets, ApiSettings
-from api.state import LastUseState
-from api.stats import RequestStats
-from api.updater import ActivityUpdater
+from api.fraud.decision import Decider, wall_clock_ms
+from api.fraud.models import TransactionRequest
+from api.fraud.publisher import KafkaPublisher, MemoryPublisher, Publisher
+from api.fraud.settings import ApiSecrets, ApiSettings
+from api.fraud.state import LastUseState
+from api.fraud.stats import RequestStats
+from api.fraud.updater import ActivityUpdater
 from core.config import StackConfig
+from core.pan import PanTokenizer
 
 log = logging.getLogger("api.service")
 

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationInfo, field_validator
 
-from api.pan import PAN_MAX_DIGITS, PAN_MIN_DIGITS, luhn_valid
+from core.pan import PAN_MAX_DIGITS, PAN_MIN_DIGITS, luhn_valid
 
 Channel = Literal["card_present", "card_not_present", "online"]
 CARD_PRESENT = "card_present"

@@ -31,10 +31,10 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from api.decision import RECORD_KEYS, response_body
+from api.fraud.decision import RECORD_KEYS, response_body
+from api.fraud.publisher import TXID_HEADER
+from api.fraud.state import LastUseState
 from api.kafkalog import kafka_logger
-from api.publisher import TXID_HEADER
-from api.state import LastUseState
 from core.config import StackConfig
 from core.kafka import consumer_config, ensure_topics
 

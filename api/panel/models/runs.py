@@ -1,4 +1,4 @@
-"""Request and response schemas of the run-control routes (`api.routes.runs`)."""
+"""Request and response schemas of the run-control routes (`api.panel.routes.runs`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from api.runs import RunStatus
+from api.panel.runs import RunStatus
 
 Speed = Annotated[float, Field(gt=0, le=1e6)] | Literal["max"]
 

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from api.settings import ApiSettings
+from api.fraud.settings import ApiSettings
 from detectors import TravelState, VelocityState
 
 Record = Mapping[str, Any]

@@ -1,4 +1,4 @@
-"""Response schemas of the read routes for the control panel (`api.routes.feeds`)."""
+"""Response schemas of the read routes for the control panel (`api.panel.routes.feeds`)."""
 
 from __future__ import annotations
 

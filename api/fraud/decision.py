@@ -19,10 +19,10 @@ from typing import Any
 
 import orjson
 
-from api.models import TransactionRequest
-from api.pan import PanTokenizer, last4
-from api.settings import ApiSettings
-from api.state import CardState, LastUseState
+from api.fraud.models import TransactionRequest
+from api.fraud.settings import ApiSettings
+from api.fraud.state import CardState, LastUseState
+from core.pan import PanTokenizer, last4
 from detectors import Alert, check_velocity
 from detectors.travel import Position, pair_distance_km, travel_evidence
 from detectors.velocity import (

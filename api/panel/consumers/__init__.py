@@ -1,0 +1,1 @@
+"""The Kafka consumer threads that fill the panel's views."""

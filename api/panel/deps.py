@@ -1,0 +1,33 @@
+"""What the panel routes share: the app's feeds and run manager, and the 503 they answer
+without them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import HTTPException, Request, status
+
+from api.panel.consumers.feeds import Feeds
+from api.panel.models.runs import ErrorBody
+from api.panel.runs import RunManager
+
+
+def feeds_of(request: Request) -> Feeds:
+    feeds: Feeds | None = getattr(request.app.state, "feeds", None)
+    if feeds is None:
+        raise HTTPException(
+            status.HTTP_503_SERVICE_UNAVAILABLE, "feeds need Kafka: this API runs without a stack"
+        )
+    return feeds
+
+
+def runs_of(request: Request) -> RunManager:
+    runs: RunManager | None = getattr(request.app.state, "runs", None)
+    if runs is None:
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "run control is not set up")
+    return runs
+
+
+UNAVAILABLE: dict[int | str, dict[str, Any]] = {
+    503: {"model": ErrorBody, "description": "No Kafka configured."}
+}

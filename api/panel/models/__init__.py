@@ -1,0 +1,1 @@
+"""Response and request schemas of the panel routes, one module per resource."""

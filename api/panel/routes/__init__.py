@@ -1,0 +1,6 @@
+"""The control panel's read and control routes, one module per resource."""
+
+from api.panel.routes import evaluations, feeds, runs, scenarios, vehicles
+
+#: In the order `api.main` includes them.
+ROUTERS = (runs.router, scenarios.router, feeds.router, evaluations.router, vehicles.router)
