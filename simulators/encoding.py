@@ -12,13 +12,14 @@ Strings come from tables encoded once at set-up (json), so escaping is always ri
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 if TYPE_CHECKING:
+    from core.contracts import EventSchema
     from simulators.entities import EntityTable
 
 
@@ -41,6 +42,26 @@ class PayloadField:
     @property
     def format(self) -> bytes:
         return {"int": b"%d", "float": b"%%.%df" % self.decimals, "enum": b"%s"}[self.kind]
+
+
+def payload_fields(
+    schema: EventSchema, choices: Mapping[str, Sequence[str]] | None = None
+) -> tuple[PayloadField, ...]:
+    """The payload columns of `schema`'s events (`core.contracts`), in wire order: ints and
+    fixed-decimal floats as declared, strings as enums over their declared values or over
+    `choices[name]` (values fixed per run, e.g. site names)."""
+    given = choices or {}
+    out = []
+    for f in schema.payload:
+        if f.type == "int":
+            out.append(PayloadField(f.name, "int"))
+        elif f.type == "float":
+            out.append(PayloadField(f.name, "float", decimals=f.decimals))
+        elif f.type == "string" and (f.name in given or f.choices):
+            out.append(PayloadField(f.name, "enum", choices=tuple(given.get(f.name, f.choices))))
+        else:
+            raise ValueError(f"{schema.id}: no column encoding for {f.type} field {f.name!r}")
+    return tuple(out)
 
 
 def json_bytes(value: object) -> bytes:

@@ -1,0 +1,323 @@
+"""Every event schema, declared once: its name and version, its entity, and its fields in
+wire order with their types.
+
+An event is a JSON object: the envelope (`schema`, `event_id`, the entity id, `event_time` in
+epoch ms of the device clock, `seq` per device), then the payload fields. What other packages
+need is derived from here, never listed again:
+- the simulator's encoder fields (`simulators.encoding.payload_fields`);
+- the Spark schema a job parses with (`EventSchema.spark_schema`, pyspark imported lazily);
+- the API's field lists and models (`EventSchema.signals`, `EventSchema.model`).
+
+A field's `type` is its JSON type on the wire. A `measure` is a numeric reading (a signal):
+readers take it as a double even where the device writes an integer (`rpm`), so detectors and
+aggregates see one numeric type. `decimals` is how many digits the simulator writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cache
+from typing import TYPE_CHECKING, Any, Literal
+
+from core.contracts import topics
+from core.contracts.topics import Topic
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+    from pyspark.sql.types import StructType
+
+FieldType = Literal["string", "int", "float", "bool", "json"]
+
+
+@dataclass(frozen=True)
+class Field:
+    """One key of an event: its name, JSON type and what a value may be."""
+
+    name: str
+    type: FieldType
+    #: float: the digits the simulator writes.
+    decimals: int = 2
+    #: May be JSON null (e.g. no GPS fix in a tunnel).
+    nullable: bool = False
+    #: float: may be negative (the simulator writes the others as >= 0).
+    signed: bool = True
+    #: A numeric reading: readers take it as a double.
+    measure: bool = False
+    #: string: the values it takes, where they are fixed by the schema.
+    choices: tuple[str, ...] = ()
+    doc: str = ""
+
+    @property
+    def python_type(self) -> Any:
+        base: Any = {
+            "string": str,
+            "int": float if self.measure else int,
+            "float": float,
+            "bool": bool,
+            "json": Any,
+        }[self.type]
+        return base | None if self.nullable else base
+
+    def spark_type(self) -> Any:
+        """The pyspark `DataType` a job parses this field as."""
+        from pyspark.sql import types as T
+
+        if self.type == "string":
+            return T.StringType()
+        if self.type == "bool":
+            return T.BooleanType()
+        if self.type == "float" or self.measure:
+            return T.DoubleType()
+        if self.type == "int":
+            return T.LongType()
+        raise ValueError(f"{self.name}: a {self.type} field has no Spark type")
+
+
+def _string(name: str, doc: str = "", **kw: Any) -> Field:
+    return Field(name, "string", doc=doc, **kw)
+
+
+def _float(name: str, decimals: int, **kw: Any) -> Field:
+    return Field(name, "float", decimals=decimals, measure=True, **kw)
+
+
+SCHEMA = _string("schema", "name/version, e.g. vehicle.telemetry/1")
+EVENT_ID = _string("event_id", "unique, deterministic from the seed")
+EVENT_TIME = Field("event_time", "int", doc="epoch ms, the device's clock")
+SEQ = Field("seq", "int", doc="per-device sequence number")
+
+
+@dataclass(frozen=True)
+class EventSchema:
+    """An event's `name/version`, its entity id field, its topic and all its fields in wire
+    order (envelope included)."""
+
+    name: str
+    version: int
+    entity: str
+    topic: Topic
+    fields: tuple[Field, ...]
+    doc: str = ""
+    by_name: dict[str, Field] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        by_name = {f.name: f for f in self.fields}
+        if len(by_name) != len(self.fields):
+            raise ValueError(f"{self.id}: a field is declared twice")
+        missing = {"schema", "event_id", self.entity, "event_time"} - set(by_name)
+        if missing:
+            raise ValueError(f"{self.id}: the envelope lacks {sorted(missing)}")
+        object.__setattr__(self, "by_name", by_name)
+
+    @property
+    def id(self) -> str:
+        """The `schema` value of its events, e.g. `vehicle.telemetry/1`."""
+        return f"{self.name}/{self.version}"
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.fields)
+
+    @property
+    def envelope(self) -> tuple[Field, ...]:
+        return tuple(f for f in self.fields if f.name in _ENVELOPE or f.name == self.entity)
+
+    @property
+    def payload(self) -> tuple[Field, ...]:
+        """The fields after the envelope, in wire order."""
+        envelope = {f.name for f in self.envelope}
+        return tuple(f for f in self.fields if f.name not in envelope)
+
+    def signals(self) -> tuple[str, ...]:
+        """The numeric readings (`measure` fields), in wire order."""
+        return tuple(f.name for f in self.fields if f.measure)
+
+    def nullable(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.fields if f.nullable)
+
+    def signed(self) -> tuple[str, ...]:
+        """The float fields that may be negative."""
+        return tuple(f.name for f in self.fields if f.type == "float" and f.signed)
+
+    def field(self, name: str) -> Field:
+        return self.by_name[name]
+
+    def select(
+        self, names: Iterable[str] | None = None, exclude: Iterable[str] = ()
+    ) -> tuple[Field, ...]:
+        """Fields in wire order: those in `names` (default all), less those in `exclude`."""
+        keep = set(self.names if names is None else names)
+        unknown = keep - set(self.names) | set(exclude) - set(self.names)
+        if unknown:
+            raise KeyError(f"{self.id} has no field {sorted(unknown)}")
+        drop = set(exclude)
+        return tuple(f for f in self.fields if f.name in keep and f.name not in drop)
+
+    def spark_schema(
+        self, names: Iterable[str] | None = None, exclude: Iterable[str] = ()
+    ) -> StructType:
+        """The `StructType` a Spark job parses these events with (all fields nullable, so a
+        missing one parses as null and the job can dead-letter it); `names` / `exclude` pick
+        the fields a job reads. pyspark is imported here, not when `core` is."""
+        from pyspark.sql.types import StructField, StructType
+
+        return StructType(
+            [StructField(f.name, f.spark_type()) for f in self.select(names, exclude)]
+        )
+
+    def model(self) -> type[BaseModel]:
+        """A pydantic model of the event (every field, typed; unknown keys ignored)."""
+        return _model(self)
+
+
+_ENVELOPE = ("schema", "event_id", "event_time", "seq")
+
+
+@cache
+def _model(schema: EventSchema) -> type[BaseModel]:
+    from pydantic import ConfigDict, create_model
+    from pydantic import Field as PydanticField
+
+    fields: dict[str, Any] = {}
+    for f in schema.fields:
+        default = None if f.nullable else ...
+        # `schema` would shadow BaseModel.schema: the attribute is `schema_id`.
+        name = "schema_id" if f.name == "schema" else f.name
+        fields[name] = (f.python_type, PydanticField(default, alias=f.name, description=f.doc))
+    title = "".join(p.capitalize() for p in schema.name.replace(".", "_").split("_"))
+    model: type[BaseModel] = create_model(
+        title,
+        __config__=ConfigDict(populate_by_name=True),
+        __doc__=f"`{schema.id}`: {schema.doc}",
+        **fields,
+    )
+    return model
+
+
+def event(
+    name: str,
+    version: int,
+    entity: str,
+    topic: Topic,
+    payload: Sequence[Field],
+    doc: str = "",
+) -> EventSchema:
+    """A schema with the standard envelope: schema, event_id, entity, event_time, seq."""
+    head = (SCHEMA, EVENT_ID, _string(entity, "the entity id (the Kafka key)"), EVENT_TIME, SEQ)
+    return EventSchema(name, version, entity, topic, (*head, *payload), doc)
+
+
+ROAD_CLASSES = ("motorway", "rural", "urban")
+TYRES = ("tyre_fl_kpa", "tyre_fr_kpa", "tyre_rl_kpa", "tyre_rr_kpa")
+_UNSIGNED = {"signed": False}
+
+VEHICLE_TELEMETRY = event(
+    "vehicle.telemetry",
+    1,
+    "vehicle_id",
+    topics.VEHICLES_TELEMETRY,
+    (
+        Field("trip_id", "int", doc="(vehicle index + 1) * 10_000 + trip number"),
+        _string("road_class", choices=ROAD_CLASSES),
+        Field("speed_limit_kmh", "int", measure=True),
+        _float("lat", 5, nullable=True, doc="null without a GPS fix (tunnels)"),
+        _float("lon", 5, nullable=True),
+        _float("speed_kmh", 1, **_UNSIGNED),
+        _float("heading_deg", 0, **_UNSIGNED),
+        _float("odometer_km", 2, **_UNSIGNED),
+        Field("rpm", "int", measure=True),
+        _float("coolant_c", 1),
+        _float("oil_pressure_kpa", 0, **_UNSIGNED),
+        _float("fuel_pct", 1, **_UNSIGNED),
+        _float("battery_v", 2, **_UNSIGNED),
+        *(_float(name, 1, **_UNSIGNED) for name in TYRES),
+        _float("accel_long_ms2", 2),
+    ),
+    "One reading of a connected vehicle, every `interval_s` while the ignition is on.",
+)
+
+SENSOR_STATUSES = ("ok", "low_battery")
+SENSOR_READING = event(
+    "sensor.reading",
+    1,
+    "sensor_id",
+    topics.SENSORS_READINGS,
+    (
+        _string("site", doc="the site's name (a few per run)"),
+        _float("temperature_c", 2),
+        _float("humidity_pct", 1),
+        _float("battery_v", 3),
+        _string("status", choices=SENSOR_STATUSES),
+    ),
+    "One reading of a smart meter or environmental sensor.",
+)
+
+CHANNELS = ("card_present", "card_not_present", "online")
+_TRANSACTION = (
+    _string("merchant_id"),
+    _string("merchant_category", doc="a 4-digit MCC or a category name"),
+    _string("channel", choices=CHANNELS),
+    Field("card_present", "bool"),
+    _float("lat", 5, nullable=True, doc="the terminal's; null when not card present"),
+    _float("lon", 5, nullable=True),
+    _string("country"),
+    _string("terminal_id", nullable=True),
+)
+_CARD = (
+    _string("transaction_id", doc="the idempotency key; equals event_id"),
+    _string("card_token", doc="the PAN's token: never the PAN"),
+    _string("card_last4"),
+)
+
+CARD_TRANSACTION = EventSchema(
+    "cards.transaction",
+    1,
+    "card_token",
+    topics.CARDS_TRANSACTIONS,
+    (
+        SCHEMA,
+        EVENT_ID,
+        *_CARD,
+        EVENT_TIME,
+        SEQ,
+        Field("amount", "float", decimals=2),
+        _string("currency"),
+        *_TRANSACTION,
+    ),
+    "A card transaction at a terminal or online (token and last 4 digits, never the PAN).",
+)
+
+DECISIONS = ("approve", "review", "decline")
+CARD_ACTIVITY = EventSchema(
+    "cards.activity",
+    1,
+    "card_token",
+    topics.CARDS_ACTIVITY,
+    (
+        SCHEMA,
+        EVENT_ID,
+        *_CARD,
+        EVENT_TIME,
+        Field("amount", "float"),
+        _string("currency"),
+        *_TRANSACTION,
+        _string("decision", choices=DECISIONS),
+        Field("score", "float"),
+        Field("reasons", "json", doc="the fired rules, plus no_history / state_incomplete"),
+        Field("evidence", "json", doc="previous use, travel, velocity and alerts"),
+        Field("decided_at", "int", doc="epoch ms, processing time"),
+    ),
+    "A transaction the fraud endpoint decided: the request (PAN as token + last 4) and the "
+    "verdict. No `seq`: the endpoint is not a device.",
+)
+
+#: Every event schema by its `schema` value.
+EVENTS: dict[str, EventSchema] = {
+    s.id: s for s in (VEHICLE_TELEMETRY, SENSOR_READING, CARD_TRANSACTION, CARD_ACTIVITY)
+}
+
+
+def with_choices(f: Field, choices: Sequence[str]) -> Field:
+    """`f` with values fixed per run (e.g. a sensor fleet's site names)."""
+    return replace(f, choices=tuple(choices))

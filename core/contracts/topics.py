@@ -1,0 +1,99 @@
+"""Every Kafka topic, declared once: its name, what its records are keyed by, and whether it
+is compacted.
+
+Names look like `<domain>.<stream>`. The key is the entity id, so one entity's records stay in
+order within a partition. A topic's name here is its default; configs may point a run at
+another topic of the same shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Topic:
+    """A topic: `name`, the record field its Kafka `key` is, and log `compacted` or not."""
+
+    name: str
+    key: str
+    compacted: bool = False
+    doc: str = ""
+
+    def __str__(self) -> str:
+        return self.name
+
+
+CARDS_TRANSACTIONS = Topic("cards.transactions", "card_token", doc="Raw POS transactions.")
+CARDS_ACTIVITY = Topic(
+    "cards.activity", "card_token", doc="The endpoint's transactions with their decisions."
+)
+CARDS_PROFILES = Topic(
+    "cards.profiles", "card_token", compacted=True, doc="The latest profile of each card."
+)
+SENSORS_READINGS = Topic("sensors.readings", "sensor_id", doc="Sensor fleet readings.")
+VEHICLES_TELEMETRY = Topic("vehicles.telemetry", "vehicle_id", doc="Vehicle telemetry, 1 Hz.")
+SHIPPING_POSITIONS = Topic("shipping.positions", "vessel_id", doc="Vessel positions (AIS).")
+SHIPPING_CONTAINERS = Topic(
+    "shipping.containers", "container_id", doc="Container readings (reefer, door)."
+)
+SHIPPING_PORT_EVENTS = Topic(
+    "shipping.port-events", "container_id", doc="Load, unload and gate events per container."
+)
+ALERTS = Topic("alerts", "entity_id", doc="Every detector's alerts, from every path.")
+CARD_FEATURES = Topic(
+    "aggregates.card-features", "entity_id", doc="Per-card window features (card-velocity)."
+)
+VEHICLE_STATS = Topic(
+    "aggregates.vehicle-stats", "entity_id", doc="Per-vehicle window stats (vehicle-telemetry)."
+)
+VEHICLE_TRIPS = Topic(
+    "aggregates.vehicle-trips", "entity_id", doc="Per-trip summaries (vehicle-telemetry)."
+)
+SENSOR_COUNTS = Topic(
+    "aggregates.sensor-counts", "entity_id", doc="Per-entity window counts (window-counts)."
+)
+METRICS = Topic(
+    "metrics",
+    "query",
+    doc="Query progress (`pipeline.progress/1`, keyed by query name) and "
+    "run records (`simulator.run/1`, keyed by scenario).",
+)
+DEADLETTER = Topic(
+    "deadletter", "key", doc="Malformed records with the reason, under their original key."
+)
+
+TRUTH_PREFIX = "truth."
+
+
+def truth(scenario: str) -> Topic:
+    """The truth topic of a scenario (by its config name), keyed by event id.
+
+    >>> truth("connected_vehicles").name
+    'truth.connected_vehicles'
+    """
+    return Topic(TRUTH_PREFIX + scenario, "event_id", doc=f"Ground truth of {scenario}.")
+
+
+def is_truth(name: str) -> bool:
+    return name.startswith(TRUTH_PREFIX)
+
+
+#: Every fixed topic (the truth topics are one per scenario: `truth(name)`).
+TOPICS: tuple[Topic, ...] = (
+    CARDS_TRANSACTIONS,
+    CARDS_ACTIVITY,
+    CARDS_PROFILES,
+    SENSORS_READINGS,
+    VEHICLES_TELEMETRY,
+    SHIPPING_POSITIONS,
+    SHIPPING_CONTAINERS,
+    SHIPPING_PORT_EVENTS,
+    ALERTS,
+    CARD_FEATURES,
+    VEHICLE_STATS,
+    VEHICLE_TRIPS,
+    SENSOR_COUNTS,
+    METRICS,
+    DEADLETTER,
+)

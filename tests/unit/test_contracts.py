@@ -1,0 +1,210 @@
+"""The contracts module: topics, event schemas and labels declared once, and what derives from
+them equal to what the parts used before they derived it (literal copies here, so a change to
+a wire format shows up as a failing test, not as a silent change)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import orjson
+import pytest
+from pyspark.sql.types import (
+    BooleanType,
+    DoubleType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from core.contracts import (
+    CARD_ACTIVITY,
+    CARD_TRANSACTION,
+    EVENTS,
+    SENSOR_READING,
+    VEHICLE_TELEMETRY,
+    labels,
+    topics,
+)
+from simulators.encoding import EventEncoder, PayloadField, payload_fields
+from simulators.entities import EntityTable
+from simulators.records import row_dtype
+from simulators.settings import EntityClass
+
+TYRES = ("tyre_fl_kpa", "tyre_fr_kpa", "tyre_rl_kpa", "tyre_rr_kpa")
+#: The vehicle job's `VEHICLE_SCHEMA` as it was written out.
+VEHICLE_NUMBERS = (
+    "speed_limit_kmh",
+    "lat",
+    "lon",
+    "speed_kmh",
+    "heading_deg",
+    "odometer_km",
+    "rpm",
+    "coolant_c",
+    "oil_pressure_kpa",
+    "fuel_pct",
+    "battery_v",
+    *TYRES,
+    "accel_long_ms2",
+)
+VEHICLE_STRUCT = StructType(
+    [
+        StructField("schema", StringType()),
+        StructField("event_id", StringType()),
+        StructField("vehicle_id", StringType()),
+        StructField("event_time", LongType()),
+        StructField("seq", LongType()),
+        StructField("trip_id", LongType()),
+        StructField("road_class", StringType()),
+        *(StructField(name, DoubleType()) for name in VEHICLE_NUMBERS),
+    ]
+)
+#: The card job's `TRANSACTION_SCHEMA` as it was written out.
+TRANSACTION_STRUCT = StructType(
+    [
+        StructField("schema", StringType()),
+        StructField("event_id", StringType()),
+        StructField("transaction_id", StringType()),
+        StructField("card_token", StringType()),
+        StructField("event_time", LongType()),
+        StructField("amount", DoubleType()),
+        StructField("currency", StringType()),
+        StructField("merchant_id", StringType()),
+        StructField("merchant_category", StringType()),
+        StructField("channel", StringType()),
+        StructField("card_present", BooleanType()),
+        StructField("lat", DoubleType()),
+        StructField("lon", DoubleType()),
+        StructField("country", StringType()),
+        StructField("terminal_id", StringType()),
+    ]
+)
+#: The vehicle scenario's `PAYLOAD` as it was written out.
+VEHICLE_PAYLOAD = (
+    PayloadField("trip_id", "int"),
+    PayloadField("road_class", "enum", choices=("motorway", "rural", "urban")),
+    PayloadField("speed_limit_kmh", "int"),
+    PayloadField("lat", "float", decimals=5),
+    PayloadField("lon", "float", decimals=5),
+    PayloadField("speed_kmh", "float", decimals=1),
+    PayloadField("heading_deg", "float", decimals=0),
+    PayloadField("odometer_km", "float", decimals=2),
+    PayloadField("rpm", "int"),
+    PayloadField("coolant_c", "float", decimals=1),
+    PayloadField("oil_pressure_kpa", "float", decimals=0),
+    PayloadField("fuel_pct", "float", decimals=1),
+    PayloadField("battery_v", "float", decimals=2),
+    *(PayloadField(name, "float", decimals=1) for name in TYRES),
+    PayloadField("accel_long_ms2", "float", decimals=2),
+)
+SITES = ("Port Jennifer", "Lake Amy")
+#: The sensor fleet's payload as it was written out (site names are per run).
+SENSOR_PAYLOAD = (
+    PayloadField("site", "enum", choices=SITES),
+    PayloadField("temperature_c", "float", decimals=2),
+    PayloadField("humidity_pct", "float", decimals=1),
+    PayloadField("battery_v", "float", decimals=3),
+    PayloadField("status", "enum", choices=("ok", "low_battery")),
+)
+
+
+def test_the_spark_schemas_are_what_the_jobs_parsed() -> None:
+    assert VEHICLE_TELEMETRY.spark_schema() == VEHICLE_STRUCT
+    assert CARD_TRANSACTION.spark_schema(exclude=("card_last4", "seq")) == TRANSACTION_STRUCT
+    # The card job reads cards.activity with the same fields: the endpoint writes them all.
+    activity = CARD_ACTIVITY.spark_schema(names=TRANSACTION_STRUCT.fieldNames())
+    assert activity == TRANSACTION_STRUCT
+
+
+def test_the_encoder_fields_are_the_scenarios_payloads() -> None:
+    assert payload_fields(VEHICLE_TELEMETRY) == VEHICLE_PAYLOAD
+    assert payload_fields(SENSOR_READING, choices={"site": SITES}) == SENSOR_PAYLOAD
+    with pytest.raises(ValueError, match="site"):
+        payload_fields(SENSOR_READING)  # a string field needs its values
+
+
+def test_encoded_events_carry_the_schemas_fields_in_order() -> None:
+    table = EntityTable.build(["s-0", "s-1"], [EntityClass(name="default")], [2])
+    fields = payload_fields(SENSOR_READING, choices={"site": SITES})
+    encoder = EventEncoder(SENSOR_READING.id, SENSOR_READING.entity, "sf-", table, fields)
+    rows = __import__("numpy").zeros(2, dtype=row_dtype([(f.name, f.dtype) for f in fields]))
+    rows["ent"] = [0, 1]
+    (event, _) = (orjson.loads(e) for e in encoder.encode(rows))
+    assert tuple(event) == SENSOR_READING.names
+    assert event["schema"] == "sensor.reading/1" and event["site"] == SITES[0]
+    assert SENSOR_READING.model().model_validate(event).model_dump(by_alias=True) == event
+
+
+def test_the_envelope_comes_first_and_names_the_entity() -> None:
+    for schema in (VEHICLE_TELEMETRY, SENSOR_READING):
+        assert schema.names[:5] == ("schema", "event_id", schema.entity, "event_time", "seq")
+    assert VEHICLE_TELEMETRY.id == "vehicle.telemetry/1"
+    assert set(EVENTS) == {
+        "vehicle.telemetry/1",
+        "sensor.reading/1",
+        "cards.transaction/1",
+        "cards.activity/1",
+    }
+    for schema in EVENTS.values():
+        assert schema.topic.key == schema.entity
+
+
+def test_the_vehicle_signals_and_encoding_hints() -> None:
+    assert VEHICLE_TELEMETRY.signals() == VEHICLE_NUMBERS
+    assert VEHICLE_TELEMETRY.nullable() == ("lat", "lon")
+    assert VEHICLE_TELEMETRY.signed() == ("lat", "lon", "coolant_c", "accel_long_ms2")
+
+
+def test_a_model_validates_a_card_activity_record() -> None:
+    model = CARD_ACTIVITY.model()
+    record = {name: None for name in CARD_ACTIVITY.names}
+    with pytest.raises(ValueError, match="event_id"):
+        model.model_validate(record)
+
+
+def test_topics_are_declared_once_with_their_keys() -> None:
+    names = [t.name for t in topics.TOPICS]
+    assert len(names) == len(set(names))
+    assert set(names) >= {
+        "cards.transactions",
+        "cards.activity",
+        "cards.profiles",
+        "sensors.readings",
+        "vehicles.telemetry",
+        "shipping.positions",
+        "shipping.containers",
+        "shipping.port-events",
+        "alerts",
+        "metrics",
+        "deadletter",
+    }
+    assert topics.CARDS_PROFILES.compacted and not topics.ALERTS.compacted
+    assert [t.name for t in topics.TOPICS if t.name.startswith("aggregates.")] == [
+        "aggregates.card-features",
+        "aggregates.vehicle-stats",
+        "aggregates.vehicle-trips",
+        "aggregates.sensor-counts",
+    ]
+    truth = topics.truth("sensor_fleet")
+    assert truth.name == "truth.sensor_fleet" and truth.key == "event_id"
+    assert topics.is_truth(truth.name) and not topics.is_truth("metrics")
+
+
+def test_labels_are_the_designs_snake_case_types() -> None:
+    assert labels.CARD_FRAUDS == (
+        "impossible_travel",
+        "card_testing",
+        "account_takeover",
+        "compromised_terminal",
+    )
+    assert len(labels.VEHICLE_FAULTS) == 7 and "overheating" in labels.VEHICLE_FAULTS
+    assert labels.SENSOR_FAULTS == ("stuck_sensor", "spike")
+    for types in labels.LABELS.values():
+        assert labels.NONE not in types and all(t == t.lower() for t in types)
+
+
+def test_importing_the_contracts_does_not_import_pyspark() -> None:
+    code = "import sys, core.contracts; assert 'pyspark' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
