@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from core.config.base import Settings
+from core.contracts import topics
 from pipeline.jobs.card_velocity.config import CardVelocitySettings
 from pipeline.jobs.vehicle_telemetry.config import VehicleTelemetrySettings
 from pipeline.settings import Duration, TriggerSettings, duration_ms
@@ -18,7 +19,7 @@ class PipelineConfig(Settings):
     job: str = Field(description="Which job this configures, e.g. window-counts.")
     input_topics: list[str] = Field(min_length=1, description="Kafka topics to read.")
     output_topic: str = Field(description="Kafka topic for the job's results.")
-    deadletter_topic: str = Field("deadletter", description="Where malformed records go.")
+    deadletter_topic: str = Field(topics.DEADLETTER.name, description="Where malformed records go.")
     starting_offsets: str = Field(
         "earliest",
         description='earliest, latest, or Spark\'s JSON form {"topic": {"0": 42}}.',

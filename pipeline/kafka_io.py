@@ -17,9 +17,10 @@ from pyspark.sql.streaming import DataStreamWriter
 from pyspark.sql.types import StringType, StructField, StructType
 
 from core.config import StackConfig
+from core.contracts import topics
 from core.kafka.admin import admin_client
 
-DEADLETTER_TOPIC = "deadletter"
+DEADLETTER_TOPIC = topics.DEADLETTER.name
 CORRUPT = "_corrupt_record"
 
 

@@ -14,10 +14,11 @@ import orjson
 from confluent_kafka import Producer
 
 from core.config import StackConfig
+from core.contracts import topics
 from core.kafka import ensure_topics, producer_config
 from simulators.engine import RunSummary
 
-METRICS_TOPIC = "metrics"
+METRICS_TOPIC = topics.METRICS.name
 SCHEMA = "simulator.run/1"
 
 

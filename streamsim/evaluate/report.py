@@ -11,11 +11,10 @@ import orjson
 import pandas as pd
 
 from core.config import StackConfig, load_model
+from core.contracts import labels, topics
 from core.errors import StreamsimError
 from core.kafka.reader import latest_run, read_topic
 from pipeline.config import PipelineConfig
-from scenarios.card_velocity_config import CARD_FRAUDS
-from scenarios.vehicles_config import VEHICLE_FAULTS
 from streamsim.evaluate.scoring import hard_negative_alerts, score_path, to_sim_ms
 
 if TYPE_CHECKING:
@@ -24,17 +23,20 @@ if TYPE_CHECKING:
 #: What each scenario's evaluation reads and scores. `oracle`: the pipeline config whose
 #: batch oracle applies (parity, and the late drops per label); `horizon_ms`: see
 #: `scoring.open_incidents` (an overheating takes up to 10 minutes to pass 105 °C for 60 s).
-SCENARIOS: dict[str, dict[str, Any]] = {  # label types come from the scenarios themselves
-    "card_velocity": {"labels": list(CARD_FRAUDS), "endpoint_topic": "cards.activity"},
+SCENARIOS: dict[str, dict[str, Any]] = {  # label types come from the contracts
+    "card_velocity": {
+        "labels": list(labels.CARD_FRAUDS),
+        "endpoint_topic": topics.CARDS_ACTIVITY.name,
+    },
     "connected_vehicles": {
-        "labels": list(VEHICLE_FAULTS),
+        "labels": list(labels.VEHICLE_FAULTS),
         "endpoint_topic": None,
         "oracle": Path("config/pipelines/vehicle-telemetry.yaml"),
         "horizon_ms": 600_000,
     },
 }
-ALERTS_TOPIC = "alerts"
-METRICS_TOPIC = "metrics"
+ALERTS_TOPIC = topics.ALERTS.name
+METRICS_TOPIC = topics.METRICS.name
 
 
 def evaluate(
@@ -65,7 +67,7 @@ def evaluate(
             f"{scenario}`) first"
         )
     prefix, anchor = run["id_prefix"], run["anchor"]
-    truth_topic = f"truth.{name}"
+    truth_topic = topics.truth(name).name
     truth = _frame(
         [
             r
@@ -74,7 +76,7 @@ def evaluate(
         ]
     )
     if truth.empty:
-        raise StreamsimError(f"truth.{name} holds no records of the latest run ({prefix}*)")
+        raise StreamsimError(f"{truth_topic} holds no records of the latest run ({prefix}*)")
 
     paths: dict[str, pd.DataFrame] = {}
     if spec["endpoint_topic"]:
