@@ -34,12 +34,25 @@ def human(report: dict) -> str:
                 if latency
                 else ""
             )
+            opened = f", {f['open']} open" if "open" in f else ""
             lines.append(
-                f"  {path:9} {label:22} precision {f['precision']:.3f} recall {f['recall']:.3f} "
-                f"F1 {f['f1']:.3f} (support {f['support']}){lat}"
+                f"  {path:9} {label:22} precision {_num(f['precision'])} "
+                f"(incidents {_num(f.get('incident_precision'))}) recall {_num(f['recall'])} "
+                f"F1 {_num(f['f1'])} (support {f['support']}{opened}){lat}"
             )
+    unknown = {
+        f"{path}:{label}": n
+        for path, labels in (report.get("unknown_label_alerts") or {}).items()
+        for label, n in labels.items()
+    }
     lines.append(
         f"  late dropped {report['late_dropped']:,}; alerts on hard negatives "
         f"{report['hard_negative_alerts']}"
+        + (f"; alerts of no scored type (false positives) {unknown}" if unknown else "")
     )
     return "\n".join(lines)
+
+
+def _num(x: float | None) -> str:
+    """A figure to 3 places, or "n/a" where undefined (precision without detections)."""
+    return "n/a" if x is None else f"{x:.3f}"

@@ -15,7 +15,12 @@ from core.contracts import labels, topics
 from core.errors import StreamsimError
 from core.kafka.reader import latest_run, read_topic
 from pipeline.config import PipelineConfig
-from streamsim.evaluate.scoring import hard_negative_alerts, score_path, to_sim_ms
+from streamsim.evaluate.scoring import (
+    hard_negative_alerts,
+    score_path,
+    to_sim_ms,
+    unknown_labels,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -104,6 +109,8 @@ def evaluate(
         "paths": scores,
         "late_dropped": _late_dropped(metrics, anchor["wall_ms"]),
         "hard_negative_alerts": sum(hard_negative_alerts(d, truth) for d in paths.values()),
+        # false positives of no scored type (a catch-all rule), per path and label
+        "unknown_label_alerts": {p: unknown_labels(d, spec["labels"]) for p, d in paths.items()},
     }
     if spec.get("oracle"):
         cfg = pipeline or load_model(PipelineConfig, spec["oracle"])
