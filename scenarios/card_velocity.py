@@ -47,13 +47,14 @@ from scenarios.card_velocity_uses import (
 from simulators.encoding import PayloadField
 from simulators.entities import EntityTable
 from simulators.records import Readings
+from simulators.scenario import Scenario
 from simulators.seeds import rng_for
 from simulators.sinks.base import Sink
 from simulators.truth import TruthField
 
 if TYPE_CHECKING:
     from core.config import StackConfig
-    from scenarios.config import ScenarioConfig
+    from scenarios.catalog import ScenarioConfig
 
 AIRPORT_MCC = "4121"  # a taxi to or from the airport
 
@@ -142,11 +143,10 @@ class CardCohort:
         return Uses.make(ent, t, dev, amount, hard_negative=hard)
 
 
-class CardVelocity:
+class CardVelocity(Scenario):
     schema = SCHEMA
     entity_field = "card_token"
     labels = ("none", *CARD_FRAUDS)
-    uses_stack = True
     payload = (
         PayloadField("amount", "float", decimals=2),
         PayloadField("hard_negative", "enum", choices=("", *HARD_NEGATIVES)),

@@ -8,17 +8,22 @@ columns. Faults (stuck sensor, spike) are episodes per sensor that label the rea
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from faker import Faker
 
-from scenarios.config import ScenarioConfig
 from scenarios.sensor_fleet_config import SENSOR_FAULTS, SensorFleetDomain
 from simulators.distributions import sample_per_group
 from simulators.encoding import PayloadField
 from simulators.entities import EntityTable
 from simulators.intervals import IntervalSchedule
 from simulators.records import NO_ID, Readings
+from simulators.scenario import Scenario
 from simulators.seeds import rng_for
+
+if TYPE_CHECKING:
+    from scenarios.catalog import ScenarioConfig
 
 DAY_MS = 86_400_000
 MIN_INTERVAL_S = 0.05
@@ -135,7 +140,7 @@ class SensorCohort:
         )
 
 
-class SensorFleet:
+class SensorFleet(Scenario):
     schema = "sensor.reading/1"
     entity_field = "sensor_id"
     labels = ("none", *SENSOR_FAULTS)

@@ -22,9 +22,10 @@ that also names those readings would count as a hard-negative alert.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from scenarios.config import ScenarioConfig
 from scenarios.vehicles_cities import Cities
 from scenarios.vehicles_config import (
     HARD_NEGATIVES,
@@ -76,8 +77,12 @@ from simulators.encoding import PayloadField
 from simulators.entities import EntityTable
 from simulators.intervals import IdCounter
 from simulators.records import NO_ID, Readings
+from simulators.scenario import Scenario
 from simulators.seeds import rng_for
 from simulators.truth import TruthField
+
+if TYPE_CHECKING:
+    from scenarios.catalog import ScenarioConfig
 
 SCHEMA = "vehicle.telemetry/1"
 PAYLOAD = (
@@ -527,7 +532,7 @@ class VehicleCohort:
         self.next_ms[v] = self.shifts.next_departure(v, t, offset)
 
 
-class ConnectedVehicles:
+class ConnectedVehicles(Scenario):
     schema = SCHEMA
     entity_field = "vehicle_id"
     labels = ("none", *VEHICLE_FAULTS)

@@ -9,7 +9,9 @@ Sends are released only once SimPy time has passed their emit time, and nothing 
 earlier than its true time, so the stream is in exact emit-time order and depends only on the
 config and seed, never on speed, sink or machine.
 
-A scenario may also bring (all optional, see `simulators.scenario`): devices other than its
+The engine runs a scenario already built (`scenarios.catalog.build_scenario` builds one from a
+scenario file), with the run settings it reads (`simulators.settings.RunSettings`). A scenario
+may also bring (hooks with defaults, see `simulators.scenario.Scenario`): devices other than its
 entities (clocks and delivery then apply per device, and truth gains `device_id`), extra truth
 keys, its own event encoder, and a sink wrapper (e.g. events over HTTP, truth to the sink).
 
@@ -23,28 +25,23 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import simpy
 
 from core.errors import StreamsimError
-from scenarios.registry import build_scenario
 from simulators.clock import DeviceClocks
 from simulators.delivery import DeliveryModel
 from simulators.emit_queue import EmitQueue
-from simulators.encoding import EventEncoder
 from simulators.entities import EntityTable
 from simulators.pacing import Pacer
 from simulators.records import Readings, group_ranks, row_dtype, to_rows
 from simulators.scenario import Scenario, Source
 from simulators.seeds import id_salt, rng_for
+from simulators.settings import RunSettings
 from simulators.sinks.base import Records, Sink, Topics
 from simulators.truth import TruthEncoder, TruthField
-
-if TYPE_CHECKING:
-    from core.config import StackConfig
-    from scenarios.config import ScenarioConfig
 
 # In --events mode, give up if this many readings per wanted event brought no events.
 _STARVED_READINGS_PER_EVENT = 100
@@ -110,47 +107,32 @@ ProgressFn = Callable[[Progress], None]
 class Engine:
     def __init__(
         self,
-        config: ScenarioConfig,
+        scenario: Scenario,
+        config: RunSettings,
         sink: Sink,
         *,
         speed: float | str | None = None,
-        scenario: Scenario | None = None,
-        stack: StackConfig | None = None,
     ) -> None:
-        """`stack`: for scenarios that need it (e.g. the card token secret, an endpoint URL)."""
+        """`scenario`: built from `config` (the same seed and classes)."""
         self.config = config
-        self.scenario = scenario or build_scenario(config, stack)
-        wrap_sink = getattr(self.scenario, "wrap_sink", None)
-        self.sink = wrap_sink(sink) if wrap_sink is not None else sink
+        self.scenario = scenario
+        self.sink = scenario.wrap_sink(sink)
         self.start_ms = config.start_ms
-        self.table = EntityTable.build(
-            self.scenario.entity_ids, config.classes, config.class_counts()
-        )
-        devices: EntityTable | None = getattr(self.scenario, "devices", None)
+        self.table = EntityTable.build(scenario.entity_ids, config.classes, config.class_counts())
+        devices = scenario.devices
         self.devices = self.table if devices is None else devices
-        self.dtype = row_dtype([(f.name, f.dtype) for f in self.scenario.payload])
-        prefix = f"{self.scenario.id_prefix}-{id_salt(config.seed, config.run_id)}-"
+        self.dtype = row_dtype([(f.name, f.dtype) for f in scenario.payload])
+        prefix = f"{scenario.id_prefix}-{id_salt(config.seed, config.run_id)}-"
         self.clocks = DeviceClocks(self.devices, rng_for(config.seed, "clocks"), self.start_ms)
         self.delivery = DeliveryModel(
             self.devices, rng_for(config.seed, "delivery"), self.start_ms, self.dtype
         )
         self.queue = EmitQueue(self.dtype, self.start_ms, round(config.tick_s * 1000))
-        make_encoder = getattr(self.scenario, "encoder", None)
-        self.events = (
-            make_encoder(prefix, self.table)
-            if make_encoder is not None
-            else EventEncoder(
-                self.scenario.schema,
-                self.scenario.entity_field,
-                prefix,
-                self.table,
-                self.scenario.payload,
-            )
-        )
-        extras: list[TruthField] = list(getattr(self.scenario, "truth_fields", ()))
+        self.events = scenario.encoder(prefix, self.table)
+        extras: list[TruthField] = list(scenario.truth_fields)
         if devices is not None:
             extras.insert(0, TruthField("device_id", "dev", devices.json_ids))
-        self.truth = TruthEncoder(config.name, prefix, self.table, self.scenario.labels, extras)
+        self.truth = TruthEncoder(config.name, prefix, self.table, scenario.labels, extras)
         self.pacer = Pacer.from_settings(config.pacing, self.start_ms, speed)
         self.topics = Topics(self.scenario.topic, f"truth.{config.name}")
         self.summary = RunSummary(id_prefix=prefix)
@@ -304,29 +286,3 @@ class Engine:
                 f"of {limit} events sent: the delivery settings lose or hold nearly everything; "
                 "run with --duration instead"
             )
-
-
-def run_scenario(
-    config: ScenarioConfig,
-    sink: Sink,
-    *,
-    events: int | None = None,
-    duration_s: float | None = None,
-    speed: float | str | None = None,
-    seed: int | None = None,
-    progress: ProgressFn | None = None,
-    stack: StackConfig | None = None,
-) -> RunSummary:
-    """Run a scenario into a sink: for `duration_s` simulated seconds (default: the config's), or
-    until `events` event records were sent. `speed` overrides pacing.speed ('max' or a factor).
-    `stack`: the stack settings, for scenarios that need them (default: built-in defaults).
-
-    Example (a benchmark of the engine and JSONL writing):
-        >>> cfg = load_model(ScenarioConfig, "config/scenarios/sensor_fleet.yaml")
-        >>> run_scenario(cfg, JsonlSink("/tmp/out"), events=1_000_000, speed="max").events_per_s
-    """
-    if seed is not None:
-        config = config.with_overrides(seed=seed)
-    return Engine(config, sink, speed=speed, stack=stack).run(
-        events=events, duration_s=duration_s, progress=progress
-    )

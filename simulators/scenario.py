@@ -1,25 +1,31 @@
 """What the engine needs from a domain scenario. The engine owns clocks and delivery; a scenario
 only says which entities exist and what they truly do, as columns of true-time readings.
 
-Optional, looked up with getattr (a scenario without them behaves as before):
-- `devices: EntityTable | None`: when an entity's events pass through other devices (a card's
-  transactions through POS terminals), their table, in blocks of the scenario's classes.
-  Readings then carry `dev`; clocks and delivery work per device; truth gains `device_id`.
-- `truth_fields: tuple[TruthField, ...]`: extra truth keys from the rows' columns.
-- `encoder(id_prefix, table) -> Encoder`: its own event serialisation (`encode(rows)`).
-- `wrap_sink(sink) -> Sink`: e.g. send events elsewhere (HTTP) and truth to `sink`.
-- `uses_stack = True` on the class: the registry passes `stack=StackConfig | None`.
+A scenario subclasses `Scenario`: it sets the class attributes and `sources`; the optional
+hooks below have defaults that change nothing, and a scenario overrides those it needs:
+- `devices`: when an entity's events pass through other devices (a card's transactions through
+  POS terminals), their table, in blocks of the scenario's classes. Readings then carry `dev`;
+  clocks and delivery work per device; truth gains `device_id`. Default None: the entities.
+- `truth_fields`: extra truth keys from the rows' columns. Default none.
+- `encoder(id_prefix, table)`: the event serialisation. Default: the engine's `EventEncoder`
+  of `payload`.
+- `wrap_sink(sink)`: e.g. send events elsewhere (HTTP) and truth to `sink`. Default: `sink`.
+- `own_outages`: the scenario takes devices offline itself too (verify-stream then expects
+  outages beyond the engine's). Default False.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 import numpy as np
 
-from simulators.encoding import PayloadField
+from simulators.encoding import EventEncoder, PayloadField
 from simulators.entities import EntityTable
 from simulators.records import Readings
+from simulators.sinks.base import Sink
+from simulators.truth import TruthField
 
 
 class Encoder(Protocol):
@@ -34,7 +40,9 @@ class Source(Protocol):
         ...
 
 
-class Scenario(Protocol):
+class Scenario:
+    """A domain scenario, built from its config before the engine runs it."""
+
     schema: str  # e.g. "sensor.reading/1"
     entity_field: str  # the entity id's key in an event, e.g. "sensor_id"
     topic: str  # where events go; truth goes to truth.<config name>
@@ -42,5 +50,18 @@ class Scenario(Protocol):
     labels: tuple[str, ...]  # labels[0] == "none"; the rest are fault or fraud types
     payload: tuple[PayloadField, ...]
     entity_ids: list[str]
+    devices: EntityTable | None = None
+    truth_fields: tuple[TruthField, ...] = ()
 
-    def sources(self, table: EntityTable) -> list[Source]: ...
+    def sources(self, table: EntityTable) -> Sequence[Source]:
+        raise NotImplementedError
+
+    def encoder(self, id_prefix: str, table: EntityTable) -> Encoder:
+        return EventEncoder(self.schema, self.entity_field, id_prefix, table, self.payload)
+
+    def wrap_sink(self, sink: Sink) -> Sink:
+        return sink
+
+    @property
+    def own_outages(self) -> bool:
+        return False

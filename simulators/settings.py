@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Protocol
 
 from pydantic import BeforeValidator, Field, field_validator
 
@@ -209,6 +209,30 @@ class EntityClass(Settings):
 
 DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
 
+
+class RunSettings(Protocol):
+    """The run settings the engine reads: a scenario file's common knobs (the scenario catalog's
+    `ScenarioConfig` has them; its domain section is the scenario's, not the engine's)."""
+
+    @property
+    def name(self) -> str: ...  # truth goes to truth.<name>
+    @property
+    def seed(self) -> int: ...
+    @property
+    def run_id(self) -> str | None: ...
+    @property
+    def duration_s(self) -> float: ...
+    @property
+    def tick_s(self) -> float: ...
+    @property
+    def classes(self) -> list[EntityClass]: ...
+    @property
+    def pacing(self) -> PacingSettings: ...
+    @property
+    def start_ms(self) -> int: ...
+    def class_counts(self) -> list[int]: ...
+
+
 __all__ = [
     "DEFAULT_START",
     "ClockSettings",
@@ -217,4 +241,5 @@ __all__ = [
     "EntityClass",
     "PacingSettings",
     "RateShape",
+    "RunSettings",
 ]

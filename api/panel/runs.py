@@ -41,7 +41,7 @@ from pydantic import ValidationError
 from core.config import ConfigError, StackConfig
 from core.config.errors import key_path
 from core.config.loader import read_yaml
-from scenarios.config import ScenarioConfig, deep_merge
+from scenarios.catalog import ScenarioConfig, deep_merge
 
 RunStatus = Literal["running", "stopping", "finished", "failed", "stopped"]
 ACTIVE: tuple[RunStatus, ...] = ("running", "stopping")

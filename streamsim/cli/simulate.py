@@ -15,7 +15,7 @@ from streamsim.cli.common import ConfigOpt, JsonOpt, emit, err_console, fail, st
 from streamsim.config.kinds import load_file
 
 if TYPE_CHECKING:  # the engine (numpy, simpy) loads only when a command runs it
-    from scenarios.config import ScenarioConfig
+    from scenarios.catalog import ScenarioConfig
     from simulators import Progress as EngineProgress
     from simulators import RunSummary
     from simulators.sinks import Sink
@@ -24,7 +24,7 @@ SinkName = Literal["kafka", "jsonl"]
 
 
 def load_scenario(path: Path) -> ScenarioConfig:
-    from scenarios.config import ScenarioConfig
+    from scenarios.catalog import ScenarioConfig
 
     kind, model = load_file(path)
     if not isinstance(model, ScenarioConfig):
@@ -86,7 +86,7 @@ def simulate(
     stack = stack_from(config)
     target = make_sink(sink, out, config)
     with _progress_bar(enabled=not as_json and sys.stderr.isatty()) as on_progress:
-        from simulators import run_scenario
+        from scenarios.catalog import run_scenario
 
         summary = run_scenario(
             scenario_config,

@@ -13,7 +13,7 @@ from streamsim.cli.common import JsonOpt, console, emit
 from streamsim.config.kinds import load_file
 
 if TYPE_CHECKING:  # numpy and the scenario models load only when the command runs
-    from scenarios.config import ScenarioConfig
+    from scenarios.catalog import ScenarioConfig
 
 ConfigsOpt = Annotated[
     list[Path] | None,
@@ -27,7 +27,7 @@ ConfigsOpt = Annotated[
 
 
 def split_configs(paths: list[Path]) -> tuple[StackConfig, ScenarioConfig | None]:
-    from scenarios.config import ScenarioConfig
+    from scenarios.catalog import ScenarioConfig
 
     stack: StackConfig | None = None
     scenario: ScenarioConfig | None = None

@@ -11,7 +11,7 @@ from api.fraud.settings import ApiSettings
 from core.config import ConfigError, StackConfig, read_yaml
 from core.config.loader import validate, with_env
 from pipeline.config import PipelineConfig
-from scenarios.config import ScenarioConfig
+from scenarios.catalog import ScenarioConfig
 from streamsim.loadtest.config import LoadTestConfig
 
 KINDS: dict[str, type[BaseModel]] = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scenarios.config import ScenarioConfig
+from scenarios.catalog import ScenarioConfig
 from streamsim.verify.checks import run_checks
 from streamsim.verify.measure import join, measure
 from streamsim.verify.readers import Stream, Truth, read_jsonl, read_kafka

@@ -15,8 +15,8 @@ import pytest
 
 from core.config import StackConfig
 from scenarios.card_velocity import CardVelocity
-from scenarios.config import ScenarioConfig
-from simulators import Engine, run_scenario
+from scenarios.catalog import ScenarioConfig, build_scenario, run_scenario
+from simulators import Engine
 from simulators.sinks.kafka import KafkaSink
 from streamsim.verify.readers import consume_topic
 from tests.conftest import free_port
@@ -112,7 +112,7 @@ def test_pos_mode_gets_a_verdict_for_every_transaction(
     server = Server(stack_file, settings_file, log)
     try:
         cfg = scenario(uuid.uuid4().hex[:8], delivery="http", endpoint={"concurrency": 8})
-        engine = Engine(cfg, KafkaSink(kafka_stack), speed="max", stack=stack)
+        engine = Engine(build_scenario(cfg, stack), cfg, KafkaSink(kafka_stack), speed="max")
         summary = engine.run()
         http = summary.details["http"]
         assert summary.failed == 0, summary.errors

@@ -16,8 +16,7 @@ import yaml
 from confluent_kafka import TIMESTAMP_CREATE_TIME
 
 from core.config import StackConfig
-from scenarios.config import ScenarioConfig
-from simulators import run_scenario
+from scenarios.catalog import ScenarioConfig, run_scenario
 from simulators.sinks import JsonlSink
 from simulators.sinks.kafka import KafkaSink
 from streamsim.verify import read_kafka, verify

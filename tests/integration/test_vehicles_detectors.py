@@ -30,9 +30,8 @@ from detectors import (
     threshold_alerts,
     trend_alerts,
 )
-from scenarios.config import ScenarioConfig
+from scenarios.catalog import ScenarioConfig, run_scenario
 from scenarios.vehicles_config import TYRES, VEHICLE_FAULTS
-from simulators import run_scenario
 from simulators.sinks import MemorySink
 from streamsim.config.kinds import load_file
 from streamsim.evaluate.scoring import hard_negative_alerts, score_path

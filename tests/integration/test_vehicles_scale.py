@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 CHILD = """
 import json, sys, time
 from streamsim.config.kinds import load_file
-from simulators import run_scenario
+from scenarios.catalog import run_scenario
 from simulators.sinks import NullSink
 
 def peak_rss_mb():

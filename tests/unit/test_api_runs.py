@@ -28,7 +28,7 @@ from api.panel.runs import (
     apply_overrides,
     simulate_command,
 )
-from scenarios.config import ScenarioConfig
+from scenarios.catalog import ScenarioConfig
 from tests.conftest import REPO_ROOT
 
 SENSOR_FLEET = REPO_ROOT / "config" / "scenarios" / "sensor_fleet.yaml"

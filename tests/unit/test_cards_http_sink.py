@@ -16,7 +16,7 @@ from api.fraud.models import TransactionRequest
 from core.config import StackConfig
 from scenarios.card_velocity import CardVelocity, endpoint_url
 from scenarios.card_velocity_config import CardVelocityDomain
-from scenarios.config import ScenarioConfig
+from scenarios.catalog import ScenarioConfig
 from simulators import Engine
 from simulators.sinks import MemorySink, Records, Topics
 from simulators.sinks.http import HttpEventSink
@@ -150,7 +150,7 @@ def test_pos_mode_requests_are_valid_endpoint_bodies(monkeypatch: pytest.MonkeyP
     )
     scenario = CardVelocity(cfg, StackConfig())
     sink = MemorySink()
-    engine = Engine(cfg, sink, speed="max", scenario=scenario)
+    engine = Engine(scenario, cfg, sink, speed="max")
     wrapped = engine.sink
     assert isinstance(wrapped, HttpEventSink)
     assert wrapped.url == "http://127.0.0.1:8000/v1/transactions"

@@ -21,8 +21,8 @@ from core.pan import PanTokenizer, luhn_valid
 from scenarios.card_velocity import CardVelocity
 from scenarios.card_velocity_config import CARD_FRAUDS, HARD_NEGATIVES
 from scenarios.card_velocity_geo import World, haversine_km
-from scenarios.config import ScenarioConfig
-from simulators import Engine, run_scenario
+from scenarios.catalog import ScenarioConfig, build_scenario, run_scenario
+from simulators import Engine
 from simulators.sinks import JsonlSink, MemorySink
 from simulators.truth import TRUTH_KEYS
 from streamsim.verify import verify
@@ -98,7 +98,8 @@ def run() -> tuple[Engine, MemorySink]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("STREAMSIM_PAN_SECRET", SECRET)
         sink = MemorySink()
-        engine = Engine(config(), sink, speed="max", stack=StackConfig())
+        cfg = config()
+        engine = Engine(build_scenario(cfg, StackConfig()), cfg, sink, speed="max")
         engine.run()
     return engine, sink
 

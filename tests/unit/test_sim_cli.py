@@ -99,8 +99,7 @@ def test_an_unreachable_broker_is_a_clear_error_not_a_hang(tmp_path: Path) -> No
 
     from core.config import StackConfig
     from core.errors import StreamsimError
-    from scenarios.config import ScenarioConfig
-    from simulators import run_scenario
+    from scenarios.catalog import ScenarioConfig, run_scenario
     from simulators.sinks.kafka import KafkaSink
 
     with socket.socket() as sock:  # a free port, where no broker listens

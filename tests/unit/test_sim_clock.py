@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from scenarios.config import ScenarioConfig
+from scenarios.catalog import ScenarioConfig
 from simulators.clock import DeviceClocks
 from simulators.entities import EntityTable
 

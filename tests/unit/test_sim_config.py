@@ -8,7 +8,7 @@ import pytest
 
 from core.config import ConfigError
 from core.config.loader import validate
-from scenarios.config import ScenarioConfig
+from scenarios.catalog import ScenarioConfig
 from streamsim.config.kinds import load_file
 
 REPO = Path(__file__).resolve().parents[2]

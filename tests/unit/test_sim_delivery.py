@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from scenarios.config import ScenarioConfig
+from scenarios.catalog import ScenarioConfig
 from simulators.delivery import DeliveryModel
 from simulators.entities import EntityTable
 from simulators.records import BUFFER_OVERFLOW, NETWORK, NO_ID, Readings, row_dtype, to_rows

@@ -10,8 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
-from scenarios.config import ScenarioConfig
-from simulators import run_scenario
+from scenarios.catalog import ScenarioConfig, run_scenario
 from simulators.sinks import JsonlSink, MemorySink
 from simulators.truth import TRUTH_KEYS
 

@@ -12,8 +12,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from scenarios.config import ScenarioConfig
-from simulators import run_scenario
+from scenarios.catalog import ScenarioConfig, run_scenario
 from simulators.sinks import JsonlSink
 from streamsim.cli import app
 from streamsim.verify import read_jsonl, verify

@@ -10,7 +10,7 @@ import yaml
 from pydantic import ValidationError
 
 from api.panel.runs import apply_overrides, validate_scenario
-from scenarios.config import ScenarioConfig
+from scenarios.catalog import ScenarioConfig
 from tests.conftest import REPO_ROOT
 from ui.knobs import NO_CAP, Knob, knobs_for, run_request, spread_of
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from streamlit.testing.v1 import AppTest
 
-from scenarios.config import ScenarioConfig
+from scenarios.catalog import ScenarioConfig
 from tests.conftest import REPO_ROOT, free_port
 from ui.client import ApiClient
 from ui.sections import alerts, evaluation, map, try_it

@@ -9,7 +9,7 @@ import pytest
 
 from core.config import ConfigError
 from core.config.loader import validate
-from scenarios.config import ScenarioConfig
+from scenarios.catalog import ScenarioConfig
 from scenarios.vehicles_config import VEHICLE_FAULTS, ConnectedVehiclesDomain
 from streamsim.config.kinds import load_file
 

@@ -11,10 +11,9 @@ import numpy as np
 import orjson
 import pytest
 
-from scenarios.config import ScenarioConfig
+from scenarios.catalog import ScenarioConfig, run_scenario
 from scenarios.vehicles import HARD_NEGATIVE, PAYLOAD
 from scenarios.vehicles_encoding import MAX_TABLE, VehicleEventEncoder
-from simulators import run_scenario
 from simulators.encoding import PayloadField
 from simulators.entities import EntityTable
 from simulators.records import row_dtype

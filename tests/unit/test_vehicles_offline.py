@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from scenarios.config import ScenarioConfig
+from scenarios.catalog import ScenarioConfig
 from simulators.delivery import DeliveryModel
 from simulators.entities import EntityTable
 from simulators.records import NO_ID, Readings, row_dtype, to_rows

@@ -16,10 +16,9 @@ import orjson
 import pandas as pd
 import pytest
 
-from scenarios.config import ScenarioConfig
+from scenarios.catalog import ScenarioConfig, run_scenario
 from scenarios.vehicles_cities import haversine_km
 from scenarios.vehicles_config import TYRES, VEHICLE_FAULTS, ConnectedVehiclesDomain
-from simulators import run_scenario
 from simulators.sinks import MemorySink
 from streamsim.config.kinds import load_file
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scenarios.config import ScenarioConfig
-from simulators import run_scenario
+from scenarios.catalog import ScenarioConfig, run_scenario
 from simulators.sinks import JsonlSink
 from streamsim.config.kinds import load_file
 from streamsim.verify import read_jsonl, verify
