@@ -22,6 +22,7 @@ import orjson
 from api.fraud.models import TransactionRequest
 from api.fraud.settings import ApiSettings
 from api.fraud.state import CardState, LastUseState
+from core.contracts import CARD_ACTIVITY
 from core.pan import PanTokenizer, last4
 from detectors import Alert, check_velocity
 from detectors.travel import Position, pair_distance_km, travel_evidence
@@ -32,7 +33,7 @@ from detectors.velocity import (
     velocity_evidence,
 )
 
-SCHEMA = "cards.activity/1"
+SCHEMA = CARD_ACTIVITY.id
 NO_HISTORY = "no_history"
 STATE_INCOMPLETE = "state_incomplete"
 

@@ -23,6 +23,7 @@ from pydantic import Field, model_validator
 
 from core.config import StackConfig, load_model
 from core.config.base import Settings
+from core.contracts import topics
 from core.pan import PAN_SECRET_ENV, pan_secret
 from detectors import TravelParams, VelocityParams
 
@@ -94,7 +95,7 @@ class ApiSettings(Settings):
     """The `api` settings file; every key has a default."""
 
     kind: Literal["api"] = "api"
-    topic: str = Field("cards.activity", min_length=1, description="Decisions go here.")
+    topic: str = Field(topics.CARDS_ACTIVITY.name, min_length=1, description="Decisions go here.")
     travel: TravelParams = Field(default_factory=TravelParams)
     velocity: VelocityParams = Field(default_factory=VelocityParams)
     scoring: Scoring = Field(default_factory=Scoring)

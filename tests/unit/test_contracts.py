@@ -208,3 +208,14 @@ def test_labels_are_the_designs_snake_case_types() -> None:
 def test_importing_the_contracts_does_not_import_pyspark() -> None:
     code = "import sys, core.contracts; assert 'pyspark' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_what_the_api_projects_is_in_the_schemas() -> None:
+    from api.fraud.decision import RECORD_KEYS, RESPONSE_KEYS, SCHEMA
+    from api.panel.views.feeds import ACTIVITY_FIELDS
+    from api.panel.views.vehicles import DEFAULT_SIGNALS, SIGNALS
+
+    assert CARD_ACTIVITY.id == SCHEMA
+    assert set(RECORD_KEYS) | set(RESPONSE_KEYS) | set(ACTIVITY_FIELDS) <= set(CARD_ACTIVITY.names)
+    assert sorted(SIGNALS) == sorted(VEHICLE_TELEMETRY.signals())
+    assert SIGNALS[: len(DEFAULT_SIGNALS)] == DEFAULT_SIGNALS

@@ -42,6 +42,7 @@ from api.panel.views.feeds import (
 )
 from api.panel.views.vehicles import VEHICLES_TOPIC, VehicleView
 from core.config import StackConfig
+from core.contracts import topics
 from core.kafka import consumer_config
 from core.kafka.clients import base_config
 
@@ -55,7 +56,7 @@ class Feeds:
     def __init__(
         self,
         stack: StackConfig,
-        activity_topic: str = "cards.activity",
+        activity_topic: str = topics.CARDS_ACTIVITY.name,
         *,
         alerts_topic: str = ALERTS_TOPIC,
         metrics_topic: str = METRICS_TOPIC,

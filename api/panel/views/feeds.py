@@ -20,8 +20,10 @@ from typing import Any
 
 import orjson
 
-ALERTS_TOPIC = "alerts"
-METRICS_TOPIC = "metrics"
+from core.contracts import topics
+
+ALERTS_TOPIC = topics.ALERTS.name
+METRICS_TOPIC = topics.METRICS.name
 PROGRESS_SCHEMA = "pipeline.progress/1"
 
 #: The `cards.activity` fields the UI may see.

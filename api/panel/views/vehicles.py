@@ -54,43 +54,28 @@ from typing import Any
 
 import orjson
 
-from scenarios.vehicles_config import VEHICLE_FAULTS
+from core.contracts import VEHICLE_TELEMETRY, labels, topics
+from core.contracts.events import TYRES
 
-VEHICLES_TOPIC = "vehicles.telemetry"
+VEHICLES_TOPIC = topics.VEHICLES_TELEMETRY.name
 VEHICLE_JOB = "vehicle-telemetry"
-VEHICLE_LABELS = frozenset(VEHICLE_FAULTS)
-#: The numeric signals a vehicle's history keeps, in storage order.
-SIGNALS: tuple[str, ...] = (
-    "speed_kmh",
-    "speed_limit_kmh",
-    "accel_long_ms2",
-    "rpm",
-    "coolant_c",
-    "oil_pressure_kpa",
-    "battery_v",
-    "fuel_pct",
-    "tyre_fl_kpa",
-    "tyre_fr_kpa",
-    "tyre_rl_kpa",
-    "tyre_rr_kpa",
-    "lat",
-    "lon",
-    "heading_deg",
-    "odometer_km",
-)
-SIGNAL_INDEX = {name: i for i, name in enumerate(SIGNALS)}
+VEHICLE_LABELS = frozenset(labels.VEHICLE_FAULTS)
 #: What a telemetry request returns without `signal=`: what the page charts.
 DEFAULT_SIGNALS: tuple[str, ...] = (
     "speed_kmh",
     "speed_limit_kmh",
     "coolant_c",
     "battery_v",
-    "tyre_fl_kpa",
-    "tyre_fr_kpa",
-    "tyre_rl_kpa",
-    "tyre_rr_kpa",
+    *TYRES,
     "accel_long_ms2",
 )
+#: The numeric signals a vehicle's history keeps (`core.contracts.VEHICLE_TELEMETRY`'s), in
+#: storage order: the charted ones first, then the others in the event's order.
+SIGNALS: tuple[str, ...] = (
+    *DEFAULT_SIGNALS,
+    *(s for s in VEHICLE_TELEMETRY.signals() if s not in DEFAULT_SIGNALS),
+)
+SIGNAL_INDEX = {name: i for i, name in enumerate(SIGNALS)}
 STATUSES = ("alerting", "moving", "parked")
 _NAN = math.nan
 
@@ -162,10 +147,7 @@ class Reading:
         self.coolant_c = _out(_num(record.get("coolant_c")))
         self.battery_v = _out(_num(record.get("battery_v")))
         self.fuel_pct = _out(_num(record.get("fuel_pct")))
-        tyres = [
-            _num(record.get(k))
-            for k in ("tyre_fl_kpa", "tyre_fr_kpa", "tyre_rl_kpa", "tyre_rr_kpa")
-        ]
+        tyres = [_num(record.get(k)) for k in TYRES]
         known = [t for t in tyres if t == t]
         self.tyre_min_kpa = min(known) if known else None
         lat, lon = _num(record.get("lat")), _num(record.get("lon"))
