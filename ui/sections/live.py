@@ -9,6 +9,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from core.contracts.topics import is_truth
 from ui.client import ApiClient
 from ui.view import REFRESH_S, api_errors, fmt_ms, fmt_num, fmt_rate
 
@@ -24,7 +25,7 @@ def render(client: ApiClient) -> None:
 
 
 def _visible(topic: str, show_truth: bool) -> bool:
-    return show_truth or not topic.startswith("truth.")
+    return show_truth or not is_truth(topic)
 
 
 @st.fragment(run_every=REFRESH_S)

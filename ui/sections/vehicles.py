@@ -25,13 +25,15 @@ import pandas as pd
 import pydeck as pdk
 import streamlit as st
 
+from core.contracts import topics
+from core.contracts.events import TYRES
 from ui.client import ApiClient, ApiError, ApiUnavailable
 from ui.sections.alerts import evidence_lines
 from ui.sections.runs import STATUS_ICONS, start_form, stop_run
 from ui.view import REFRESH_S, api_errors, fmt_ms, fmt_num, fmt_rate
 
 SCENARIO = "connected_vehicles"
-TOPIC = "vehicles.telemetry"
+TOPIC = topics.VEHICLES_TELEMETRY.name
 JOB = "vehicle-telemetry"
 MAP_LIMIT = 2000
 COLORS = {
@@ -45,7 +47,7 @@ PANELS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("Speed", "km/h", ("speed_kmh", "speed_limit_kmh")),
     ("Coolant", "°C", ("coolant_c",)),
     ("Battery", "V", ("battery_v",)),
-    ("Tyres", "kPa", ("tyre_fl_kpa", "tyre_fr_kpa", "tyre_rl_kpa", "tyre_rr_kpa")),
+    ("Tyres", "kPa", TYRES),
     ("Acceleration", "m/s²", ("accel_long_ms2",)),
 )
 #: Readings this far before the newest one are a device clock reset (to 2000-01-01), not drawn.
