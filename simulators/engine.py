@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import simpy
 
+from core.contracts import topics
 from core.errors import StreamsimError
 from simulators.clock import DeviceClocks
 from simulators.delivery import DeliveryModel
@@ -134,7 +135,7 @@ class Engine:
             extras.insert(0, TruthField("device_id", "dev", devices.json_ids))
         self.truth = TruthEncoder(config.name, prefix, self.table, scenario.labels, extras)
         self.pacer = Pacer.from_settings(config.pacing, self.start_ms, speed)
-        self.topics = Topics(self.scenario.topic, f"truth.{config.name}")
+        self.topics = Topics(self.scenario.topic, topics.truth(config.name).name)
         self.summary = RunSummary(id_prefix=prefix)
         self._sources = self.scenario.sources(self.table)
         self._seq = np.zeros(len(self.table), dtype=np.int64)
