@@ -31,9 +31,9 @@ from pydantic import (
 )
 
 from core.config.base import Settings
-from scenarios.card_velocity_config import CardVelocityDomain
-from scenarios.sensor_fleet_config import SensorFleetDomain
-from scenarios.vehicles_config import ConnectedVehiclesDomain
+from scenarios.cards.config import CardVelocityDomain
+from scenarios.sensors.config import SensorFleetDomain
+from scenarios.vehicles.config import ConnectedVehiclesDomain
 from simulators.settings import (
     DEFAULT_START,
     ClockSettings,
@@ -195,15 +195,15 @@ def build_scenario(config: ScenarioConfig, stack: StackConfig | None = None) -> 
     card token secret); None: the built-in stack defaults."""
     domain = config.domain
     if isinstance(domain, SensorFleetDomain):
-        from scenarios.sensor_fleet import SensorFleet
+        from scenarios.sensors.scenario import SensorFleet
 
         return SensorFleet(config)
     if isinstance(domain, CardVelocityDomain):
-        from scenarios.card_velocity import CardVelocity
+        from scenarios.cards.scenario import CardVelocity
 
         return CardVelocity(config, stack=stack)
     if isinstance(domain, ConnectedVehiclesDomain):
-        from scenarios.vehicles import ConnectedVehicles
+        from scenarios.vehicles.scenario import ConnectedVehicles
 
         return ConnectedVehicles(config)
     assert_never(domain)

@@ -45,7 +45,7 @@ from core.kafka.offsets import end_offsets, records_since
 from core.ports import port_in_use
 from pipeline.config import PipelineConfig
 from pipeline.progress import BatchReport, ProgressTotals
-from scenarios.vehicles_config import VEHICLE_FAULTS
+from scenarios.vehicles.config import VEHICLE_FAULTS
 from streamsim.kafka.broker import local_broker
 
 

@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from core.config import StackConfig
-from scenarios.card_velocity import CardVelocity
+from scenarios.cards.scenario import CardVelocity
 from scenarios.catalog import ScenarioConfig, build_scenario, run_scenario
 from simulators import Engine
 from simulators.sinks.kafka import KafkaSink

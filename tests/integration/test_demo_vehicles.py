@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from core.config import StackConfig
-from scenarios.vehicles_config import VEHICLE_FAULTS
+from scenarios.vehicles.config import VEHICLE_FAULTS
 from streamsim.demo import run_demo
 
 pytestmark = pytest.mark.integration

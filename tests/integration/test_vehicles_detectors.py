@@ -31,7 +31,7 @@ from detectors import (
     trend_alerts,
 )
 from scenarios.catalog import ScenarioConfig, run_scenario
-from scenarios.vehicles_config import TYRES, VEHICLE_FAULTS
+from scenarios.vehicles.config import TYRES, VEHICLE_FAULTS
 from simulators.sinks import MemorySink
 from streamsim.config.kinds import load_file
 from streamsim.evaluate.scoring import hard_negative_alerts, score_path

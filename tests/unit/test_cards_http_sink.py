@@ -14,8 +14,8 @@ import pytest
 
 from api.fraud.models import TransactionRequest
 from core.config import StackConfig
-from scenarios.card_velocity import CardVelocity, endpoint_url
-from scenarios.card_velocity_config import CardVelocityDomain
+from scenarios.cards.config import CardVelocityDomain
+from scenarios.cards.scenario import CardVelocity, endpoint_url
 from scenarios.catalog import ScenarioConfig
 from simulators import Engine
 from simulators.sinks import MemorySink, Records, Topics

@@ -10,7 +10,7 @@ import pytest
 from core.config import ConfigError
 from core.config.loader import validate
 from scenarios.catalog import ScenarioConfig
-from scenarios.vehicles_config import VEHICLE_FAULTS, ConnectedVehiclesDomain
+from scenarios.vehicles.config import VEHICLE_FAULTS, ConnectedVehiclesDomain
 from streamsim.config.kinds import load_file
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,8 +12,8 @@ import orjson
 import pytest
 
 from scenarios.catalog import ScenarioConfig, run_scenario
-from scenarios.vehicles import HARD_NEGATIVE, PAYLOAD
-from scenarios.vehicles_encoding import MAX_TABLE, VehicleEventEncoder
+from scenarios.vehicles.encoding import MAX_TABLE, VehicleEventEncoder
+from scenarios.vehicles.scenario import HARD_NEGATIVE, PAYLOAD
 from simulators.encoding import PayloadField
 from simulators.entities import EntityTable
 from simulators.records import row_dtype

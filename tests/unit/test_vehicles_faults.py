@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from scenarios.vehicles_config import STUCK_SIGNALS, VEHICLE_FAULTS, VehicleFaults
-from scenarios.vehicles_faults import (
+from scenarios.vehicles.config import STUCK_SIGNALS, VEHICLE_FAULTS, VehicleFaults
+from scenarios.vehicles.faults import (
     BATTERY_FAILURE,
     GPS_JUMP,
     HARSH_BRAKING,

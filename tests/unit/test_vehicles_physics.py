@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scenarios.vehicles_config import VehicleType
-from scenarios.vehicles_physics import (
+from scenarios.vehicles.config import VehicleType
+from scenarios.vehicles.physics import (
     B_MAX,
     Gearbox,
     coolant_step,

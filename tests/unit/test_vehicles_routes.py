@@ -8,10 +8,10 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from scenarios.vehicles_cities import Cities, haversine_km
-from scenarios.vehicles_config import Region, Roads, Trips, Zones
-from scenarios.vehicles_route_pool import RoutePool
-from scenarios.vehicles_routes import (
+from scenarios.vehicles.cities import Cities, haversine_km
+from scenarios.vehicles.config import Region, Roads, Trips, Zones
+from scenarios.vehicles.route_pool import RoutePool
+from scenarios.vehicles.routes import (
     DEAD_ZONE,
     HILL,
     MOTORWAY,

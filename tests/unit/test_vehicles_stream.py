@@ -17,8 +17,8 @@ import pandas as pd
 import pytest
 
 from scenarios.catalog import ScenarioConfig, run_scenario
-from scenarios.vehicles_cities import haversine_km
-from scenarios.vehicles_config import TYRES, VEHICLE_FAULTS, ConnectedVehiclesDomain
+from scenarios.vehicles.cities import haversine_km
+from scenarios.vehicles.config import TYRES, VEHICLE_FAULTS, ConnectedVehiclesDomain
 from simulators.sinks import MemorySink
 from streamsim.config.kinds import load_file
 

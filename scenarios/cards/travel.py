@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from scenarios.card_velocity_cards import CardProfiles
-from scenarios.card_velocity_config import TravelSettings
-from scenarios.card_velocity_geo import World, haversine_km
-from scenarios.card_velocity_purchases import Purchases, cents
-from scenarios.card_velocity_uses import NOT_HARD, REAL_FLIGHT, Uses
+from scenarios.cards.config import TravelSettings
+from scenarios.cards.profiles import CardProfiles
+from scenarios.cards.purchases import Purchases, cents
+from scenarios.cards.uses import NOT_HARD, REAL_FLIGHT, Uses
+from scenarios.cards.world import World, haversine_km
 
 HOME, FLYING, AWAY = 0, 1, 2
 NEVER = np.inf

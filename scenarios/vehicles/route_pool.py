@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from scenarios.vehicles_routes import Route
+from scenarios.vehicles.routes import Route
 
 VERTEX_FIELDS = (
     ("s", np.float64),

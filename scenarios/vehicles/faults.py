@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scenarios.vehicles_config import STUCK_SIGNALS, VEHICLE_FAULTS, VehicleFaults
+from scenarios.vehicles.config import STUCK_SIGNALS, VEHICLE_FAULTS, VehicleFaults
 from simulators.intervals import IdCounter
 from simulators.records import NO_ID
 

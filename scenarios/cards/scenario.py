@@ -8,8 +8,8 @@ merchants), trip plans. One SimPy cohort process steps every card per tick, vect
   with the card's online share (no location), else at a terminal of the card's current city;
   in a category from the card's own mix for that channel; amounts from the category's
   distribution;
-- trips (`card_velocity_travel`): no card-present use in the air; uses at the destination;
-- fraud incidents (`card_velocity_fraud`), labelled in truth with their type and incident id;
+- trips (`travel`): no card-present use in the air; uses at the destination;
+- fraud incidents (`fraud`), labelled in truth with their type and incident id;
 - hard negatives, marked in truth (`hard_negative`), which a good detector must not alert on:
   `real_flight` (the first use after landing: fast but possible travel), `border_neighbours`
   (a use across the border of a pair of cities < 30 km apart, e.g. Strasbourg/Kehl), and
@@ -29,21 +29,21 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from core.pan import pan_secret
-from scenarios.card_velocity_cards import DIURNAL, CardProfiles
-from scenarios.card_velocity_config import CARD_FRAUDS, HARD_NEGATIVES, CardVelocityDomain
-from scenarios.card_velocity_encoding import SCHEMA, RequestEncoder, TransactionEncoder
-from scenarios.card_velocity_fraud import FraudInjector
-from scenarios.card_velocity_geo import World
-from scenarios.card_velocity_merchants import Merchants
-from scenarios.card_velocity_purchases import Purchases
-from scenarios.card_velocity_travel import FLYING, HOME, Trips
-from scenarios.card_velocity_uses import (
+from scenarios.cards.config import CARD_FRAUDS, HARD_NEGATIVES, CardVelocityDomain
+from scenarios.cards.encoding import SCHEMA, RequestEncoder, TransactionEncoder
+from scenarios.cards.fraud import FraudInjector
+from scenarios.cards.merchants import Merchants
+from scenarios.cards.profiles import DIURNAL, CardProfiles
+from scenarios.cards.purchases import Purchases
+from scenarios.cards.travel import FLYING, HOME, Trips
+from scenarios.cards.uses import (
     BORDER_NEIGHBOURS,
     NOT_HARD,
     ONLINE_WHILE_TRAVELLING,
     PlannedUses,
     Uses,
 )
+from scenarios.cards.world import World
 from simulators.encoding import PayloadField
 from simulators.entities import EntityTable
 from simulators.records import Readings

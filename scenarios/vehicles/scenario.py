@@ -1,11 +1,11 @@
 """Connected vehicles: a fleet driving trips between real cities, sending telemetry at 1 Hz.
 
 One SimPy cohort process per entity class (car, van, truck, ...) steps all its vehicles with
-numpy. A parked vehicle sleeps (no telemetry) until its next departure (`vehicles_shifts`); it
-then gets a route to another city (`vehicles_routes`) and reports every `interval_s` while the
+numpy. A parked vehicle sleeps (no telemetry) until its next departure (`shifts`); it
+then gets a route to another city (`routes`) and reports every `interval_s` while the
 ignition is on: position along the route, speed from a cruise controller that brakes for stops
-and lower limits, and a powertrain whose readings hang together (`vehicles_physics`). Faults
-are injected and labelled per incident (`vehicles_faults`).
+and lower limits, and a powertrain whose readings hang together (`physics`). Faults
+are injected and labelled per incident (`faults`).
 
 Connectivity: tunnels and dead zones on the route take the vehicle offline (store-and-forward
 until it is expected out of the zone, plus a modem re-attach of 2-10 s), on top of the engine's
@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from scenarios.vehicles_cities import Cities
-from scenarios.vehicles_config import (
+from scenarios.vehicles.cities import Cities
+from scenarios.vehicles.config import (
     HARD_NEGATIVES,
     ROAD_CLASSES,
     STUCK_SIGNALS,
@@ -36,8 +36,8 @@ from scenarios.vehicles_config import (
     ConnectedVehiclesDomain,
     VehicleType,
 )
-from scenarios.vehicles_encoding import VehicleEventEncoder
-from scenarios.vehicles_faults import (
+from scenarios.vehicles.encoding import VehicleEventEncoder
+from scenarios.vehicles.faults import (
     BATTERY_FAILURE,
     GPS_JUMP,
     HARSH_BRAKING,
@@ -47,7 +47,7 @@ from scenarios.vehicles_faults import (
     TYRE_LEAK,
     Faults,
 )
-from scenarios.vehicles_physics import (
+from scenarios.vehicles.physics import (
     TYRE_COOL_TAU_S,
     Gearbox,
     battery_voltage,
@@ -62,8 +62,8 @@ from scenarios.vehicles_physics import (
     tyre_pressures,
     tyre_warmth,
 )
-from scenarios.vehicles_route_pool import RoutePool
-from scenarios.vehicles_routes import (
+from scenarios.vehicles.route_pool import RoutePool
+from scenarios.vehicles.routes import (
     DEAD_ZONE,
     HILL,
     M_PER_DEG,
@@ -72,7 +72,7 @@ from scenarios.vehicles_routes import (
     URBAN,
     make_route,
 )
-from scenarios.vehicles_shifts import Shifts
+from scenarios.vehicles.shifts import Shifts
 from simulators.encoding import PayloadField
 from simulators.entities import EntityTable
 from simulators.intervals import IdCounter

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scenarios.vehicles_cities import EARTH_KM, Cities, haversine_km
-from scenarios.vehicles_config import ROAD_CLASSES, RoadClass, Roads, Trips, Zones
+from scenarios.vehicles.cities import EARTH_KM, Cities, haversine_km
+from scenarios.vehicles.config import ROAD_CLASSES, RoadClass, Roads, Trips, Zones
 
 SPACING_M = 800.0
 MEANDER_M = 8000.0  # the shortest bend's half wavelength (at most MAX_HARMONICS per leg)

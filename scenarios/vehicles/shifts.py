@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scenarios.vehicles_config import Trips
+from scenarios.vehicles.config import Trips
 
 HOUR_MS = 3_600_000.0
 DAY_JITTER_H = 0.25

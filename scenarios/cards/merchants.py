@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scenarios.card_velocity_config import CardVelocityDomain
-from scenarios.card_velocity_geo import World
+from scenarios.cards.config import CardVelocityDomain
+from scenarios.cards.world import World
 
 KM_PER_DEG_LAT = 111.32
 CARD_PRESENT, ONLINE, CARD_NOT_PRESENT = "card_present", "online", "card_not_present"

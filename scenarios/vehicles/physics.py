@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scenarios.vehicles_config import VehicleType
+from scenarios.vehicles.config import VehicleType
 
 Num = np.ndarray | float  # per vehicle, or one value for all
 

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from scenarios.card_velocity_cards import CardProfiles
-from scenarios.card_velocity_config import CARD_FRAUDS, CardVelocityDomain
-from scenarios.card_velocity_geo import World
-from scenarios.card_velocity_purchases import Purchases, cents
-from scenarios.card_velocity_travel import Trips, pick_destinations
-from scenarios.card_velocity_uses import Uses
+from scenarios.cards.config import CARD_FRAUDS, CardVelocityDomain
+from scenarios.cards.profiles import CardProfiles
+from scenarios.cards.purchases import Purchases, cents
+from scenarios.cards.travel import Trips, pick_destinations
+from scenarios.cards.uses import Uses
+from scenarios.cards.world import World
 from simulators.intervals import IdCounter
 from simulators.seeds import rng_for
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.pan import PanTokenizer
-from scenarios.card_velocity_config import CardSettings, CardVelocityDomain
-from scenarios.card_velocity_geo import World, border_pairs
+from scenarios.cards.config import CardSettings, CardVelocityDomain
+from scenarios.cards.world import World, border_pairs
 
 NO_CITY = -1
 # Relative purchase rate by local solar hour (0-23): quiet nights, busy days.

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from scenarios.card_velocity_cards import CardProfiles
-from scenarios.card_velocity_config import CardVelocityDomain
-from scenarios.card_velocity_merchants import Merchants
+from scenarios.cards.config import CardVelocityDomain
+from scenarios.cards.merchants import Merchants
+from scenarios.cards.profiles import CardProfiles
 from simulators.distributions import sample_per_group
 
 

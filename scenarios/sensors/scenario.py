@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from faker import Faker
 
-from scenarios.sensor_fleet_config import SENSOR_FAULTS, SensorFleetDomain
+from scenarios.sensors.config import SENSOR_FAULTS, SensorFleetDomain
 from simulators.distributions import sample_per_group
 from simulators.encoding import PayloadField
 from simulators.entities import EntityTable

@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 
-from scenarios.vehicles_config import Region, Trips
+from scenarios.vehicles.config import Region, Trips
 
 EARTH_KM = 6371.0088
 
