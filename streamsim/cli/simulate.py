@@ -11,6 +11,7 @@ import typer
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from core.config import ConfigError
+from core.contracts.topics import truth
 from streamsim.cli.common import ConfigOpt, JsonOpt, emit, err_console, fail, stack_from
 from streamsim.config.kinds import load_file
 
@@ -106,7 +107,7 @@ def simulate(
     where = f"{out}/events.jsonl" if sink == "jsonl" else _topics(scenario_config)
     http = summary.details.get("http")
     if http:  # POS mode: the events went to the endpoint, truth to the sink
-        truth_to = f"{out}/truth.jsonl" if sink == "jsonl" else f"truth.{scenario_config.name}"
+        truth_to = f"{out}/truth.jsonl" if sink == "jsonl" else truth(scenario_config.name).name
         where = f"{http['url']} (POS mode; truth to {truth_to})"
     emit(summary.to_json(), as_json, _human(summary, where))
     if summary.failed:
@@ -129,7 +130,7 @@ def make_sink(name: SinkName, out: Path | None, config: Path | None) -> Sink:
 
 
 def _topics(config: ScenarioConfig) -> str:
-    return f"topics {config.domain.topic} and truth.{config.name}"
+    return f"topics {config.domain.topic} and {truth(config.name).name}"
 
 
 def _human(s: RunSummary, where: str) -> str:
