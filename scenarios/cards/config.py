@@ -13,9 +13,10 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from core.config.base import Settings
+from core.contracts import labels, topics
 from simulators.distributions import Distribution, Exponential, LogNormal, Uniform
 
-CARD_FRAUDS = ("impossible_travel", "card_testing", "account_takeover", "compromised_terminal")
+CARD_FRAUDS = labels.CARD_FRAUDS
 HARD_NEGATIVES = ("real_flight", "border_neighbours", "online_while_travelling")
 _MCC = r"^\d{4}$"
 
@@ -278,7 +279,7 @@ class CardVelocityDomain(Settings):
 
     type: Literal["card_velocity"] = "card_velocity"
     topic: str = Field(
-        "cards.transactions",
+        topics.CARDS_TRANSACTIONS.name,
         pattern=r"^[a-zA-Z0-9._-]+$",
         description="Kafka topic of transactions (delivery: kafka).",
     )

@@ -19,9 +19,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from core.contracts import CARD_TRANSACTION
 from simulators.encoding import json_bytes
 
-SCHEMA = "cards.transaction/1"
+SCHEMA = CARD_TRANSACTION.id
 
 
 def literals(values: np.ndarray) -> np.ndarray:

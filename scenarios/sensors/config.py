@@ -7,9 +7,10 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from core.config.base import Settings
+from core.contracts import labels, topics
 from simulators.distributions import Distribution, Exponential, Normal, Uniform
 
-SENSOR_FAULTS = ("stuck_sensor", "spike")
+SENSOR_FAULTS = labels.SENSOR_FAULTS
 FaultType = Literal["stuck_sensor", "spike"]
 
 
@@ -44,7 +45,9 @@ class SensorFleetDomain(Settings):
 
     type: Literal["sensor_fleet"] = "sensor_fleet"
     topic: str = Field(
-        "sensors.readings", pattern=r"^[a-zA-Z0-9._-]+$", description="Kafka topic of readings."
+        topics.SENSORS_READINGS.name,
+        pattern=r"^[a-zA-Z0-9._-]+$",
+        description="Kafka topic of readings.",
     )
     id_prefix: str = Field(
         "sf", pattern=r"^[a-z0-9]+$", description="Prefix of event, outage and incident ids."

@@ -13,9 +13,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 from faker import Faker
 
+from core.contracts import SENSOR_READING
+from core.contracts.events import SENSOR_STATUSES
 from scenarios.sensors.config import SENSOR_FAULTS, SensorFleetDomain
 from simulators.distributions import sample_per_group
-from simulators.encoding import PayloadField
+from simulators.encoding import payload_fields
 from simulators.entities import EntityTable
 from simulators.intervals import IntervalSchedule
 from simulators.records import NO_ID, Readings
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
 
 DAY_MS = 86_400_000
 MIN_INTERVAL_S = 0.05
-STATUSES = ("ok", "low_battery")
+STATUSES = SENSOR_STATUSES  # order matters: the encoder writes status by index
 STUCK, SPIKE = SENSOR_FAULTS.index("stuck_sensor"), SENSOR_FAULTS.index("spike")
 
 
@@ -141,7 +143,7 @@ class SensorCohort:
 
 
 class SensorFleet(Scenario):
-    schema = "sensor.reading/1"
+    schema = SENSOR_READING.id
     entity_field = "sensor_id"
     labels = ("none", *SENSOR_FAULTS)
 
@@ -152,13 +154,8 @@ class SensorFleet(Scenario):
         self.topic = self.domain.topic
         self.id_prefix = self.domain.id_prefix
         self.entity_ids = sensor_ids(config.entities)
-        self.payload = (
-            PayloadField("site", "enum", choices=tuple(site_names(config.seed, self.domain.sites))),
-            PayloadField("temperature_c", "float", decimals=2),
-            PayloadField("humidity_pct", "float", decimals=1),
-            PayloadField("battery_v", "float", decimals=3),
-            PayloadField("status", "enum", choices=STATUSES),
-        )
+        sites = site_names(config.seed, self.domain.sites)
+        self.payload = payload_fields(SENSOR_READING, choices={"site": sites})
 
     def sources(self, table: EntityTable) -> list[SensorCohort]:
         config, d = self.config, self.domain

@@ -12,18 +12,11 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from core.config.base import Settings
+from core.contracts import events, labels, topics
 from simulators.distributions import Distribution, Exponential, LogNormal, Normal, Uniform
 
 # Order matters: a fault's label index is its position + 1 (0 is "none").
-VEHICLE_FAULTS = (
-    "overheating",
-    "tyre_leak",
-    "stuck_sensor",
-    "gps_jump",
-    "harsh_braking",
-    "speeding",
-    "battery_failure",
-)
+VEHICLE_FAULTS = labels.VEHICLE_FAULTS
 FaultType = Literal[
     "overheating",
     "tyre_leak",
@@ -35,8 +28,8 @@ FaultType = Literal[
 ]
 # Situations that look like a fault but are not (truth `hard_negative`).
 HARD_NEGATIVES = ("hill", "cold_start", "tunnel")
-ROAD_CLASSES = ("motorway", "rural", "urban")
-TYRES = ("tyre_fl_kpa", "tyre_fr_kpa", "tyre_rl_kpa", "tyre_rr_kpa")
+ROAD_CLASSES = events.ROAD_CLASSES  # order matters: the encoder writes road_class by index
+TYRES = events.TYRES
 STUCK_SIGNALS = ("coolant_c", "oil_pressure_kpa", "battery_v", *TYRES)
 StuckSignal = Literal[
     "coolant_c",
@@ -387,7 +380,7 @@ class ConnectedVehiclesDomain(Settings):
 
     type: Literal["connected_vehicles"] = "connected_vehicles"
     topic: str = Field(
-        "vehicles.telemetry", pattern=r"^[a-zA-Z0-9._-]+$", description="Kafka topic."
+        topics.VEHICLES_TELEMETRY.name, pattern=r"^[a-zA-Z0-9._-]+$", description="Kafka topic."
     )
     id_prefix: str = Field(
         "cv", pattern=r"^[a-z0-9]+$", description="Prefix of event, outage and incident ids."

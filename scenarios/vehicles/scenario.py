@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from core.contracts import VEHICLE_TELEMETRY
 from scenarios.vehicles.cities import Cities
 from scenarios.vehicles.config import (
     HARD_NEGATIVES,
-    ROAD_CLASSES,
     STUCK_SIGNALS,
     TYRES,
     VEHICLE_FAULTS,
@@ -73,7 +73,7 @@ from scenarios.vehicles.routes import (
     make_route,
 )
 from scenarios.vehicles.shifts import Shifts
-from simulators.encoding import PayloadField
+from simulators.encoding import PayloadField, payload_fields
 from simulators.entities import EntityTable
 from simulators.intervals import IdCounter
 from simulators.records import NO_ID, Readings
@@ -84,24 +84,8 @@ from simulators.truth import TruthField
 if TYPE_CHECKING:
     from scenarios.catalog import ScenarioConfig
 
-SCHEMA = "vehicle.telemetry/1"
-PAYLOAD = (
-    PayloadField("trip_id", "int"),
-    PayloadField("road_class", "enum", choices=ROAD_CLASSES),
-    PayloadField("speed_limit_kmh", "int"),
-    PayloadField("lat", "float", decimals=5),
-    PayloadField("lon", "float", decimals=5),
-    PayloadField("speed_kmh", "float", decimals=1),
-    PayloadField("heading_deg", "float", decimals=0),
-    PayloadField("odometer_km", "float", decimals=2),
-    PayloadField("rpm", "int"),
-    PayloadField("coolant_c", "float", decimals=1),
-    PayloadField("oil_pressure_kpa", "float", decimals=0),
-    PayloadField("fuel_pct", "float", decimals=1),
-    PayloadField("battery_v", "float", decimals=2),
-    *(PayloadField(name, "float", decimals=1) for name in TYRES),
-    PayloadField("accel_long_ms2", "float", decimals=2),
-)
+SCHEMA = VEHICLE_TELEMETRY.id
+PAYLOAD = payload_fields(VEHICLE_TELEMETRY)  # road_class by its index in ROAD_CLASSES
 HARD_NEGATIVE = PayloadField("hard_negative", "int")  # truth only, never in the event
 HILL_MARK, COLD_MARK, TUNNEL_MARK = (HARD_NEGATIVES.index(h) + 1 for h in HARD_NEGATIVES)
 TRIPS_PER_VEHICLE = 10_000  # trip_id = (vehicle index + 1) * 10_000 + trip number
@@ -563,8 +547,8 @@ class ConnectedVehicles(Scenario):
             id_prefix,
             table,
             PAYLOAD,
-            nullable=("lat", "lon"),
-            signed=("lat", "lon", "coolant_c", "accel_long_ms2"),
+            nullable=VEHICLE_TELEMETRY.nullable(),
+            signed=VEHICLE_TELEMETRY.signed(),
         )
 
     def sources(self, table: EntityTable) -> list[VehicleCohort]:

@@ -219,3 +219,30 @@ def test_what_the_api_projects_is_in_the_schemas() -> None:
     assert set(RECORD_KEYS) | set(RESPONSE_KEYS) | set(ACTIVITY_FIELDS) <= set(CARD_ACTIVITY.names)
     assert sorted(SIGNALS) == sorted(VEHICLE_TELEMETRY.signals())
     assert SIGNALS[: len(DEFAULT_SIGNALS)] == DEFAULT_SIGNALS
+
+
+def test_the_card_transaction_is_what_the_scenario_writes() -> None:
+    """`scenarios.cards.encoding` writes the event from a bytes template; its keys, in order
+    (checked on real events by `test_cards_scenario`), are the schema's."""
+    assert CARD_TRANSACTION.names == (
+        "schema",
+        "event_id",
+        "transaction_id",
+        "card_token",
+        "card_last4",
+        "event_time",
+        "seq",
+        "amount",
+        "currency",
+        "merchant_id",
+        "merchant_category",
+        "channel",
+        "card_present",
+        "lat",
+        "lon",
+        "country",
+        "terminal_id",
+    )
+    from scenarios.cards.encoding import SCHEMA
+
+    assert CARD_TRANSACTION.id == SCHEMA
