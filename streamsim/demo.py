@@ -39,13 +39,13 @@ import yaml
 
 from core.config import StackConfig, load_model
 from core.config.loader import read_yaml
+from core.contracts import labels, topics
 from core.errors import StreamsimError
 from core.kafka import ensure_topics, producer_config
 from core.kafka.offsets import end_offsets, records_since
 from core.ports import port_in_use
 from pipeline.config import PipelineConfig
 from pipeline.progress import BatchReport, ProgressTotals
-from scenarios.vehicles.config import VEHICLE_FAULTS
 from streamsim.kafka.broker import local_broker
 
 
@@ -67,7 +67,7 @@ class DemoScenario:
 #: driving hour each (the scenario's 0.05 x 3) give ~40 incidents per type in 20 minutes; the
 #: connectivity (outages, skew, resets, duplicates) is the scenario's own.
 SPEED_VEHICLES = 10.0
-FAULTS_VEHICLES = {"rate_per_hour": dict.fromkeys(VEHICLE_FAULTS, 0.15)}
+FAULTS_VEHICLES = {"rate_per_hour": dict.fromkeys(labels.VEHICLE_FAULTS, 0.15)}
 
 SCENARIOS: dict[str, DemoScenario] = {
     "card-velocity": DemoScenario(
@@ -76,7 +76,8 @@ SCENARIOS: dict[str, DemoScenario] = {
         evaluation="card-velocity",
         endpoint=True,
         overrides={"entities": 20_000},
-        inputs=["cards.activity"],  # POS -> endpoint -> card activity -> Spark (Dunning ch. 6)
+        # POS -> endpoint -> card activity -> Spark (Dunning ch. 6)
+        inputs=[topics.CARDS_ACTIVITY.name],
     ),
     "sensor-fleet": DemoScenario(
         Path("config/scenarios/sensor_fleet.yaml"), Path("config/pipelines/window-counts.yaml")
@@ -212,7 +213,7 @@ def _run(
     if plan.inputs:
         cfg = cfg.model_copy(update={"input_topics": plan.inputs})
     sources, sinks = cfg.input_topics, [cfg.output_topic, cfg.deadletter_topic]
-    truth = f"truth.{yaml.safe_load(scenario[0].read_text())['name']}"
+    truth = topics.truth(yaml.safe_load(scenario[0].read_text())["name"]).name
     ensure_topics(stack, [*sources, *sinks, truth])
     start = {t: end_offsets(stack, t) for t in [*sources, *sinks, truth]}
     run_stack = stack.model_copy(
