@@ -5,15 +5,19 @@ UV_VERSION := 0.13.8
 CACHE := .cache
 VENV := .venv
 UV := $(CACHE)/uv/bin/uv
-MVN := mvn -q -B -s jvm/settings.xml -Dmaven.repo.local=$(CACHE)/m2
 KAFKA_JARS := $(CACHE)/jars/kafka/.resolved
 SPARK_JARS := $(CACHE)/jars/spark-kafka/.resolved
-# Only the connector and what PySpark does not already ship (no second scala-library or Hadoop client).
-SPARK_KAFKA_ARTIFACTS := spark-sql-kafka-0-10_2.13,spark-token-provider-kafka-0-10_2.13,kafka-clients,commons-pool2
+# The jars come from Maven Central through the Ivy inside PySpark, checked against jvm/jars.lock.
+RESOLVE := $(VENV)/bin/python jvm/resolve.py
+RESOLVE_INPUTS := jvm/resolve.py jvm/ivysettings.xml jvm/jars.lock
 
-.PHONY: setup demo test test-unit lint format typecheck clean
+.PHONY: setup java demo test test-unit lint format typecheck clean
 
-setup: $(VENV)/.synced $(KAFKA_JARS) $(SPARK_JARS)
+setup: java $(VENV)/.synced $(KAFKA_JARS) $(SPARK_JARS)
+
+# Java 17+ (JAVA_HOME, else PATH); installed with apt as root on Debian/Ubuntu, else named.
+java:
+	@jvm/java.sh
 
 $(UV):
 	python3 -m venv $(CACHE)/uv
@@ -23,15 +27,11 @@ $(VENV)/.synced: pyproject.toml uv.lock | $(UV)
 	UV_PROJECT_ENVIRONMENT=$(VENV) $(UV) sync --locked --python $(PY_VERSION) -q
 	touch $@
 
-$(KAFKA_JARS): jvm/kafka-broker/pom.xml jvm/settings.xml
-	rm -rf $(CACHE)/jars/kafka
-	$(MVN) -f $< dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(CACHE)/jars/kafka
-	touch $@
+$(KAFKA_JARS): jvm/kafka.ivy.xml $(RESOLVE_INPUTS) | java $(VENV)/.synced
+	$(RESOLVE) kafka
 
-$(SPARK_JARS): jvm/spark-kafka/pom.xml jvm/settings.xml
-	rm -rf $(CACHE)/jars/spark-kafka
-	$(MVN) -f $< dependency:copy-dependencies -DincludeArtifactIds=$(SPARK_KAFKA_ARTIFACTS) -DoutputDirectory=$(CURDIR)/$(CACHE)/jars/spark-kafka
-	touch $@
+$(SPARK_JARS): jvm/spark-kafka.ivy.xml $(RESOLVE_INPUTS) | java $(VENV)/.synced
+	$(RESOLVE) spark-kafka
 
 demo: setup
 	$(VENV)/bin/streamsim demo

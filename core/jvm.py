@@ -1,15 +1,21 @@
-"""Where the JVM artifacts live and how to run Java. `make setup` resolves them with Maven."""
+"""Where the JVM artifacts live and which Java runs them.
+
+`make setup` resolves the jars with the Ivy inside PySpark (`jvm/resolve.py`) and checks for Java.
+"""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from core.config import StackConfig
 
 RESOLVE_HINT = "run `make setup` (resolves the jars from Maven Central into .cache/jars)"
+JAVA_HINT = "run `make setup`: it installs Java 17 as root on Debian/Ubuntu, else names the command"
 MIN_JAVA = 17
 
 
@@ -28,17 +34,41 @@ def kafka_classpath(stack: StackConfig) -> str:
     return str(jars.resolve() / "*")
 
 
+@dataclass(frozen=True)
+class Java:
+    """The Java that Spark's launcher would run, and why that one."""
+
+    path: str | None
+    source: str  # "JAVA_HOME" or "PATH"
+    version: str | None  # as `java -version` prints it, e.g. "17.0.15"
+    major: int | None
+
+
+def find_java() -> Java:
+    """JAVA_HOME/bin/java when JAVA_HOME is set (as Spark's launcher does), else `java` on PATH."""
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        path: str | None = str(Path(home) / "bin" / "java")
+        source = "JAVA_HOME"
+    else:
+        path = shutil.which("java")
+        source = "PATH"
+    if path is None or not os.access(path, os.X_OK):
+        return Java(path, source, None, None)
+    out = subprocess.run([path, "-version"], capture_output=True, text=True, check=False).stderr
+    match = re.search(r'version "((\d+)(?:\.(\d+))?[^"]*)"', out)
+    if not match:
+        return Java(path, source, None, None)
+    major = int(match.group(2))
+    if major == 1:
+        major = int(match.group(3) or 0)
+    return Java(path, source, match.group(1), major)
+
+
 def java_executable() -> str | None:
-    return shutil.which("java")
+    java = find_java()
+    return java.path if java.version is not None else None
 
 
 def java_major_version() -> int | None:
-    java = java_executable()
-    if java is None:
-        return None
-    out = subprocess.run([java, "-version"], capture_output=True, text=True, check=False).stderr
-    match = re.search(r'version "(\d+)(?:\.(\d+))?', out)
-    if not match:
-        return None
-    major = int(match.group(1))
-    return int(match.group(2) or 0) if major == 1 else major
+    return find_java().major

@@ -9,9 +9,11 @@ from importlib.metadata import version
 
 from core.config import StackConfig
 from core.jvm import (
+    JAVA_HINT,
     MIN_JAVA,
     RESOLVE_HINT,
-    java_major_version,
+    Java,
+    find_java,
     kafka_jars_dir,
     spark_kafka_jars,
 )
@@ -29,17 +31,31 @@ class Check:
     fix: str = ""
 
 
+def java_reason(java: Java) -> str:
+    """Why this Java: Spark's launcher takes JAVA_HOME/bin/java when JAVA_HOME is set, else PATH."""
+    if java.source == "JAVA_HOME":
+        return "JAVA_HOME is set"
+    return "JAVA_HOME is unset, so the first java on PATH"
+
+
+def java_info() -> dict[str, object]:
+    """The Java the stack runs: path, version and why that one (`doctor --json` key `java`)."""
+    java = find_java()
+    return {**asdict(java), "reason": java_reason(java)}
+
+
 def check_java(stack: StackConfig) -> Check:
-    major = java_major_version()
-    if major is None:
-        return Check(False, "java not found on PATH", "apt-get install -y openjdk-17-jre-headless")
-    if major < MIN_JAVA:
+    java = find_java()
+    why = java_reason(java)
+    if java.path is None:
+        return Check(False, "java not found on PATH (JAVA_HOME is unset)", JAVA_HINT)
+    if java.major is None:
+        return Check(False, f"{java.path} does not run ({why})", JAVA_HINT)
+    if java.major < MIN_JAVA:
         return Check(
-            False,
-            f"Java {major} found; {MIN_JAVA}+ needed",
-            "apt-get install -y openjdk-17-jre-headless",
+            False, f"Java {java.version} at {java.path} ({why}); {MIN_JAVA}+ needed", JAVA_HINT
         )
-    return Check(True, f"Java {major}")
+    return Check(True, f"Java {java.version} at {java.path} ({why})")
 
 
 def check_kafka_jars(stack: StackConfig) -> Check:

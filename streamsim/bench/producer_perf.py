@@ -14,7 +14,7 @@ from typing import Any
 
 from core.config import StackConfig
 from core.errors import StreamsimError
-from core.jvm import java_executable, kafka_classpath
+from core.jvm import JAVA_HINT, java_executable, kafka_classpath
 
 MAIN_CLASS = "org.apache.kafka.tools.ProducerPerformance"
 # librdkafka names that the Java producer spells differently or does not have.
@@ -51,7 +51,7 @@ def run_producer_perf(
 ) -> PerfResult:
     java = java_executable()
     if java is None:
-        raise StreamsimError("java not found on PATH: install Java 17+")
+        raise StreamsimError(f"no Java found (JAVA_HOME, else PATH): {JAVA_HINT}")
     command = [
         java,
         "-Xmx1g",

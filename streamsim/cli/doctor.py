@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from streamsim.cli.common import ConfigOpt, JsonOpt, console, emit, stack_from
-from streamsim.doctor import run_checks
+from streamsim.doctor import java_info, run_checks
 
 
 def doctor(config: ConfigOpt = None, as_json: JsonOpt = False) -> None:
@@ -17,6 +17,6 @@ def doctor(config: ConfigOpt = None, as_json: JsonOpt = False) -> None:
             mark = "[green]ok[/]  " if c["ok"] else "[red]FAIL[/]"
             fix = f"\n       fix: [bold]{c['fix']}[/]" if not c["ok"] and c["fix"] else ""
             console.print(f"{mark} {name:16} {c['detail']}{fix}", highlight=False)
-    emit({"ok": ok, "checks": checks}, as_json)
+    emit({"ok": ok, "java": java_info(), "checks": checks}, as_json)
     if not ok:
         raise typer.Exit(1)

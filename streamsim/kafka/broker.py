@@ -25,7 +25,7 @@ import psutil
 
 from core.config import StackConfig
 from core.errors import StreamsimError
-from core.jvm import java_executable, kafka_classpath
+from core.jvm import JAVA_HINT, java_executable, kafka_classpath
 from core.kafka.admin import is_reachable
 from core.ports import port_in_use
 
@@ -77,9 +77,7 @@ class LocalBroker:
         self._check_ports_free()
         java = java_executable()
         if java is None:
-            raise BrokerError(
-                "java not found on PATH: install Java 17+ (apt-get install openjdk-17-jre-headless)"
-            )
+            raise BrokerError(f"no Java found (JAVA_HOME, else PATH): {JAVA_HINT}")
         classpath = kafka_classpath(self.stack)
         self.home.mkdir(parents=True, exist_ok=True)
         properties = self._write_config()

@@ -78,6 +78,9 @@ def test_kafka_up_status_down(stack_file: Path) -> None:
         assert doctor["checks"]["broker"]["ok"] is True
         assert set(doctor["checks"]) >= {"java", "kafka_jars", "spark_connector", "ports", "disk"}
         assert all(set(c) == {"ok", "detail", "fix"} for c in doctor["checks"].values())
+        java = doctor["java"]
+        assert java["source"] in {"JAVA_HOME", "PATH"} and java["major"] >= 17
+        assert java["path"] in doctor["checks"]["java"]["detail"]
     finally:
         down = run("kafka", "down", "--config", str(stack_file))
     assert down.returncode == 0, down.stderr
