@@ -246,3 +246,19 @@ def test_the_card_transaction_is_what_the_scenario_writes() -> None:
     from scenarios.cards.encoding import SCHEMA
 
     assert CARD_TRANSACTION.id == SCHEMA
+
+
+def test_the_static_literals_match_the_contracts() -> None:
+    """Literal types must be written out for mypy and the config reference; they may not
+    drift from the contracts."""
+    from typing import get_args
+
+    from pipeline.jobs.vehicle_telemetry.config import VehicleSignal
+    from scenarios.sensors.config import FaultType as SensorFault
+    from scenarios.vehicles.config import FaultType as VehicleFault
+    from scenarios.vehicles.config import StuckSignal
+
+    assert sorted(get_args(VehicleSignal)) == sorted(VEHICLE_TELEMETRY.signals())
+    assert set(get_args(StuckSignal)) <= set(VEHICLE_TELEMETRY.signals())
+    assert get_args(VehicleFault) == labels.VEHICLE_FAULTS
+    assert get_args(SensorFault) == labels.SENSOR_FAULTS
