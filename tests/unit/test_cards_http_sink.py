@@ -24,6 +24,7 @@ from simulators.sinks.http import HttpEventSink
 URL = "http://pos.test/v1/transactions"
 TOPICS = Topics("cards.transactions", "truth.card_velocity")
 PAN = "4111111111111111"
+SERVER_S = 0.002
 
 
 def records(n: int) -> Records:
@@ -55,16 +56,21 @@ def test_every_event_is_posted_and_truth_goes_to_the_inner_sink() -> None:
         with lock:
             seen.append(request.content)
         assert request.headers["content-type"] == "application/json"
+        time.sleep(SERVER_S)  # the endpoint's time, which every request's latency includes
         return verdict(request)
 
+    started = time.perf_counter()
     _, inner, report = run_sink(handler, 50, concurrency=1)
+    elapsed_ms = (time.perf_counter() - started) * 1000
     assert seen == records(50).values  # one worker: exactly the emit order
     assert inner.events.values == [] and inner.truth.values == records(50).values
     assert report.failed == 0 and report.errors == []
     http = report.details["http"]
     assert http["requests"] == http["ok"] == 50
     assert http["status"] == {"200": 50} and http["decisions"] == {"approve": 50}
-    assert http["latency_ms"]["p50"] >= 0
+    latency = http["latency_ms"]
+    # each request took at least the endpoint's time, and no longer than the whole run
+    assert SERVER_S * 1000 <= latency["p50"] <= latency["p99"] <= latency["max"] <= elapsed_ms
 
 
 def test_in_flight_requests_are_bounded_by_the_concurrency() -> None:
