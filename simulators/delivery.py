@@ -21,6 +21,8 @@ from simulators.entities import EntityTable
 from simulators.intervals import IntervalSchedule
 from simulators.records import BUFFER_OVERFLOW, NETWORK, NO_ID, concat, group_ranks, take
 
+_NEVER = np.iinfo(np.int64).max
+
 
 @dataclass
 class Routed:
@@ -54,7 +56,11 @@ class DeliveryModel:
             rng,
             start_ms,
         )
-        self.held = np.zeros(0, dtype=dtype)
+        self._dtype = dtype
+        self._parts: list[np.ndarray] = []  # the held rows, appended to without copying
+        self._held_n = 0
+        self._next_due = _NEVER  # the earliest reconnect among held rows
+        self._per_outage: dict[int, int] = {}  # held rows per outage
         self._last_outage = np.full(len(table), NO_ID, dtype=np.int64)
         self._own_until = np.full(len(table), NO_ID, dtype=np.int64)  # scenario outages
         self._own_id = np.full(len(table), NO_ID, dtype=np.int64)
@@ -94,8 +100,26 @@ class DeliveryModel:
         self._own_id[p_dev[last]] = ids[last]
         return ids[inverse.reshape(-1)]
 
+    @property
+    def held(self) -> np.ndarray:
+        """Every held row (one array; joined on demand)."""
+        if len(self._parts) != 1:
+            self._parts = [concat(self._parts, self._dtype)] if self._parts else []
+        return self._parts[0] if self._parts else np.zeros(0, dtype=self._dtype)
+
+    @held.setter
+    def held(self, rows: np.ndarray) -> None:
+        self._parts = [rows] if rows.shape[0] else []
+        self._held_n = int(rows.shape[0])
+        self._next_due = int(rows["reconnect_ms"].min()) if rows.shape[0] else _NEVER
+        ids, counts = np.unique(rows["outage"], return_counts=True)
+        self._per_outage = dict(zip(ids.tolist(), counts.tolist(), strict=True))
+
     def release(self, now_ms: int) -> Routed:
         """Flush the backlogs of outages that ended before `now_ms`."""
+        if self._next_due >= now_ms:  # nothing due: no pass over the held rows
+            empty = np.zeros(0, dtype=self._dtype)
+            return Routed(empty, empty)
         due = self.held["reconnect_ms"] < now_ms
         if not due.any():
             return Routed(self.held[:0], self.held[:0])
@@ -122,11 +146,13 @@ class DeliveryModel:
 
     def reconnect_all(self, at_ms: int) -> None:
         """The run is over: every outage still going ends now, so backlogs flush."""
-        self.held["reconnect_ms"] = np.minimum(self.held["reconnect_ms"], at_ms)
+        held = self.held
+        held["reconnect_ms"] = np.minimum(held["reconnect_ms"], at_ms)
+        self.held = held
 
     @property
     def backlog(self) -> int:
-        return int(self.held.shape[0])
+        return self._held_n
 
     def _draw(self, rows: np.ndarray) -> None:
         n = rows.shape[0]
@@ -159,6 +185,8 @@ class DeliveryModel:
         if rows.shape[0] == 0:
             return rows
         self._count_outages(rows)
+        if self._append(rows):
+            return rows[:0]
         touched = np.isin(self.held["outage"], rows["outage"])
         group = concat([take(self.held, touched), rows], rows.dtype)
         keep_others = take(self.held, ~touched)
@@ -172,6 +200,22 @@ class DeliveryModel:
         overflow["dropped"] = BUFFER_OVERFLOW
         self.held = concat([keep_others, take(group, ~over)], rows.dtype)
         return overflow
+
+    def _append(self, rows: np.ndarray) -> bool:
+        """Hold rows without touching those already held, when no buffer reaches its cap (the
+        common case: a long store-and-forward, such as a ship at sea, would otherwise copy its
+        whole backlog at every step). The result is the same as `_hold`'s general case."""
+        ids, first, counts = np.unique(rows["outage"], return_index=True, return_counts=True)
+        have = np.array([self._per_outage.get(i, 0) for i in ids.tolist()], dtype=np.int64)
+        cap = self._cap[self._class_of[rows["dev"][first]]]
+        if ((have + counts) > cap).any():
+            return False
+        self._parts.append(rows)
+        self._held_n += int(rows.shape[0])
+        self._next_due = min(self._next_due, int(rows["reconnect_ms"].min()))
+        for i, n in zip(ids.tolist(), (have + counts).tolist(), strict=True):
+            self._per_outage[i] = n
+        return True
 
     def _count_outages(self, rows: np.ndarray) -> None:
         """Count outages that buffered at least one reading (ids only grow per device)."""
