@@ -1,0 +1,1 @@
+"""Container shipping: ships on real sea lanes, containers, ports; voyage data arrives late."""

@@ -1,0 +1,20 @@
+"""The shipping topics and event schemas; topic names and keys come from `core.contracts`."""
+
+from __future__ import annotations
+
+from core.contracts.topics import (
+    SHIPPING_CONTAINERS,
+    SHIPPING_PORT_EVENTS,
+    SHIPPING_POSITIONS,
+)
+
+POSITIONS = SHIPPING_POSITIONS.name  # key: ship id (IMO number)
+CONTAINERS = SHIPPING_CONTAINERS.name  # key: container id (ISO 6346)
+PORT_EVENTS = SHIPPING_PORT_EVENTS.name  # key: port (UN/LOCODE)
+
+POSITION_SCHEMA = "shipping.position/1"
+CONTAINER_SCHEMA = "shipping.container/1"
+PORT_EVENT_SCHEMA = "shipping.port-event/1"
+
+# The key's length tells its kind: IMO9999999 (10), ABCU1234567 (11), SGSIN (5).
+TOPIC_BY_KEY_LENGTH = {10: POSITIONS, 11: CONTAINERS, 5: PORT_EVENTS}
