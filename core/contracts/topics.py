@@ -33,12 +33,14 @@ CARDS_PROFILES = Topic(
 )
 SENSORS_READINGS = Topic("sensors.readings", "sensor_id", doc="Sensor fleet readings.")
 VEHICLES_TELEMETRY = Topic("vehicles.telemetry", "vehicle_id", doc="Vehicle telemetry, 1 Hz.")
-SHIPPING_POSITIONS = Topic("shipping.positions", "vessel_id", doc="Vessel positions (AIS).")
+SHIPPING_POSITIONS = Topic(
+    "shipping.positions", "ship_id", doc="Ship positions (IMO number), logged on board."
+)
 SHIPPING_CONTAINERS = Topic(
-    "shipping.containers", "container_id", doc="Container readings (reefer, door)."
+    "shipping.containers", "container_id", doc="Container readings (reefer, door, shock)."
 )
 SHIPPING_PORT_EVENTS = Topic(
-    "shipping.port-events", "container_id", doc="Load, unload and gate events per container."
+    "shipping.port-events", "port", doc="Arrivals, departures, loads and unloads per port."
 )
 ALERTS = Topic("alerts", "entity_id", doc="Every detector's alerts, from every path.")
 CARD_FEATURES = Topic(
