@@ -88,10 +88,20 @@ class DeliveryModel:
     def _own_outage_ids(self, dev: np.ndarray, until: np.ndarray) -> np.ndarray:
         """One id per (device, reconnect time): rows of one scenario outage share it across
         steps; ids come from the outage schedule's counter, so they never clash with its own."""
-        pairs, inverse = np.unique(
-            np.stack([dev.astype(np.int64), until]), axis=1, return_inverse=True
-        )
-        p_dev, p_until = pairs
+        if (
+            dev.size
+            and int(dev.max()) < 1 << 20
+            and int(until.min()) >= 0
+            and until.max() < 1 << 43
+        ):
+            # one int64 key sorts as (device, time) does: np.unique on it is ~10x faster
+            keys, inverse = np.unique((dev.astype(np.int64) << 43) | until, return_inverse=True)
+            p_dev, p_until = keys >> 43, keys & ((1 << 43) - 1)
+        else:
+            pairs, inverse = np.unique(
+                np.stack([dev.astype(np.int64), until]), axis=1, return_inverse=True
+            )
+            p_dev, p_until = pairs
         ids = np.where(self._own_until[p_dev] == p_until, self._own_id[p_dev], NO_ID)
         new = ids == NO_ID
         ids[new] = self.outages.new_ids(int(new.sum()))

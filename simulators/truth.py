@@ -122,6 +122,20 @@ class TruthEncoder:
         which = np.flatnonzero(special)
         if which.size:
             some = take(rows, which)
+            held = (some["outage"] != NO_ID) & ~some["dup"]
+            held &= (some["label"] == 0) & (some["incident"] == NO_ID)
+            if held.any():  # a flushed backlog: one text per outage, not per record
+                ids, inverse = np.unique(some["outage"][held], return_inverse=True)
+                texts = np.array(
+                    [
+                        self._sent_flags % (self._outage_id % i, NULL, self._labels[0], NULL)
+                        for i in ids.tolist()
+                    ],
+                    dtype=object,
+                )
+                out[which[held]] = texts[inverse.reshape(-1)]
+                which, some = which[~held], take(some, np.flatnonzero(~held))
+        if which.size:
             columns = (
                 self._optional(some["outage"], self._outage_id),
                 self._duplicate_of(some),
