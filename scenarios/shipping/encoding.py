@@ -83,8 +83,9 @@ class ShippingEncoder:
         self._alarms = string_table(ALARMS)
         self._events = string_table(EVENT_KINDS)
         self._bools = np.array([b"false", b"true"], dtype=object)
+        # lat/lon at 5 decimals span too many values for a lookup table: formatted one by one
         self._floats = {
-            name: FixedDecimals(dec)
+            name: FixedDecimals(dec, max_span=0 if dec == 5 else 200_000)
             for name, dec in (
                 ("lat", 5),
                 ("lon", 5),

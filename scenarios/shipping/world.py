@@ -108,6 +108,12 @@ class ShippingWorld:
         self.port_dep = np.zeros(S)  # departure time when alongside
         self.port_arr = np.zeros(S)
         self.legs: list[Leg | None] = [None] * S
+        self.leg_dep = np.full(S, NEVER)  # the current or last leg, as arrays for the boxes
+        self.leg_arr = np.full(S, -NEVER)
+        self.leg_uplink = np.zeros(S)
+        self.at_port = np.array(  # the current or last call
+            [self.rotations[self.svc[k]][self.rot_pos[k]] for k in range(S)], dtype=np.int64
+        )
         self.voyage = np.arange(S, dtype=np.int64) * 100_000
         self.pos_next = start_ms + rng.uniform(0, v.position_interval_s * 1000, S)
         sat_ms = d.satellite.position_every_h * H_MS
@@ -253,6 +259,8 @@ class ShippingWorld:
         leg.t_knots, leg.s_knots = np.array(t_k), np.array(s_k)
         leg.uplink_ms = leg.arr_ms + float(d.voyages.uplink_min.sample(rng, 1)[0]) * 60_000
         self.legs[i] = leg
+        self.leg_dep[i], self.leg_arr[i], self.leg_uplink[i] = t, leg.arr_ms, leg.uplink_ms
+        self.at_port[i] = dest
         self.in_port[i] = False
         self.rot_pos[i] = nxt_pos
         self.voyage[i] += 1
@@ -573,10 +581,7 @@ class ShippingWorld:
         on_ship = ship >= 0
         s = np.maximum(ship, 0)
         in_port = ~on_ship | self.in_port[s]
-        legs = self.legs
-        dep = np.array([legs[k].dep_ms if legs[k] is not None else NEVER for k in s.tolist()])
-        arr = np.array([legs[k].arr_ms if legs[k] is not None else -NEVER for k in s.tolist()])
-        upl = np.array([legs[k].uplink_ms if legs[k] is not None else 0.0 for k in s.tolist()])
+        dep, arr, upl = self.leg_dep[s], self.leg_arr[s], self.leg_uplink[s]
         at_sea = on_ship & (dep <= t) & (t < arr)
         lat = np.where(on_ship, self.lat[s], self.port_lat[np.maximum(self.where[b], 0)])
         ambient = 30.0 - 0.35 * np.abs(lat) + rng.normal(0, 1.0, n)
@@ -653,10 +658,7 @@ class ShippingWorld:
         }
 
     def _ship_port(self, s: np.ndarray) -> np.ndarray:
-        rot_ports = np.array(
-            [self.rotations[self.svc[k]][self.rot_pos[k]] for k in range(self.S)], dtype=np.int64
-        )
-        return rot_ports[s]
+        return self.at_port[s]
 
     def _readings(self, parts: list[dict[str, np.ndarray]]) -> Readings:
         n = sum(p["t"].shape[0] for p in parts)
