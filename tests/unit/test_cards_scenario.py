@@ -17,10 +17,11 @@ import pytest
 
 from api.fraud.settings import ApiSettings, load_secrets
 from core.config import StackConfig
+from core.geo import haversine_km
 from core.pan import PanTokenizer, luhn_valid
 from scenarios.cards.config import CARD_FRAUDS, HARD_NEGATIVES
 from scenarios.cards.scenario import CardVelocity
-from scenarios.cards.world import World, haversine_km
+from scenarios.cards.world import World
 from scenarios.catalog import ScenarioConfig, build_scenario, run_scenario
 from simulators import Engine
 from simulators.sinks import JsonlSink, MemorySink

@@ -16,7 +16,8 @@ from api.fraud.publisher import MemoryPublisher
 from api.fraud.service import FraudService
 from api.fraud.settings import ApiSecrets, ApiSettings
 from api.main import create_app
-from core.pan import luhn_valid
+from core.geo import haversine_km
+from core.pan import luhn_check_digits, luhn_valid, make_pans
 from streamsim.loadtest.config import PayloadMix
 from streamsim.loadtest.payloads import (
     CARD_TESTING,
@@ -26,9 +27,6 @@ from streamsim.loadtest.payloads import (
     KINDS,
     PayloadSet,
     build_payloads,
-    haversine_km,
-    luhn_check_digits,
-    make_pans,
 )
 
 MIX = PayloadMix(
@@ -57,7 +55,7 @@ def bodies(payloads: PayloadSet) -> list[dict]:
 def test_luhn_digits_and_pans() -> None:
     digits = np.array([[int(c) for c in "411111111111111"], [int(c) for c in "555555555555444"]])
     assert luhn_check_digits(digits).tolist() == [1, 4]
-    pans = make_pans(np.random.default_rng(1), 5_000)
+    pans = make_pans(np.random.default_rng(1), 5_000, ("4", "51", "55"), dtype=np.int64)
     assert len(set(pans)) == 5_000
     assert all(len(p) == 16 and luhn_valid(p) and p[0] in "45" for p in pans)
 

@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from scenarios.vehicles.cities import Cities, haversine_km
+from core.geo import haversine_km
+from scenarios.vehicles.cities import Cities
 from scenarios.vehicles.config import Region, Roads, Trips, Zones
 from scenarios.vehicles.route_pool import RoutePool
 from scenarios.vehicles.routes import (

@@ -16,8 +16,8 @@ import orjson
 import pandas as pd
 import pytest
 
+from core.geo import haversine_km
 from scenarios.catalog import ScenarioConfig, run_scenario
-from scenarios.vehicles.cities import haversine_km
 from scenarios.vehicles.config import TYRES, VEHICLE_FAULTS, ConnectedVehiclesDomain
 from simulators.sinks import MemorySink
 from streamsim.config.kinds import load_file

