@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from core.config.base import Settings
+from core.contracts import topics
 from detectors import (
     SpendingParams,
     TerminalParams,
@@ -33,7 +34,7 @@ class CardVelocitySettings(Settings):
     """
 
     features_topic: str = Field(
-        "aggregates.card-features", description="Kafka topic for the per-card window features."
+        topics.CARD_FEATURES.name, description="Kafka topic for the per-card window features."
     )
     feature_windows: list[WindowSpec] = Field(
         default_factory=lambda: [

@@ -29,16 +29,9 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
-from pyspark.sql.types import (
-    BooleanType,
-    DoubleType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-)
 
 from core.config import StackConfig
+from core.contracts import CARD_TRANSACTION
 from core.kafka import ensure_topics
 from detectors import ALERT_SPARK_DDL
 from pipeline.alerts_sink import AlertSink
@@ -67,25 +60,7 @@ from pipeline.triggers import output_mode, query_trigger, realtime_fits, start_q
 NAME = "card-velocity"
 
 #: The fields this job reads from `cards.transaction/1` and `cards.activity/1` records.
-TRANSACTION_SCHEMA = StructType(
-    [
-        StructField("schema", StringType()),
-        StructField("event_id", StringType()),
-        StructField("transaction_id", StringType()),
-        StructField("card_token", StringType()),
-        StructField("event_time", LongType()),
-        StructField("amount", DoubleType()),
-        StructField("currency", StringType()),
-        StructField("merchant_id", StringType()),
-        StructField("merchant_category", StringType()),
-        StructField("channel", StringType()),
-        StructField("card_present", BooleanType()),
-        StructField("lat", DoubleType()),
-        StructField("lon", DoubleType()),
-        StructField("country", StringType()),
-        StructField("terminal_id", StringType()),
-    ]
-)
+TRANSACTION_SCHEMA = CARD_TRANSACTION.spark_schema(exclude=("card_last4", "seq"))
 #: Beyond event_id and event_time, a transaction without these goes to the dead-letter topic.
 REQUIRED = ("card_token", "amount")
 

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from core.config.base import Settings
+from core.contracts import topics
 from detectors import (
     BrakingParams,
     FlatlineParams,
@@ -197,7 +198,9 @@ class LateSettings(Settings):
     watermark: Duration = Field(
         "30 minutes", description="The rescoring query's watermark (longer than the job's)."
     )
-    topic: str = Field("alerts", description="Where late alerts go (`late: true` on each).")
+    topic: str = Field(
+        topics.ALERTS.name, description="Where late alerts go (`late: true` on each)."
+    )
 
 
 class VehicleTelemetrySettings(Settings):
@@ -209,10 +212,10 @@ class VehicleTelemetrySettings(Settings):
     """
 
     stats_topic: str = Field(
-        "aggregates.vehicle-stats", description="Kafka topic of the per-vehicle window stats."
+        topics.VEHICLE_STATS.name, description="Kafka topic of the per-vehicle window stats."
     )
     trips_topic: str = Field(
-        "aggregates.vehicle-trips", description="Kafka topic of the per-trip summaries."
+        topics.VEHICLE_TRIPS.name, description="Kafka topic of the per-trip summaries."
     )
     stats_windows: list[WindowSpec] = Field(
         default_factory=lambda: [

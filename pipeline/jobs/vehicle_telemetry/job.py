@@ -34,9 +34,9 @@ from collections.abc import Callable
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
-from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
 from core.config import StackConfig
+from core.contracts import VEHICLE_TELEMETRY
 from core.kafka import ensure_topics
 from detectors import ALERT_SPARK_DDL
 from pipeline.aggregates_sink import AggregatesSink
@@ -67,37 +67,8 @@ LATE_FOLDER = f"{NAME}-late"
 #: How long the late sink waits for the main alerts query to judge a reading first.
 LATE_WAIT_S = 120.0
 
-_NUMBERS = (
-    "speed_limit_kmh",
-    "lat",
-    "lon",
-    "speed_kmh",
-    "heading_deg",
-    "odometer_km",
-    "rpm",
-    "coolant_c",
-    "oil_pressure_kpa",
-    "fuel_pct",
-    "battery_v",
-    "tyre_fl_kpa",
-    "tyre_fr_kpa",
-    "tyre_rl_kpa",
-    "tyre_rr_kpa",
-    "accel_long_ms2",
-)
-#: The fields this job reads from `vehicle.telemetry/1` records.
-VEHICLE_SCHEMA = StructType(
-    [
-        StructField("schema", StringType()),
-        StructField("event_id", StringType()),
-        StructField("vehicle_id", StringType()),
-        StructField("event_time", LongType()),
-        StructField("seq", LongType()),
-        StructField("trip_id", LongType()),
-        StructField("road_class", StringType()),
-        *(StructField(name, DoubleType()) for name in _NUMBERS),
-    ]
-)
+#: The fields this job reads from `vehicle.telemetry/1` records: all of them.
+VEHICLE_SCHEMA = VEHICLE_TELEMETRY.spark_schema()
 #: Beyond event_id and event_time, a reading without these goes to the dead-letter topic.
 REQUIRED = ("vehicle_id",)
 
