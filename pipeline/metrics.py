@@ -10,6 +10,7 @@ from confluent_kafka import Producer
 
 from core.config import StackConfig
 from core.contracts import topics
+from core.contracts.events import PIPELINE_PROGRESS
 from core.kafka import ensure_topics, producer_config
 from pipeline.progress import BatchReport
 
@@ -27,7 +28,7 @@ class MetricsPublisher:
 
     def __call__(self, report: BatchReport) -> None:
         record = {
-            "schema": "pipeline.progress/1",
+            "schema": PIPELINE_PROGRESS,
             "job": self.job,
             "mode": self.mode,
             "at": time.time_ns() // 1_000_000,

@@ -15,11 +15,12 @@ from confluent_kafka import Producer
 
 from core.config import StackConfig
 from core.contracts import topics
+from core.contracts.events import SIMULATOR_RUN
 from core.kafka import ensure_topics, producer_config
 from simulators.engine import RunSummary
 
 METRICS_TOPIC = topics.METRICS.name
-SCHEMA = "simulator.run/1"
+SCHEMA = SIMULATOR_RUN
 
 
 def run_record(scenario: str, seed: int, summary: RunSummary) -> dict[str, Any]:

@@ -312,6 +312,12 @@ CARD_ACTIVITY = EventSchema(
     "verdict. No `seq`: the endpoint is not a device.",
 )
 
+#: The records on the `metrics` topic: what a finished simulator run was (keyed by scenario),
+#: and a pipeline query's progress per batch (keyed by query name). Their producers,
+#: `simulators.run_record` and `pipeline.metrics`, define their fields.
+SIMULATOR_RUN = "simulator.run/1"
+PIPELINE_PROGRESS = "pipeline.progress/1"
+
 #: Every event schema by its `schema` value.
 EVENTS: dict[str, EventSchema] = {
     s.id: s for s in (VEHICLE_TELEMETRY, SENSOR_READING, CARD_TRANSACTION, CARD_ACTIVITY)

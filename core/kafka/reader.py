@@ -10,6 +10,7 @@ import orjson
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from core.config import StackConfig
+from core.contracts.events import SIMULATOR_RUN
 from core.kafka.admin import admin_client
 from core.kafka.clients import consumer_config
 from core.kafka.offsets import end_offsets
@@ -69,6 +70,6 @@ def read_topic(
 
 def latest_run(metrics: list[dict[str, Any]], scenario: str) -> dict[str, Any] | None:
     runs = [
-        r for r in metrics if r.get("schema") == "simulator.run/1" and r.get("scenario") == scenario
+        r for r in metrics if r.get("schema") == SIMULATOR_RUN and r.get("scenario") == scenario
     ]
     return max(runs, key=lambda r: r["finished_at"]) if runs else None

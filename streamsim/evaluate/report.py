@@ -12,6 +12,7 @@ import pandas as pd
 
 from core.config import StackConfig, load_model
 from core.contracts import labels, topics
+from core.contracts.events import PIPELINE_PROGRESS
 from core.errors import StreamsimError
 from core.kafka.reader import latest_run, read_topic
 from pipeline.config import PipelineConfig
@@ -191,7 +192,7 @@ def _late_dropped(metrics: list[dict[str, Any]], since_wall_ms: int) -> int:
     the same input with the same watermark)."""
     per_query: dict[str, int] = {}
     for r in metrics:
-        if r.get("schema") == "pipeline.progress/1" and r.get("at", 0) >= since_wall_ms:
+        if r.get("schema") == PIPELINE_PROGRESS and r.get("at", 0) >= since_wall_ms:
             late = int(r.get("late_events", r.get("dropped_by_watermark", 0)))
             per_query[r["query"]] = per_query.get(r["query"], 0) + late
     return max(per_query.values(), default=0)

@@ -21,10 +21,11 @@ from typing import Any
 import orjson
 
 from core.contracts import topics
+from core.contracts.events import PIPELINE_PROGRESS
 
 ALERTS_TOPIC = topics.ALERTS.name
 METRICS_TOPIC = topics.METRICS.name
-PROGRESS_SCHEMA = "pipeline.progress/1"
+PROGRESS_SCHEMA = PIPELINE_PROGRESS
 
 #: The `cards.activity` fields the UI may see.
 ACTIVITY_FIELDS = (
