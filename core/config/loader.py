@@ -9,11 +9,12 @@ import os
 from pathlib import Path
 from typing import Any, TypeVar
 
+import orjson
 import yaml
 from pydantic import BaseModel, ValidationError
 
 from core.config.errors import ConfigError, key_path
-from core.config.stack import ENV_OVERRIDES, StackConfig
+from core.config.stack import ENV_OVERRIDES, KAFKA_CLIENT_ENV, StackConfig
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -76,6 +77,10 @@ def with_env(stack: StackConfig) -> StackConfig:
             node = node[key]
         node[loc[-1]] = value
         applied = True
+    client = os.environ.get(KAFKA_CLIENT_ENV)
+    if client:
+        data["kafka"]["client"] = {**data["kafka"]["client"], **_client_settings(client)}
+        applied = True
     if not applied:
         return stack
     try:
@@ -87,3 +92,23 @@ def with_env(stack: StackConfig) -> StackConfig:
             where = f"environment variable {names[0]}" if names else f"key '{key_path(err['loc'])}'"
             problems.append(f"{where} has bad value {err['input']!r}: {err['msg']}")
         raise ConfigError("environment", problems) from None
+
+
+def _client_settings(text: str) -> dict[str, Any]:
+    """$STREAMSIM_KAFKA_CLIENT: a JSON object of librdkafka settings (never echoed: it may
+    hold secrets)."""
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        value = None
+    if not isinstance(value, dict) or not all(
+        isinstance(v, str | int | float | bool) for v in value.values()
+    ):
+        raise ConfigError(
+            "environment",
+            [
+                f"environment variable {KAFKA_CLIENT_ENV} must be a JSON object of librdkafka "
+                "settings with string, number or boolean values"
+            ],
+        )
+    return value

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 
@@ -20,6 +21,21 @@ ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
     "STREAMSIM_API_PORT": ("api", "port"),
     "STREAMSIM_UI_PORT": ("ui", "port"),
 }
+#: Environment variable: a JSON object of librdkafka settings merged over `kafka.client`, so
+#: secrets (`sasl.password`, ...) need not be written into a stack file.
+KAFKA_CLIENT_ENV = "STREAMSIM_KAFKA_CLIENT"
+#: librdkafka settings that hold a secret: passwords, client secrets, JAAS and OAuth configs,
+#: private keys in PEM.
+_SECRET_CLIENT_KEY = re.compile(r"password|secret|jaas|key\.pem|oauthbearer\.config", re.I)
+
+
+def is_secret_client_key(key: str) -> bool:
+    """Whether a librdkafka setting holds a secret.
+
+    >>> is_secret_client_key("sasl.password"), is_secret_client_key("security.protocol")
+    (True, False)
+    """
+    return bool(_SECRET_CLIENT_KEY.search(key))
 
 
 class TopicSettings(Settings):
@@ -114,3 +130,13 @@ class StackConfig(Settings):
     api: ServiceSettings = Field(ServiceSettings(port=8000), description="The HTTP service.")
     ui: ServiceSettings = Field(ServiceSettings(port=8501), description="The control panel.")
     dirs: DirSettings = Field(DirSettings(), description="Where files go.")
+
+
+def split_client_secrets(stack: StackConfig) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The stack as plain data without the secret `kafka.client` settings, and those settings
+    (for `KAFKA_CLIENT_ENV`, which `load_stack` merges back)."""
+    data = stack.model_dump(mode="json")
+    client = data["kafka"]["client"]
+    secrets = {k: v for k, v in client.items() if is_secret_client_key(k)}
+    data["kafka"]["client"] = {k: v for k, v in client.items() if k not in secrets}
+    return data, secrets
