@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import string
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -46,7 +47,9 @@ def plan(config: LoadTestConfig, base_url: str, run_tag: str | None = None) -> P
     rng = np.random.default_rng([config.seed, 0xA221])
     times = send_times(config.load, config.total_s, config.arrivals, rng)
     payloads = build_payloads(config.payload, times, config.seed)
-    tag = run_tag or secrets.token_hex(4)
+    # Letters only: digits next to the slot number could make a 12+ digit run that the
+    # endpoint rejects when it passes the Luhn check (a card number in an id).
+    tag = run_tag or "".join(secrets.choice(string.ascii_lowercase) for _ in range(8))
     base_ms = time.time_ns() // 1_000_000
     head = request_head(base_url, config.target.path, config.target.headers)
     requests = [post_request(head, body) for body in payloads.bodies(times, tag, base_ms)]
