@@ -39,7 +39,7 @@ import yaml
 
 from core.config import StackConfig, load_model
 from core.config.loader import read_yaml
-from core.contracts import labels, topics
+from core.contracts import VEHICLE_TELEMETRY, labels, topics
 from core.errors import StreamsimError
 from core.kafka import ensure_topics, producer_config
 from core.kafka.offsets import end_offsets, records_since
@@ -88,7 +88,7 @@ SCENARIOS: dict[str, DemoScenario] = {
         evaluation="connected-vehicles",
         speed=SPEED_VEHICLES,
         overrides={"domain": {"faults": FAULTS_VEHICLES}},
-        end_of_input={"schema": "vehicle.telemetry/1", "vehicle_id": "end-of-input"},
+        end_of_input={"schema": VEHICLE_TELEMETRY.id, "vehicle_id": "end-of-input"},
     ),
 }
 #: How far past the watermark the end-of-input reading goes: beyond any reading still unseen.

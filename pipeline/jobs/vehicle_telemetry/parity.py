@@ -36,6 +36,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from core.config import StackConfig
+from core.contracts.events import PIPELINE_PROGRESS
 from core.errors import StreamsimError
 from pipeline.config import PipelineConfig
 from pipeline.jobs.vehicle_telemetry.job import ALERTS_QUERY, REQUIRED, STATS_QUERY, VEHICLE_SCHEMA
@@ -43,7 +44,7 @@ from pipeline.jobs.vehicle_telemetry.windows import STATS_KEY, stat_columns, veh
 from pipeline.kafka_io import parse_events, read_kafka_batch
 from pipeline.metrics import METRICS_TOPIC
 
-PROGRESS_SCHEMA = "pipeline.progress/1"
+PROGRESS_SCHEMA = PIPELINE_PROGRESS
 EXACT_COLUMNS = ("window_end", "readings", "first_event_time", "last_event_time")
 EARLIEST = -2
 KEPT = "\u0000on-time"  # tags the on-time copy of a vehicle's readings in the oracle
