@@ -53,6 +53,7 @@ from confluent_kafka.admin import NewTopic
 
 from core.config import StackConfig
 from core.config.loader import read_yaml
+from core.contracts import VEHICLE_TELEMETRY
 from core.errors import StreamsimError
 from core.kafka import consumer_config, ensure_topics, producer_config
 from core.kafka.admin import admin_client, delete_topics
@@ -406,7 +407,7 @@ def paced_reading(vehicle: int, tick: int, now_ms: int, coolant: float) -> dict[
     signals (no flatline), no braking, below the speed limit."""
     wobble = (tick + vehicle) % 3
     return {
-        "schema": "vehicle.telemetry/1",
+        "schema": VEHICLE_TELEMETRY.id,
         "event_id": f"lat-{vehicle}-{tick}",
         "vehicle_id": f"veh-{vehicle:06d}",
         "event_time": now_ms,
