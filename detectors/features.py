@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from typing import Any
 
@@ -122,3 +123,54 @@ def first_crossing(fires: np.ndarray, prior_fires: np.ndarray) -> np.ndarray:
     [False, True, False]
     """
     return np.asarray(fires, dtype=bool) & ~np.asarray(prior_fires, dtype=bool)
+
+
+#: (window_start, window_end, lo, hi, prior_hi): a window's events are `events[lo:hi]`, those
+#: before its last slide `events[lo:prior_hi]`.
+ClosingWindow = tuple[int, int, int, int, int]
+
+
+def closing_windows(
+    times: Sequence[int], after_ms: int | None, until_ms: int, window_ms: int, slide_ms: int
+) -> list[ClosingWindow]:
+    """The windows of `window_ms` sliding by `slide_ms` (starts aligned to the epoch, as
+    Spark's `window()`: start <= t < end) that hold at least one of the sorted `times` and
+    end in `(after_ms, until_ms]`: the windows a watermark moving from `after_ms` (None: from
+    the start) to `until_ms` closes. With `slide_ms >= window_ms` (tumbling) the prior slice is
+    empty.
+
+    >>> closing_windows([30_000, 90_000], None, 240_000, 120_000, 60_000)
+    [(-60000, 60000, 0, 1, 0), (0, 120000, 0, 2, 1), (60000, 180000, 1, 2, 2)]
+    >>> closing_windows([30_000, 90_000], 120_000, 240_000, 120_000, 60_000)
+    [(60000, 180000, 1, 2, 2)]
+    """
+    if not times:
+        return []
+    slide = min(slide_ms, window_ms)
+    first = -((window_ms - times[0] - 1) // slide) * slide  # least start with end > times[0]
+    if after_ms is not None:
+        first = max(first, -((window_ms - after_ms - 1) // slide) * slide)
+    last = min(until_ms - window_ms, times[-1]) // slide * slide
+    out: list[ClosingWindow] = []
+    for start in range(first, last + 1, slide):
+        end = start + window_ms
+        lo = bisect.bisect_left(times, start)
+        hi = bisect.bisect_left(times, end)
+        if hi > lo:
+            prior = bisect.bisect_left(times, end - slide, lo, hi) if slide < window_ms else lo
+            out.append((start, end, lo, hi, prior))
+    return out
+
+
+def next_window_end(latest_ms: int, until_ms: int, window_ms: int, slide_ms: int) -> int | None:
+    """The end of the first window after `until_ms` that holds an event at `latest_ms` (None:
+    no window ending after `until_ms` holds it): when the watermark must next look.
+
+    >>> next_window_end(90_000, 120_000, 120_000, 60_000)
+    180000
+    >>> next_window_end(0, 120_000, 60_000, 60_000) is None
+    True
+    """
+    slide = min(slide_ms, window_ms)
+    start = -((window_ms - until_ms - 1) // slide) * slide  # least start with end > until
+    return start + window_ms if start <= latest_ms else None

@@ -292,3 +292,44 @@ class SpendingState(Snapshottable):
         self.profile.amounts.clear()
         self.profile.amounts.extend(float(a) for a in data["amounts"])
         self.seen = SeenIds(self.seen.capacity, data["seen"])
+
+
+def spending_step(
+    entity_id: str,
+    profile: list[Any],
+    event_id: str,
+    event_time: int,
+    amount: float,
+    category: str | None,
+    params: SpendingParams,
+) -> Alert | None:
+    """`SpendingState.update` on a compact profile `[count, {category: count}, [amounts]]`
+    (changed in place; the amounts hold the latest `history_size`): the alert of this
+    transaction against the profile before it, then the transaction folded in. The median is
+    only computed where the rule could fire (enough history, a large enough amount).
+
+    >>> profile: list[Any] = [0, {}, []]
+    >>> [spending_step("card-1", profile, f"t{i}", i, 20.0, "grocery", SpendingParams())
+    ...  for i in range(10)] == [None] * 10
+    True
+    >>> spending_step("card-1", profile, "t10", 10, 500.0, "electronics", SpendingParams()).label
+    'account_takeover'
+    >>> profile[0], profile[1], len(profile[2])
+    (11, {'grocery': 10, 'electronics': 1}, 11)
+    """
+    category = category or ""
+    count, categories, amounts = profile
+    alert = None
+    if count >= params.min_history and amount >= params.min_amount and amounts:
+        features = SpendingFeatures(
+            count, float(statistics.median(amounts)), categories.get(category, 0)
+        )
+        alert = check_spending(
+            entity_id, str(event_id), int(event_time), float(amount), category, features, params
+        )
+    profile[0] = count + 1
+    categories[category] = categories.get(category, 0) + 1
+    amounts.append(float(amount))
+    if len(amounts) > params.history_size:
+        del amounts[: len(amounts) - params.history_size]
+    return alert

@@ -22,6 +22,7 @@ from pydantic import Field
 
 from detectors.alert import Alert, alerts_to_frame
 from detectors.features import (
+    closing_windows,
     first_crossing,
     ids_of,
     optional_value,
@@ -153,3 +154,47 @@ def terminal_window_features(
         return out
     prior = rows[rows["prior"]].groupby(keys).agg(prior_distinct_cards=("card_id", "nunique"))
     return with_prior(out, prior, keys)
+
+
+#: One released use at a merchant in its compact ring: event_time, event_id, card.
+RingUse = tuple[int, str, str]
+
+
+def terminal_closing_alerts(
+    merchant_id: str,
+    ring: Sequence[RingUse],
+    after_ms: int | None,
+    until_ms: int,
+    params: TerminalParams,
+    slide_ms: int | None = None,
+) -> list[Alert]:
+    """The per-window form (`terminal_window_alerts` on `terminal_window_features`, exact
+    distinct cards) over the windows a watermark moving from `after_ms` to `until_ms` closes
+    (`closing_windows`), from a merchant's ring of uses sorted by (event_time, event_id).
+
+    >>> ring = [(i * 10_000, f"u{i:02}", f"card-{i}") for i in range(25)]
+    >>> [len(a.event_ids) for a in terminal_closing_alerts("m1", ring, None, 10**7,
+    ...     TerminalParams(), 60_000)]
+    [24]
+    """
+    window_ms = max(1, round(params.window_s * 1000))
+    slide = window_ms if slide_ms is None else min(slide_ms, window_ms)
+    if len(ring) < params.min_distinct_cards:
+        return []
+    times = [use[0] for use in ring]
+    alerts = []
+    for start, end, lo, hi, prior in closing_windows(times, after_ms, until_ms, window_ms, slide):
+        if hi - lo < params.min_distinct_cards:
+            continue
+        distinct = len({use[2] for use in ring[lo:hi]})
+        if not terminal_fires(distinct, params):
+            continue
+        if prior > lo and terminal_fires(len({use[2] for use in ring[lo:prior]}), params):
+            continue
+        ids = sorted(use[1] for use in ring[lo:hi])
+        alert = check_terminal_window(
+            merchant_id, start, end, distinct, params, hi - lo, ids, max(times[lo:hi])
+        )
+        if alert is not None:
+            alerts.append(alert)
+    return alerts

@@ -373,3 +373,36 @@ class TravelState(Snapshottable):
 
 def _order(p: Position) -> tuple[int, str]:
     return p.event_time, p.event_id
+
+
+def travel_step(
+    entity_id: str,
+    positions: list[Position],
+    current: Position | None,
+    params: TravelParams,
+    max_positions: int = 8,
+) -> list[Alert]:
+    """`TravelState.update` on a plain list of positions (sorted by event time, changed in
+    place), for compact state: the alerts of `current` against its neighbours in event time,
+    then `current` remembered (a use without a position, None, changes nothing).
+
+    >>> positions: list[Position] = []
+    >>> travel_step("card-1", positions, Position("t1", 0, 51.5074, -0.1278), TravelParams())
+    []
+    >>> sydney = Position("t3", 180_000, -33.8688, 151.2093)
+    >>> [a.event_ids for a in travel_step("card-1", positions, sydney, TravelParams())]
+    [('t1', 't3')]
+    >>> len(positions)
+    2
+    """
+    if current is None or any(p.event_id == current.event_id for p in positions):
+        return []
+    i = bisect.bisect_left(positions, _order(current), key=_order)
+    alerts = []
+    for neighbour in positions[max(0, i - 1) : i + 1]:
+        alert = check_travel(entity_id, neighbour, current, params)
+        if alert is not None:
+            alerts.append(alert)
+    positions.insert(i, current)
+    del positions[: max(0, len(positions) - max(1, max_positions))]
+    return alerts

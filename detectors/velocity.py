@@ -40,6 +40,7 @@ from pydantic import Field, model_validator
 from detectors.alert import Alert, Evidence, alerts_to_frame
 from detectors.dedup import SeenIds
 from detectors.features import (
+    closing_windows,
     first_crossing,
     ids_of,
     optional_value,
@@ -503,3 +504,50 @@ class VelocityState(Snapshottable):
         self.times = [t[0] for t in self.tx]
         self.fired = {str(i) for i in data["fired"]}
         self.seen = SeenIds(self.seen.capacity, data["seen"])
+
+
+#: One released transaction in a card's compact ring: event_time, event_id, amount, merchant.
+RingTx = tuple[int, str, float, str]
+
+
+def velocity_closing_alerts(
+    entity_id: str,
+    ring: Sequence[RingTx],
+    after_ms: int | None,
+    until_ms: int,
+    params: VelocityParams,
+    slide_ms: int | None = None,
+) -> list[Alert]:
+    """The per-window form (`velocity_window_alerts` on `velocity_window_features`, exact
+    distinct merchants) over the windows a watermark moving from `after_ms` to `until_ms`
+    closes (`closing_windows`), from a card's ring of transactions sorted by (event_time,
+    event_id): the same alerts, ids and all, without a row per window. On sliding windows a
+    window fires only where it does without its last slide not (`first_crossing`).
+
+    >>> ring = [(i * 60_000, f"t{i}", 1.0, "m") for i in range(6)]
+    >>> [a.event_ids for a in velocity_closing_alerts("c1", ring, None, 10**7, VelocityParams(),
+    ...     60_000)]
+    [('t0', 't1', 't2', 't3', 't4')]
+    """
+    window_ms = params.window_ms
+    slide = window_ms if slide_ms is None else min(slide_ms, window_ms)
+    if len(ring) < params.min_count:
+        return []
+    times = [tx[0] for tx in ring]
+    alerts = []
+    for start, end, lo, hi, prior in closing_windows(times, after_ms, until_ms, window_ms, slide):
+        if hi - lo < params.min_count:
+            continue
+        window = ring[lo:hi]
+        features = _features(list(window), params)
+        if not _fires(features, params):
+            continue
+        if prior > lo and _fires(_features(list(ring[lo:prior]), params), params):
+            continue
+        ids = sorted(tx[1] for tx in window)
+        alert = check_velocity_window(
+            entity_id, start, end, features, params, ids, max(times[lo:hi])
+        )
+        if alert is not None:
+            alerts.append(alert)
+    return alerts
