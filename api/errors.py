@@ -1,6 +1,10 @@
-"""422 bodies in the FastAPI convention (`detail[]` of `loc`, `msg`, `type`, `input`, `ctx`),
-with every card number taken out: the `card_number` field's input is redacted wherever it
-appears (its own error, or a whole-body input), and any other PAN-like value is masked."""
+"""Error bodies with every card number taken out.
+
+- 422s in the FastAPI convention (`detail[]` of `loc`, `msg`, `type`, `input`, `ctx`): the
+  `card_number` field's input is redacted wherever it appears (its own error, or a whole-body
+  input), and any other PAN-like value is masked, in `loc` too (an unknown key is a key of
+  the body).
+"""
 
 from __future__ import annotations
 
@@ -9,11 +13,25 @@ from typing import Any
 
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel
 
 from api.responses import OrjsonResponse
 from core.pan import REDACTED, scrub, scrub_text
 
 CARD_FIELD = "card_number"
+
+
+class ErrorBody(BaseModel):
+    """Any error but a request validation error: `detail` says what went wrong."""
+
+    detail: Any
+
+
+#: A route with a JSON body also answers 400 when the body cannot be read as text
+#: (not UTF-8, for one).
+BAD_BODY: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorBody, "description": "A body that cannot be parsed (not UTF-8, ...)."}
+}
 
 
 def _redact_card_field(value: Any) -> Any:
@@ -41,7 +59,7 @@ def safe_error(error: Mapping[str, Any]) -> dict[str, Any]:
     loc: Sequence[Any] = error.get("loc", ())
     out: dict[str, Any] = {
         "type": error.get("type"),
-        "loc": list(loc),
+        "loc": [scrub(part) for part in loc],
         "msg": scrub_text(str(error.get("msg", ""))),
     }
     if "input" in error:

@@ -130,7 +130,10 @@ class ApiClient:
         return list(self._get("/v1/scenarios")["scenarios"])
 
     def runs(self) -> list[dict[str, Any]]:
-        return list(self._get("/v1/runs")["runs"])
+        """With the control token when there is one: only then does the API show a run's
+        stderr tail, working directory and overrides."""
+        body: dict[str, Any] = self._request("GET", "/v1/runs", control=True).json()
+        return list(body["runs"])
 
     def alerts(self, limit: int = 50) -> dict[str, Any]:
         return self._get("/v1/alerts", limit=limit)

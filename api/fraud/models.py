@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationInfo, field_validator
 
-from core.pan import PAN_MAX_DIGITS, PAN_MIN_DIGITS, luhn_valid
+from core.pan import PAN_MAX_DIGITS, PAN_MIN_DIGITS, find_pan, luhn_valid
 
 Channel = Literal["card_present", "card_not_present", "online"]
 CARD_PRESENT = "card_present"
@@ -36,11 +36,30 @@ _EXAMPLE: dict[str, JsonValue] = {
 }
 
 
+#: The channel rule of `lat` and `lon` in JSON Schema, for clients and fuzzers.
+_LOCATED_IFF_CARD_PRESENT: dict[str, JsonValue] = {
+    "if": {"properties": {"channel": {"const": "card_present"}}},
+    "then": {
+        "required": ["lat", "lon"],
+        "properties": {"lat": {"type": "number"}, "lon": {"type": "number"}},
+    },
+    "else": {"properties": {"lat": {"type": "null"}, "lon": {"type": "null"}}},
+}
+
+
 class TransactionRequest(BaseModel):
-    """One authorization request from a point of sale or an online checkout."""
+    """One authorization request from a point of sale or an online checkout.
+
+    Strict types: a number must be a JSON number (an integer for `event_time`), never a
+    boolean or a string. No string field but `card_number` may hold a card number, written out
+    with separators or not (`core.pan.find_pan`).
+    """
 
     model_config = ConfigDict(
-        extra="forbid", frozen=True, json_schema_extra={"examples": [_EXAMPLE]}
+        extra="forbid",
+        frozen=True,
+        strict=True,
+        json_schema_extra={"examples": [_EXAMPLE], "allOf": [_LOCATED_IFF_CARD_PRESENT]},
     )
 
     # First, so the fields after it can be checked for a copy of it.
@@ -101,12 +120,20 @@ class TransactionRequest(BaseModel):
             raise ValueError("card_number fails the Luhn check")
         return value
 
+    # currency and country: their patterns admit no digit.
     @field_validator("transaction_id", "merchant_id", "merchant_category", "terminal_id")
     @classmethod
     def _no_card_number(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return value
         pan = info.data.get("card_number")
-        if value is not None and pan and pan in value:
+        if pan and pan in value:
             raise ValueError(f"{info.field_name} must not contain the card number")
+        if find_pan(value) is not None:
+            raise ValueError(
+                f"{info.field_name} must not contain a card number (a Luhn-valid run of "
+                f"{PAN_MIN_DIGITS}-{PAN_MAX_DIGITS} digits, separators ignored)"
+            )
         return value
 
     @field_validator("lat", "lon")
@@ -283,3 +310,7 @@ class Health(BaseModel):
     kafka: KafkaHealth
     state: StateStats
     publish: PublishStats
+
+
+class StatsReset(BaseModel):
+    reset: Literal[True]

@@ -7,8 +7,8 @@ from typing import Any
 
 from fastapi import HTTPException, Request, status
 
+from api.errors import ErrorBody
 from api.panel.consumers.feeds import Feeds
-from api.panel.models.runs import ErrorBody
 from api.panel.runs import RunManager
 
 
@@ -30,4 +30,7 @@ def runs_of(request: Request) -> RunManager:
 
 UNAVAILABLE: dict[int | str, dict[str, Any]] = {
     503: {"model": ErrorBody, "description": "No Kafka configured."}
+}
+RUNS_UNAVAILABLE: dict[int | str, dict[str, Any]] = {
+    503: {"model": ErrorBody, "description": "Run control is not set up."}
 }

@@ -3,7 +3,9 @@
 `RunManager.start(scenario, ...)`:
 - reads `<scenario_dir>/<scenario>.yaml`, deep-merges the `overrides` over it and validates the
   result as a `ScenarioConfig` (a bad override raises `InvalidOverrides`, naming the key);
-- writes the merged scenario and the API's resolved stack to `<runs_dir>/<run_id>/`;
+- writes the merged scenario and the API's resolved stack to `<runs_dir>/<run_id>/`, the stack
+  without its Kafka client secrets (`sasl.password`, ...): the child gets those in
+  `$STREAMSIM_KAFKA_CLIENT`;
 - starts `streamsim simulate SCENARIO --sink kafka --json [--speed X] [--duration S]` there
   (`streamsim simulate` in a child process, which takes SIGTERM as a clean stop that flushes Kafka);
 - a watcher thread records the exit: `finished` with the `--json` summary, `failed` with the
@@ -41,6 +43,8 @@ from pydantic import ValidationError
 from core.config import ConfigError, StackConfig
 from core.config.errors import key_path
 from core.config.loader import read_yaml
+from core.config.stack import KAFKA_CLIENT_ENV, split_client_secrets
+from core.pan import scrub_text
 from scenarios.catalog import ScenarioConfig, deep_merge
 
 RunStatus = Literal["running", "stopping", "finished", "failed", "stopped"]
@@ -50,6 +54,8 @@ ACTIVE: tuple[RunStatus, ...] = ("running", "stopping")
 #: cards with the endpoint's key, so both streams join on tokens.
 SECRET_ENV = ("STREAMSIM_API_TOKEN",)
 STDERR_TAIL_CHARS = 4000
+#: What `Run.to_dict(private=False)` shows of the fields only the control token may read.
+PRIVATE_FIELDS: dict[str, Any] = {"error": None, "workdir": None, "overrides": None}
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -123,8 +129,10 @@ class Run:
     stop_requested: bool = False
     done: threading.Event = field(default_factory=threading.Event, repr=False)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
+    def to_dict(self, *, private: bool = True) -> dict[str, Any]:
+        """The run as the API shows it; without `private` (no control token), no stderr tail,
+        working directory or overrides."""
+        body = {
             "run_id": self.run_id,
             "scenario": self.scenario,
             "status": self.status,
@@ -140,6 +148,9 @@ class Run:
             "error": self.error,
             "workdir": str(self.workdir),
         }
+        if not private:
+            body.update(PRIVATE_FIELDS)
+        return body
 
 
 def apply_overrides(data: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -273,7 +284,7 @@ class RunManager:
         if path is None:
             known = ", ".join(self.scenario_files()) or "none"
             raise UnknownScenario(
-                f"no scenario {scenario!r} in {self.scenario_dir}; known: {known}"
+                f"no scenario {scrub_text(repr(scenario))} in {self.scenario_dir}; known: {known}"
             )
         return read_yaml(path)
 
@@ -301,13 +312,14 @@ class RunManager:
             workdir.mkdir(parents=True, exist_ok=True)
             scenario_file = workdir / "scenario.yaml"
             scenario_file.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-            stack_file = None
+            stack_file, env = None, self.env
             if self.stack is not None:
+                # Kafka client secrets go to the child by environment, never into the file.
+                data, client_secrets = split_client_secrets(self.stack)
                 stack_file = workdir / "stack.yaml"
-                stack_file.write_text(
-                    yaml.safe_dump(self.stack.model_dump(mode="json"), sort_keys=False),
-                    encoding="utf-8",
-                )
+                stack_file.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+                if client_secrets:
+                    env = {**env, KAFKA_CLIENT_ENV: orjson.dumps(client_secrets).decode()}
             spec = RunSpec(run_id, scenario_file, stack_file, speed, duration_s, seed)
             command = self.command(spec)
             run = Run(
@@ -330,7 +342,7 @@ class RunManager:
                     stdin=subprocess.DEVNULL,
                     stdout=out,
                     stderr=err,
-                    env=self.env,
+                    env=env,
                     cwd=self.cwd,
                     start_new_session=True,  # Ctrl-C on the API's terminal is the API's to handle
                 )
@@ -381,7 +393,7 @@ class RunManager:
         with self._lock:
             run = self._runs.get(run_id)
         if run is None:
-            raise UnknownRun(f"no run {run_id!r}")
+            raise UnknownRun(f"no run {scrub_text(repr(run_id))}")  # a PAN for an id: not echoed
         return run
 
     def list(self) -> list[Run]:

@@ -140,8 +140,9 @@ class HttpEventSink:
             self._failed += 1
             self._errors[reason] += 1
             if len(self._samples) < MAX_ERRORS_KEPT and content is not None:
-                text = content[:500].decode(errors="replace")
-                self._samples.append(f"{reason}: {scrub_text(text)}")
+                # Scrubbed before the cut: a cut PAN would no longer look like one.
+                text = scrub_text(content[:65_536].decode(errors="replace"))[:500]
+                self._samples.append(f"{reason}: {text}")
 
     def pending(self) -> int:
         with self._lock:

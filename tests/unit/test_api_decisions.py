@@ -376,10 +376,16 @@ def test_control_routes_are_disabled_without_a_token() -> None:
     harness = Harness(token=None)
     with harness.client:
         response = harness.client.post(
-            "/v1/control/stats/reset", headers={"Authorization": "Bearer "}
+            "/v1/control/stats/reset", headers={"Authorization": "Bearer some-token"}
         )
+        missing = harness.client.post("/v1/control/stats/reset")
+        empty = harness.client.post("/v1/control/stats/reset", headers={"Authorization": "Bearer "})
     assert response.status_code == 403
     assert "STREAMSIM_API_TOKEN" in response.text
+    # No token sent: 401 with the challenge, as when control is on.
+    for r in (missing, empty):
+        assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
+        assert "STREAMSIM_API_TOKEN" in r.text
 
 
 def test_health_and_docs(h: Harness) -> None:

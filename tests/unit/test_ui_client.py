@@ -26,7 +26,7 @@ def recorder(
     return seen, httpx.MockTransport(handle)
 
 
-def test_the_token_goes_to_control_routes_only() -> None:
+def test_the_token_goes_to_control_routes_and_the_run_list_only() -> None:
     run = {"run_id": "r1", "status": "running", "pid": 7}
     seen, transport = recorder(
         {
@@ -48,7 +48,7 @@ def test_the_token_goes_to_control_routes_only() -> None:
     assert auth == [
         ("POST", "/v1/control/runs", "Bearer sekret"),
         ("DELETE", "/v1/control/runs/r1", "Bearer sekret"),
-        ("GET", "/v1/runs", None),
+        ("GET", "/v1/runs", "Bearer sekret"),  # stderr tails and overrides need it
         ("POST", "/v1/transactions", None),
     ]
     body = json.loads(seen[0].content)

@@ -31,6 +31,7 @@ from starlette.middleware.body_limit import MAX_BODY_SIZE_SCOPE_KEY
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from api.errors import BAD_BODY
 from api.fraud.deps import service_of
 from api.fraud.models import TransactionRequest, TransactionResponse, ValidationErrorBody
 from api.fraud.service import FraudService
@@ -179,6 +180,7 @@ router = APIRouter(prefix="/v1", tags=["transactions"], route_class=TransactionR
     response_class=JsonBytesResponse,
     responses={
         200: {"model": TransactionResponse, "description": "The verdict."},
+        **BAD_BODY,
         422: {"model": ValidationErrorBody, "description": "Invalid body, field by field."},
     },
     summary="Decide on a card transaction",

@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from api.errors import ErrorBody
 from api.panel.runs import RunStatus
 
 Speed = Annotated[float, Field(gt=0, le=1e6)] | Literal["max"]
@@ -16,6 +17,7 @@ class RunRequest(BaseModel):
 
     model_config = ConfigDict(
         extra="forbid",
+        strict=True,
         json_schema_extra={
             "examples": [
                 {
@@ -44,7 +46,9 @@ class RunRequest(BaseModel):
     duration_s: float | None = Field(
         None, gt=0, le=1e9, description="Simulated seconds to generate. Default: the file's."
     )
-    seed: int | None = Field(None, ge=0, le=2**63 - 1, description="Default: the file's.")
+    # At most 2**53 - 1: above it JSON numbers lose integer precision in many clients (and in
+    # JSON Schema validators comparing as floats), so a seed could read back as another.
+    seed: int | None = Field(None, ge=0, le=2**53 - 1, description="Default: the file's.")
     overrides: dict[str, JsonValue] = Field(
         default_factory=dict,
         description="Keys merged over the scenario file before validation: nested mappings "
@@ -65,13 +69,18 @@ class RunInfo(BaseModel):
     speed: float | str | None
     duration_s: float | None
     seed: int | None
-    overrides: dict[str, Any]
+    overrides: dict[str, Any] | None = Field(description="Only with the control token.")
     summary: dict[str, Any] | None = Field(
         description="`streamsim simulate --json` of a finished run: events, truth, "
         "duplicates, dropped, outages, events_per_s."
     )
-    error: str | None = Field(description="The tail of stderr of a failed run.")
-    workdir: str = Field(description="The run's scenario, stack, stdout and stderr files.")
+    error: str | None = Field(
+        description="The tail of stderr of a failed run. Only with the control token."
+    )
+    workdir: str | None = Field(
+        description="The run's scenario, stack, stdout and stderr files. Only with the control "
+        "token."
+    )
 
 
 class RunList(BaseModel):
@@ -89,5 +98,4 @@ class ScenarioList(BaseModel):
     scenarios: list[ScenarioInfo]
 
 
-class ErrorBody(BaseModel):
-    detail: Any
+__all__ = ["ErrorBody", "RunInfo", "RunList", "RunRequest", "ScenarioInfo", "ScenarioList"]

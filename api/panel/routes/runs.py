@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, HTTPException, Request, status
 
-from api.auth import require_token
-from api.panel.deps import runs_of
+from api.auth import TOKEN_RESPONSES, has_token, require_token
+from api.errors import BAD_BODY, safe_errors
+from api.panel.deps import RUNS_UNAVAILABLE, runs_of
 from api.panel.models.runs import ErrorBody, RunInfo, RunList, RunRequest
 from api.panel.runs import InvalidOverrides, RunConflict, UnknownRun, UnknownScenario
 from api.responses import OrjsonResponse
@@ -27,11 +28,12 @@ router = APIRouter(tags=["runs"])
     response_class=OrjsonResponse,
     responses={
         201: {"model": RunInfo, "description": "Started."},
-        401: {"model": ErrorBody, "description": "Missing or wrong bearer token."},
-        403: {"model": ErrorBody, "description": "Control routes disabled (no token set)."},
+        **BAD_BODY,
+        **TOKEN_RESPONSES,
         404: {"model": ErrorBody, "description": "No such scenario."},
         409: {"model": ErrorBody, "description": "The scenario is already running."},
         422: {"model": ErrorBody, "description": "Invalid body or overrides, key by key."},
+        **RUNS_UNAVAILABLE,
     },
     summary="Start a scenario run",
 )
@@ -54,10 +56,10 @@ def start_run(body: RunRequest, request: Request) -> OrjsonResponse:
         ) from None
     except InvalidOverrides as exc:
         detail = [{**p, "loc": ["body", "overrides", *p["loc"]]} for p in exc.problems]
-        return OrjsonResponse({"detail": detail}, status_code=422)
+        return OrjsonResponse({"detail": safe_errors(detail)}, status_code=422)
     except ConfigError as exc:  # the scenario file itself cannot be read
         detail = [{"loc": ["body", "scenario"], "msg": str(exc), "type": "invalid_scenario_file"}]
-        return OrjsonResponse({"detail": detail}, status_code=422)
+        return OrjsonResponse({"detail": safe_errors(detail)}, status_code=422)
     return OrjsonResponse(run.to_dict(), status_code=status.HTTP_201_CREATED)
 
 
@@ -67,9 +69,9 @@ def start_run(body: RunRequest, request: Request) -> OrjsonResponse:
     response_class=OrjsonResponse,
     responses={
         200: {"model": RunInfo, "description": "Stopped (or had already ended)."},
-        401: {"model": ErrorBody},
-        403: {"model": ErrorBody},
+        **TOKEN_RESPONSES,
         404: {"model": ErrorBody, "description": "No such run."},
+        **RUNS_UNAVAILABLE,
     },
     summary="Stop a run",
 )
@@ -83,21 +85,31 @@ def stop_run(run_id: str, request: Request) -> OrjsonResponse:
 
 
 @router.get(
-    "/v1/runs", response_class=OrjsonResponse, responses={200: {"model": RunList}}, tags=["read"]
+    "/v1/runs",
+    response_class=OrjsonResponse,
+    responses={200: {"model": RunList}, **RUNS_UNAVAILABLE},
+    tags=["read"],
 )
 def list_runs(request: Request) -> OrjsonResponse:
-    """Runs started by this API process, newest first (the last 100)."""
-    return OrjsonResponse({"runs": [r.to_dict() for r in runs_of(request).list()]})
+    """Runs started by this API process, newest first (the last 100). Stderr tails, working
+    directories and overrides only with the control token."""
+    private = has_token(request)
+    return OrjsonResponse({"runs": [r.to_dict(private=private) for r in runs_of(request).list()]})
 
 
 @router.get(
     "/v1/runs/{run_id}",
     response_class=OrjsonResponse,
-    responses={200: {"model": RunInfo}, 404: {"model": ErrorBody}},
+    responses={
+        200: {"model": RunInfo},
+        404: {"model": ErrorBody, "description": "No such run."},
+        **RUNS_UNAVAILABLE,
+    },
     tags=["read"],
 )
 def get_run(run_id: str, request: Request) -> OrjsonResponse:
     try:
-        return OrjsonResponse(runs_of(request).get(run_id).to_dict())
+        run = runs_of(request).get(run_id)
+        return OrjsonResponse(run.to_dict(private=has_token(request)))
     except UnknownRun as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from api.panel.deps import runs_of
+from api.panel.deps import RUNS_UNAVAILABLE, runs_of
 from api.panel.models.runs import ScenarioList
 from api.responses import OrjsonResponse
 
@@ -14,7 +14,7 @@ router = APIRouter(tags=["runs"])
 @router.get(
     "/v1/scenarios",
     response_class=OrjsonResponse,
-    responses={200: {"model": ScenarioList}},
+    responses={200: {"model": ScenarioList}, **RUNS_UNAVAILABLE},
     tags=["read"],
 )
 def list_scenarios(request: Request) -> OrjsonResponse:

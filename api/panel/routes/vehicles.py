@@ -15,6 +15,7 @@ from api.panel.models.runs import ErrorBody
 from api.panel.models.vehicles import Signal, Status, VehicleList, VehicleTelemetry
 from api.panel.views.vehicles import DEFAULT_SIGNALS
 from api.responses import OrjsonResponse
+from core.pan import scrub_text
 
 router = APIRouter(prefix="/v1", tags=["read"])
 
@@ -98,6 +99,6 @@ def telemetry(
     if found is None:
         raise HTTPException(
             status.HTTP_404_NOT_FOUND,
-            f"no reading or alert of {vehicle_id} seen on {feeds.vehicles_topic} (yet)",
+            f"no reading or alert of {scrub_text(vehicle_id)} seen on {feeds.vehicles_topic} (yet)",
         )
     return OrjsonResponse(found)
