@@ -74,6 +74,14 @@ class CardVelocitySettings(Settings):
         description="Forget a card's travel and spending state once the watermark is this far "
         "past its latest transaction (event time); unset: keep it forever.",
     )
+    state_buckets: int = Field(
+        32,
+        ge=1,
+        le=100_000,
+        description="Buckets of cards and merchants the rules' state is kept in (the stateful "
+        "operator's grouping key): each costs a state read and write per batch, however many "
+        "entities it holds. Part of the checkpoint: change it only with a fresh checkpoint.",
+    )
     deadletter_trigger: TriggerSettings = Field(
         TriggerSettings(mode="realtime", interval="5 seconds"),
         description="Trigger of the stateless dead-letter query (Real-time Mode by default).",

@@ -5,28 +5,31 @@ source: `cards.transactions` (raw POS) or `cards.activity` (the endpoint's decis
   -> watermark on event time, duplicates (same event_id) dropped within the watermark
   -> features: per-card tumbling and sliding windows (count, sum, small count, approx distinct
      merchants and countries)                                   -> `aggregates.card-features`
-  -> alerts, each rule from `detectors/`:
-       velocity (card testing): per-card sliding windows in Spark SQL, `velocity_window_alerts`
-       compromised terminal: per-merchant approx_count_distinct(card) on sliding windows,
-         `terminal_window_alerts` (each burst alerts once: `detectors.features.first_crossing`)
-       impossible travel and account takeover: `TravelState` / `SpendingState` per card in
-         `transformWithStateInPandas`, fed in event-time order at the watermark
-                                                     -> `alerts` topic + `<lake>/alerts/`
+  -> alerts: ONE stateful operator for every rule (`CardBucketProcessor`): each transaction
+     is a card row and a merchant row, grouped by a bucket of entities with compact state;
+     impossible travel, account takeover and velocity (card testing: sliding windows, the
+     first crossing of each burst) per card, compromised terminal per merchant, all from
+     `detectors/`, fed in event-time order at the watermark   -> `alerts` topic + `<lake>/alerts/`
+
+The alerts query reads and parses Kafka once and has one de-duplication and one stateful
+operator after it (Spark 4.2 lets only the first of several aggregations fed by one watermark
+see it advance, so rule branches of their own each needed their own read; one operator needs
+none). See `pipeline.jobs.card_velocity.state` for the state layout and its per-batch state
+calls.
 
 Queries (`streamsim pipeline run card-velocity` prints each one's mode):
 - `card-velocity.deadletter`: stateless, so Real-time Mode (`card_velocity.deadletter_trigger`).
-- `card-velocity.features`: windowed aggregation, micro-batch, Kafka sink, append mode.
-- `card-velocity.alerts`: windows + state, micro-batch, `AlertSink` (Kafka + lake) per batch.
-Window results are emitted once, when the watermark closes the window (append mode), so an
-alert is final and its deterministic id never changes.
+- `card-velocity.features`: windowed aggregations, micro-batch, Kafka sink, append mode.
+- `card-velocity.alerts`: one stateful operator, micro-batch, `AlertSink` (Kafka + lake).
+Window results are emitted once, when the watermark closes the window, so an alert is final
+and its deterministic id never changes.
 """
 
 from __future__ import annotations
 
-from functools import reduce
 from pathlib import Path
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
@@ -37,14 +40,8 @@ from detectors import ALERT_SPARK_DDL
 from pipeline.alerts_sink import AlertSink
 from pipeline.config import PipelineConfig
 from pipeline.jobs.card_velocity.config import CardVelocitySettings
-from pipeline.jobs.card_velocity.state import INPUT_COLUMNS, CardRulesProcessor
-from pipeline.jobs.card_velocity.window_rules import terminal_alert_rows, velocity_alert_rows
-from pipeline.jobs.card_velocity.windows import (
-    Transactions,
-    card_features,
-    merchant_windows,
-    velocity_windows,
-)
+from pipeline.jobs.card_velocity.state import CardBucketProcessor, CardRuleParams
+from pipeline.jobs.card_velocity.windows import card_features
 from pipeline.kafka_io import (
     as_kafka_record,
     deadletter_records,
@@ -70,29 +67,77 @@ def transactions(events: DataFrame, watermark: str) -> DataFrame:
     return events.withWatermark("event_ts", watermark).dropDuplicatesWithinWatermark(["event_id"])
 
 
-def rule_alerts(tx: Transactions, settings: CardVelocitySettings) -> DataFrame:
-    """The alert rows (`ALERT_SPARK_DDL`) of every enabled rule, as one stream.
+def rule_params(settings: CardVelocitySettings) -> CardRuleParams:
+    """The enabled rules' thresholds for `CardBucketProcessor`."""
+    rules = set(settings.rules)
+    ttl = settings.card_state_ttl
+    return CardRuleParams(
+        travel=settings.travel if "impossible_travel" in rules else None,
+        spending=settings.spending if "spending_anomaly" in rules else None,
+        velocity=settings.velocity if "velocity" in rules else None,
+        terminal=settings.terminal if "compromised_terminal" in rules else None,
+        slide_ms=settings.rule_slide_ms,
+        ttl_ms=None if ttl is None else duration_ms(ttl),
+    )
 
-    Each rule reads its own `tx()` (see `pipeline.jobs.card_velocity.windows` for why)."""
-    rules, rsd, slide = set(settings.rules), settings.distinct_rsd, settings.rule_slide_ms
-    streams = []
-    if "velocity" in rules:
-        windows = velocity_windows(tx(), settings.velocity, rsd, slide)
-        streams.append(velocity_alert_rows(windows, settings.velocity))
-    if "compromised_terminal" in rules:
-        windows = merchant_windows(tx(), settings.terminal, rsd, slide)
-        streams.append(terminal_alert_rows(windows, settings.terminal))
-    travel = settings.travel if "impossible_travel" in rules else None
-    spending = settings.spending if "spending_anomaly" in rules else None
-    if travel is not None or spending is not None:
-        ttl = None if settings.card_state_ttl is None else duration_ms(settings.card_state_ttl)
-        per_card = tx().select("card_token", *INPUT_COLUMNS, "event_ts").groupBy("card_token")
-        streams.append(
-            per_card.transformWithStateInPandas(
-                CardRulesProcessor(travel, spending, ttl), ALERT_SPARK_DDL, "Append", "EventTime"
-            )
+
+def rule_alerts(tx: DataFrame, settings: CardVelocitySettings) -> DataFrame:
+    """The alert rows (`ALERT_SPARK_DDL`) of every enabled rule, from one stateful operator.
+
+    Each transaction becomes a card row and a merchant row (`kind` c / m), grouped by a bucket
+    of `hash(kind, entity)`: `CardBucketProcessor` runs the per-card rules and the
+    per-merchant rule on them (see `pipeline.jobs.card_velocity.state`)."""
+    params = rule_params(settings)
+    kinds = []
+    if params.travel or params.spending or params.velocity:
+        kinds.append(_keyed("c", "card_token", "merchant_id"))
+    if params.terminal:
+        kinds.append(_keyed("m", "merchant_id", "card_token"))
+    rows = tx.select("*", F.explode(F.array(*kinds)).alias("keyed")).where(
+        F.col("keyed.entity").isNotNull()
+    )
+    bucket = F.pmod(F.xxhash64("keyed.kind", "keyed.entity"), F.lit(settings.state_buckets))
+    return (
+        rows.select(
+            bucket.alias("bucket"),
+            F.col("keyed.kind").alias("kind"),
+            F.col("keyed.entity").alias("entity"),
+            "event_id",
+            "event_time",
+            "lat",
+            "lon",
+            "card_present",
+            "amount",
+            F.col("merchant_category").alias("category"),
+            F.col("keyed.other").alias("other"),
+            "event_ts",
         )
-    return reduce(DataFrame.unionByName, streams)
+        .groupBy("bucket")
+        .transformWithStateInPandas(
+            CardBucketProcessor(params), ALERT_SPARK_DDL, "Append", "EventTime"
+        )
+    )
+
+
+def _keyed(kind: str, entity: str, other: str) -> Column:
+    return F.struct(
+        F.lit(kind).alias("kind"), F.col(entity).alias("entity"), F.col(other).alias("other")
+    )
+
+
+def logic_streams(events: DataFrame, cfg: PipelineConfig) -> dict[str, DataFrame]:
+    """The job's stateful queries on parsed `events` from any source, by query name."""
+    settings = cfg.card_velocity
+
+    def tx() -> DataFrame:
+        return transactions(events, cfg.watermark)
+
+    return {
+        "features": card_features(
+            tx, settings.feature_windows, settings.velocity.small_amount, settings.distinct_rsd
+        ),
+        "alerts": rule_alerts(tx(), settings),
+    }
 
 
 def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[StreamingQuery]:
@@ -137,7 +182,7 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
     alerts_checkpoint = Path(checkpoints / "alerts")
     sink = AlertSink(stack, cfg.output_topic, NAME, alerts_checkpoint, stack.dirs.lake)
     alerts = (
-        rule_alerts(tx, settings)
+        rule_alerts(tx(), settings)
         .writeStream.foreachBatch(sink)
         .option("checkpointLocation", str(alerts_checkpoint))
         .outputMode("append")

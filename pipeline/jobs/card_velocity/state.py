@@ -1,176 +1,404 @@
-"""Per-card stateful rules in event-time order: impossible travel and account takeover.
+"""Every card rule in one stateful operator: per-card travel, spending and velocity, and
+per-merchant compromised terminal, in compact state kept per bucket of entities.
 
-`CardRules` holds one card's state (see `pipeline.series_processor.BufferedRules`): an
-`EventTimeBuffer` of its not-yet-released uses, the detectors' `TravelState` and
-`SpendingState`. Uses are fed to the rules only when the watermark passes them, in
-(event_time, event_id) order, so the alerts are those of the event-time-sorted stream
-whatever the arrival order (the NY use arriving before the Paris one still gives the one
-Paris -> NY alert) and a restarted query reproduces them.
+Why buckets: in PySpark every state `get`, `update`, `exists` and timer call is a round trip
+to the JVM's state server, and a card makes about one transaction per batch, so per-card
+state costs two or more round trips per transaction. Here the grouping key is a bucket
+(`hash(kind, entity) mod state_buckets`): each bucket holds its entities' records, so a batch
+costs one `get` and one `update` per bucket, plus a timer move (delete + register) only when
+the bucket's earliest due time changes, whatever the number of cards in it.
 
-`CardRulesProcessor` runs it in `transformWithStateInPandas` (time mode EventTime) with one
-`ValueState` and one event-time timer per card (`BufferedRulesProcessor`).
+Compact state (`BucketState`, pickled): per entity a small record, itself pickled, so only the
+entities a batch touches are decoded:
+- a card: its not-yet-released uses, the latest 8 positions (`travel_step`), the spending
+  profile `[count, {category: count}, latest amounts]` (`spending_step`), and a ring of its
+  released transactions inside the velocity window (`velocity_closing_alerts`);
+- a merchant: its not-yet-released uses and a ring of released uses inside the terminal window
+  (`terminal_closing_alerts`).
+
+Uses are buffered as they arrive and released when the watermark passes them, in (event_time,
+event_id) order, so the alerts are those of the event-time-sorted stream (the batch forms):
+travel and spending are fed each released use; the velocity and terminal windows (sliding by
+`rule_slide`, starts aligned to the epoch as Spark's `window()`) are judged once the watermark
+passes their end, the first crossing of each burst only: the same ids as the window forms on
+Spark's aggregates, with exact distinct counts.
+
+`CardBucketProcessor` runs `BucketState` in `transformWithStateInPandas` (time mode EventTime)
+with one `ValueState` (`state BINARY`) and at most one event-time timer per bucket, at the
+earliest time any of its entities needs the watermark (a buffered use, or the end of a window
+that could fire).
 """
 
 from __future__ import annotations
 
+import bisect
 import math
-from collections.abc import Mapping
+import pickle
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+from pyspark.sql.streaming.stateful_processor import (
+    ExpiredTimerInfo,
+    StatefulProcessor,
+    StatefulProcessorHandle,
+    TimerValues,
+)
 
-from detectors import Alert, SpendingParams, SpendingState, TravelParams, TravelState
-from pipeline.series_processor import STATE_DDL, BufferedRules, BufferedRulesProcessor
+from detectors import ALERT_COLUMNS, Alert, alerts_to_frame
+from detectors.features import next_window_end
+from detectors.spending import SpendingParams, spending_step
+from detectors.terminal import TerminalParams, terminal_closing_alerts
+from detectors.travel import Position, TravelParams, position, travel_step
+from detectors.velocity import VelocityParams, velocity_closing_alerts
 
-#: Input columns of the processor (beyond the grouping key `card_token`).
+#: Input columns of the processor (beyond the grouping key `bucket`): `kind` is "c" for a
+#: card's row (`other` = the merchant), "m" for a merchant's (`other` = the card).
 INPUT_COLUMNS = (
+    "kind",
+    "entity",
     "event_id",
     "event_time",
     "lat",
     "lon",
     "card_present",
     "amount",
-    "merchant_category",
+    "category",
+    "other",
 )
+STATE_DDL = "state BINARY"
+CARD, MERCHANT = "c", "m"
+VERSION = 1
 
-__all__ = ["INPUT_COLUMNS", "STATE_DDL", "CardRules", "CardRulesProcessor"]
+# A card's record: [buffer, released_until, latest_ms, positions, profile, ring, evaluated]
+# A merchant's:    [buffer, released_until, latest_ms, ring, evaluated]
+BUFFER, RELEASED, LATEST = 0, 1, 2
 
 
-def _float_or_none(value: Any) -> float | None:
+@dataclass(frozen=True)
+class CardRuleParams:
+    """The enabled rules' thresholds (None: the rule is off) and the window slide."""
+
+    travel: TravelParams | None = None
+    spending: SpendingParams | None = None
+    velocity: VelocityParams | None = None
+    terminal: TerminalParams | None = None
+    slide_ms: int | None = None
+    ttl_ms: int | None = None
+    max_buffered: int = 10_000
+
+
+def _number(value: Any) -> float | None:
     if value is None:
         return None
     number = float(value)
     return None if math.isnan(number) else number
 
 
-def _bool_or_none(value: Any) -> bool | None:
+def _flag(value: Any) -> bool | None:
     if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
         return None
     return bool(value)
 
 
-class CardRules(BufferedRules):
-    """One card's buffered uses and rule states; `None` params switch a rule off.
+def _text(value: Any) -> str | None:
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return str(value)
 
-    >>> rules = CardRules("card-1", TravelParams(), None)
-    >>> rules.push("ny", 1_800_000, 40.7128, -74.0060, True, 80.0, "food")  # arrives first
+
+class BucketState:
+    """The records of one bucket's cards and merchants (see the module docstring).
+
+    >>> params = CardRuleParams(travel=TravelParams())
+    >>> bucket = BucketState(params)
+    >>> bucket.push("c", "card-1", "ny", 1_800_000, 40.7128, -74.0060, True, 80.0, "food", "m1")
     True
-    >>> rules.push("paris", 0, 48.8566, 2.3522, True, 20.0, "food")
+    >>> bucket.push("c", "card-1", "paris", 0, 48.8566, 2.3522, True, 20.0, "food", "m2")
     True
-    >>> rules.release(watermark_ms=0)  # only Paris is behind the watermark
-    []
-    >>> [a.event_ids for a in rules.release(watermark_ms=1_800_000)]
+    >>> bucket.advance(0), bucket.timer()
+    ([], 1800000)
+    >>> [a.event_ids for a in BucketState.from_bytes(bucket.to_bytes(), params).advance(1_800_000)]
     [('paris', 'ny')]
     """
 
-    __slots__ = ("spending", "travel")
+    __slots__ = ("due", "entities", "late_dropped", "latest", "open", "params", "timer_ms")
 
-    def __init__(
-        self,
-        card: str,
-        travel: TravelParams | None,
-        spending: SpendingParams | None,
-        max_buffered: int = 10_000,
-    ) -> None:
-        super().__init__(max_buffered)
-        self.travel = None if travel is None else TravelState(card, travel)
-        self.spending = None if spending is None else SpendingState(card, spending)
+    def __init__(self, params: CardRuleParams) -> None:
+        self.params = params
+        self.entities: dict[str, bytes] = {}  # "<kind>:<entity>" -> its pickled record
+        self.latest: dict[str, int] = {}  # "<kind>:<entity>" -> its latest event time
+        self.due: dict[str, int] = {}  # entities that need the watermark to reach a time
+        self.timer_ms: int | None = None  # the bucket's registered event-time timer
+        self.late_dropped = 0
+        self.open: dict[str, list[Any]] = {}  # records decoded in this call
 
-    def push(  # type: ignore[override]
+    # -- state --------------------------------------------------------------------------------
+
+    def to_bytes(self) -> bytes:
+        for name, record in self.open.items():
+            self.entities[name] = pickle.dumps(record, pickle.HIGHEST_PROTOCOL)
+        self.open.clear()
+        return pickle.dumps(
+            (VERSION, self.entities, self.latest, self.due, self.timer_ms, self.late_dropped),
+            pickle.HIGHEST_PROTOCOL,
+        )
+
+    @classmethod
+    def from_bytes(cls, data: bytes | None, params: CardRuleParams) -> BucketState:
+        bucket = cls(params)
+        if data:
+            version, *fields = pickle.loads(data)
+            if version != VERSION:
+                raise ValueError(f"card-velocity state version {version}, expected {VERSION}")
+            bucket.entities, bucket.latest, bucket.due, bucket.timer_ms, bucket.late_dropped = (
+                fields
+            )
+        return bucket
+
+    def _record(self, name: str) -> list[Any]:
+        record = self.open.get(name)
+        if record is None:
+            blob = self.entities.get(name)
+            if blob is not None:
+                record = pickle.loads(blob)
+            elif name.startswith(CARD):
+                record = [[], None, None, [], [0, {}, []], [], None]
+            else:
+                record = [[], None, None, [], None]
+            self.open[name] = record
+        return record
+
+    # -- input --------------------------------------------------------------------------------
+
+    def push(
         self,
+        kind: str,
+        entity: str,
         event_id: str,
         event_time: int,
-        lat: float | None,
-        lon: float | None,
-        card_present: bool | None,
-        amount: float | None,
-        category: str | None,
+        lat: Any,
+        lon: Any,
+        card_present: Any,
+        amount: Any,
+        category: Any,
+        other: Any,
     ) -> bool:
-        """Buffer a use until the watermark passes it; False when it is already too late."""
-        payload = [
-            _float_or_none(lat),
-            _float_or_none(lon),
-            _bool_or_none(card_present),
-            _float_or_none(amount),
-            category,
-        ]
-        return super().push(event_id, event_time, payload)
+        """Buffer a use until the watermark passes it; False when it is already too late (older
+        than what this entity has released)."""
+        name = f"{kind}:{entity}"
+        record = self._record(name)
+        time_ms = int(event_time)
+        if record[RELEASED] is not None and time_ms < record[RELEASED]:
+            self.late_dropped += 1
+            return False
+        if kind == CARD:
+            use: tuple[Any, ...] = (
+                time_ms,
+                str(event_id),
+                _number(lat),
+                _number(lon),
+                _flag(card_present),
+                _number(amount),
+                _text(category),
+                _text(other) or "",
+            )
+        else:
+            use = (time_ms, str(event_id), _text(other) or "")
+        record[BUFFER].append(use)
+        latest = record[LATEST]
+        record[LATEST] = time_ms if latest is None else max(latest, time_ms)
+        self.latest[name] = record[LATEST]
+        self.due[name] = min(self.due.get(name, time_ms), time_ms)
+        return True
 
-    def feed(self, event_id: str, event_time: int, payload: Any) -> list[Alert]:
-        lat, lon, card_present, amount, category = payload
+    def push_frame(self, frame: pd.DataFrame) -> None:
+        """`push` every row of an input frame (`INPUT_COLUMNS`)."""
+        columns = [frame[c].tolist() for c in INPUT_COLUMNS]
+        for row in zip(*columns, strict=True):
+            self.push(*row)
+
+    # -- the watermark ------------------------------------------------------------------------
+
+    def advance(self, watermark_ms: int) -> list[Alert]:
+        """Release every use at or before the watermark, judge the windows it closes, and
+        forget entities `ttl_ms` past their latest use; the alerts."""
+        ready = [name for name, due in self.due.items() if due <= watermark_ms]
         alerts: list[Alert] = []
-        if self.travel is not None:
-            alerts.extend(self.travel.update(event_id, event_time, lat, lon, card_present))
-        if self.spending is not None and amount is not None:
-            alerts.extend(self.spending.update(event_id, event_time, amount, category))
+        for name in ready:
+            del self.due[name]
+            record = self._record(name)
+            entity = name[2:]
+            if name.startswith(CARD):
+                alerts.extend(self._card(entity, record, watermark_ms))
+            else:
+                alerts.extend(self._merchant(entity, record, watermark_ms))
+            due = self._next_due(name, record, watermark_ms)
+            if due is not None:
+                self.due[name] = due
+        self._forget(watermark_ms)
         return alerts
 
-    def next_timer(self, ttl_ms: int | None) -> int | None:
-        """When this card needs its timer: the earliest buffered use, else its expiry.
+    def _release(self, record: list[Any], watermark_ms: int) -> list[tuple[Any, ...]]:
+        buffer = record[BUFFER]
+        if not buffer:
+            return []
+        buffer.sort(key=lambda use: (use[0], use[1]))
+        cut = bisect.bisect_right(buffer, watermark_ms, key=lambda use: use[0])
+        cut = max(cut, len(buffer) - self.params.max_buffered)
+        released, record[BUFFER] = buffer[:cut], buffer[cut:]
+        if released:
+            record[RELEASED] = released[-1][0]
+        return released
 
-        >>> rules = CardRules("card-1", TravelParams(), None)
-        >>> for event_id, time_ms in [("b", 2_000), ("a", 1_000), ("c", 3_000)]:
-        ...     _ = rules.push(event_id, time_ms, None, None, False, 5.0, "food")
-        >>> rules.next_timer(ttl_ms=60_000)
-        1000
-        >>> _ = rules.release(2_500)
-        >>> rules.next_timer(ttl_ms=60_000)
-        3000
-        >>> _ = rules.release(3_000)
-        >>> rules.next_timer(ttl_ms=60_000), rules.next_timer(ttl_ms=None)
-        (63000, None)
-        """
-        return super().next_timer(ttl_ms)
+    def _card(self, card: str, record: list[Any], watermark_ms: int) -> list[Alert]:
+        p = self.params
+        alerts: list[Alert] = []
+        positions = [Position(*stored) for stored in record[3]]
+        profile, ring = record[4], record[5]
+        for time_ms, event_id, lat, lon, present, amount, category, merchant in self._release(
+            record, watermark_ms
+        ):
+            if p.travel is not None:
+                here = position(event_id, time_ms, lat, lon, present)
+                alerts.extend(travel_step(card, positions, here, p.travel))
+            if p.spending is not None and amount is not None:
+                alert = spending_step(
+                    card, profile, event_id, time_ms, amount, category, p.spending
+                )
+                if alert is not None:
+                    alerts.append(alert)
+            if p.velocity is not None and amount is not None:
+                bisect.insort(ring, (time_ms, event_id, amount, merchant))
+        record[3] = [tuple(stored) for stored in positions]
+        if p.velocity is not None:
+            alerts.extend(
+                velocity_closing_alerts(card, ring, record[6], watermark_ms, p.velocity, p.slide_ms)
+            )
+            record[6] = watermark_ms
+            _prune(ring, watermark_ms - p.velocity.window_ms)
+        return alerts
 
-    def expired(self, watermark_ms: int, ttl_ms: int | None) -> bool:
-        """Nothing buffered and the watermark `ttl_ms` past the latest use: forget the card.
+    def _merchant(self, merchant: str, record: list[Any], watermark_ms: int) -> list[Alert]:
+        p = self.params
+        if p.terminal is None:
+            record[BUFFER].clear()
+            return []
+        ring = record[3]
+        for use in self._release(record, watermark_ms):
+            bisect.insort(ring, use)
+        alerts = terminal_closing_alerts(
+            merchant, ring, record[4], watermark_ms, p.terminal, p.slide_ms
+        )
+        record[4] = watermark_ms
+        _prune(ring, watermark_ms - _terminal_window_ms(p.terminal))
+        return alerts
 
-        >>> rules = CardRules("card-1", TravelParams(), None)
-        >>> _ = rules.push("t1", 1_000, None, None, False, 5.0, "food")
-        >>> _ = rules.release(1_000)
-        >>> rules.expired(60_000, ttl_ms=60_000), rules.expired(61_000, ttl_ms=60_000)
-        (False, True)
-        """
-        return super().expired(watermark_ms, ttl_ms)
+    def _next_due(self, name: str, record: list[Any], watermark_ms: int) -> int | None:
+        """When this entity next needs the watermark: its earliest buffered use, or the end of
+        the next window that could fire (enough uses in its ring)."""
+        p = self.params
+        wanted = [use[0] for use in record[BUFFER][:1]]  # sorted by the release
+        window: int | None = None
+        if name.startswith(CARD):
+            ring = record[5]
+            if p.velocity is not None and len(ring) >= p.velocity.min_count:
+                window = p.velocity.window_ms
+        else:
+            ring = record[3]
+            if p.terminal is not None and len(ring) >= p.terminal.min_distinct_cards:
+                window = _terminal_window_ms(p.terminal)
+        if window is not None:
+            end = next_window_end(ring[-1][0], watermark_ms, window, self._slide(window))
+            wanted += [] if end is None else [end]
+        return min(wanted) if wanted else None
 
-    def rules_snapshot(self) -> dict[str, Any]:
-        return {
-            "travel": None if self.travel is None else self.travel.snapshot(),
-            "spending": None if self.spending is None else self.spending.snapshot(),
-        }
+    def _slide(self, window_ms: int) -> int:
+        return window_ms if self.params.slide_ms is None else min(self.params.slide_ms, window_ms)
 
-    def rules_restore(self, data: Mapping[str, Any]) -> None:
-        if self.travel is not None and data.get("travel") is not None:
-            self.travel.restore(data["travel"])
-        if self.spending is not None and data.get("spending") is not None:
-            self.spending.restore(data["spending"])
+    def _forget(self, watermark_ms: int) -> None:
+        """Entities with nothing pending whose latest use is `ttl_ms` behind the watermark."""
+        ttl = self.params.ttl_ms
+        if ttl is None:
+            return
+        old = [
+            name
+            for name, latest in self.latest.items()
+            if latest + ttl <= watermark_ms and name not in self.due
+        ]
+        for name in old:
+            del self.latest[name]
+            self.entities.pop(name, None)
+            self.open.pop(name, None)
+
+    def timer(self) -> int | None:
+        """When the bucket needs the watermark next (its timer), or None."""
+        return min(self.due.values()) if self.due else None
 
 
-class CardRulesProcessor(BufferedRulesProcessor):
-    """`CardRules` per card in `transformWithStateInPandas` (see the module docstring)."""
+def _prune(ring: list[Any], before_ms: int) -> None:
+    """Drop the ring's uses at or before `before_ms`: no window still to close holds them."""
+    cut = bisect.bisect_right(ring, before_ms, key=lambda use: use[0])
+    del ring[:cut]
 
-    input_columns = INPUT_COLUMNS
-    state_name = "card"
 
-    def __init__(
-        self,
-        travel: TravelParams | None,
-        spending: SpendingParams | None,
-        ttl_ms: int | None = None,
-    ) -> None:
-        super().__init__(ttl_ms)
-        self.travel_params = travel
-        self.spending_params = spending
+def _terminal_window_ms(params: TerminalParams) -> int:
+    return max(1, round(params.window_s * 1000))
 
-    def new_rules(self, key: str) -> BufferedRules:
-        return CardRules(key, self.travel_params, self.spending_params)
 
-    def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Any:
-        rules = self._load(str(key[0]))
-        assert isinstance(rules, CardRules)
+class CardBucketProcessor(StatefulProcessor):
+    """`BucketState` per bucket in `transformWithStateInPandas` (see the module docstring).
+
+    State calls per bucket and batch: one `get`, one `update`, and a `deleteTimer` plus a
+    `registerTimer` only when the bucket's earliest due time moves.
+    """
+
+    def __init__(self, params: CardRuleParams) -> None:
+        self.params = params
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.handle = handle
+        self.state = handle.getValueState("bucket", STATE_DDL)
+
+    def _load(self) -> BucketState:
+        stored = self.state.get()
+        return BucketState.from_bytes(None if stored is None else bytes(stored[0]), self.params)
+
+    def _finish(self, bucket: BucketState, watermark_ms: int) -> Iterator[pd.DataFrame]:
+        alerts = bucket.advance(watermark_ms)
+        wanted = bucket.timer()
+        if wanted != bucket.timer_ms:
+            if bucket.timer_ms is not None:
+                self.handle.deleteTimer(bucket.timer_ms)
+            if wanted is not None:
+                self.handle.registerTimer(wanted)
+            bucket.timer_ms = wanted
+        self.state.update((bucket.to_bytes(),))
+        return _emit(alerts)
+
+    def handleInputRows(
+        self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
+    ) -> Iterator[pd.DataFrame]:
+        bucket = self._load()
         for frame in rows:
-            for row in frame.loc[:, list(INPUT_COLUMNS)].itertuples(index=False):
-                rules.push(*row)
-        alerts = rules.release(timerValues.getCurrentWatermarkInMs())
-        self._save(rules)
-        return self._emit(alerts)
+            bucket.push_frame(frame)
+        return self._finish(bucket, timerValues.getCurrentWatermarkInMs())
+
+    def handleExpiredTimer(
+        self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
+    ) -> Iterator[pd.DataFrame]:
+        bucket = self._load()
+        if bucket.timer_ms == expiredTimerInfo.getExpiryTimeInMs():
+            bucket.timer_ms = None  # Spark has removed the timer that fired
+        return self._finish(bucket, timerValues.getCurrentWatermarkInMs())
+
+    def close(self) -> None:
+        pass
+
+
+def _emit(alerts: Iterable[Alert]) -> Iterator[pd.DataFrame]:
+    frame = alerts_to_frame(alerts)
+    if frame.empty:
+        return iter([])
+    return iter([frame.loc[:, list(ALERT_COLUMNS)]])
