@@ -16,6 +16,7 @@ from pydantic import Field, field_validator, model_validator
 
 from core.config.base import Settings
 from core.contracts.labels import SHIPPING_FAULTS
+from core.contracts.topics import SHIPPING_CONTAINERS, SHIPPING_PORT_EVENTS, SHIPPING_POSITIONS
 from simulators.distributions import Distribution, LogNormal, Uniform
 
 # Order matters: a label's index is its position + 1 (0 is "none").
@@ -223,6 +224,13 @@ class ShippingDomain(Settings):
         if bad:
             raise ValueError(f"owner codes must be 3 capital letters; got {bad}")
         return self
+
+    @property
+    def topic(self) -> str:
+        """Where events go (for summaries): three topics, by what an event is about."""
+        return ", ".join(
+            t.name for t in (SHIPPING_POSITIONS, SHIPPING_CONTAINERS, SHIPPING_PORT_EVENTS)
+        )
 
     @property
     def ports(self) -> list[str]:

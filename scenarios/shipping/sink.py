@@ -6,7 +6,7 @@ it by key (an IMO number, a container number or a UN/LOCODE differ in length). N
 
 from __future__ import annotations
 
-from scenarios.shipping.topics import CONTAINERS, PORT_EVENTS, TOPIC_BY_KEY_LENGTH
+from scenarios.shipping.topics import CONTAINERS, PORT_EVENTS, POSITIONS, TOPIC_BY_KEY_LENGTH
 from simulators.sinks.base import Records, Sink, SinkReport, Topics
 from simulators.sinks.kafka import KafkaSink
 
@@ -24,7 +24,7 @@ class ShippingTopics:
         if isinstance(inner, KafkaSink) and inner.create_topics:
             from core.kafka import ensure_topics
 
-            ensure_topics(inner.stack, [CONTAINERS, PORT_EVENTS])
+            ensure_topics(inner.stack, [POSITIONS, CONTAINERS, PORT_EVENTS])
 
     def write(self, events: Records, truth: Records) -> None:
         inner = self.inner

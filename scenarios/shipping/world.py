@@ -227,7 +227,8 @@ class ShippingWorld:
         t -= progress * base
         t_k, s_k = [t], [0.0]
         leg = Leg(ln, dest, t, t + base, 0.0, speed, np.zeros(0), np.zeros(0))
-        long_enough = base >= inc.min_leg_h * H_MS
+        # incidents only on passages that start in the run (none half before its start)
+        long_enough = base >= inc.min_leg_h * H_MS and progress == 0.0
         roll = rng.random(3)
         side = 1.0 if roll[2] < 0.5 else -1.0
         if long_enough and roll[0] < inc.route_deviation:
@@ -340,8 +341,7 @@ class ShippingWorld:
                 np.full(missed.size, NEVER),
                 self.incidents.take(missed.size),
             )
-            rot = self.rotations[self.svc[i]]
-            self.disch[missed] = rot[(self.rot_pos[i] + 1) % len(rot)]
+            # the booking still says this port: on board past it, that is what shows
         unload = due[~np.isin(due, missed)]
         t_un = t + rng.uniform(1.0 * H_MS, 0.45 * dwell, unload.size)
         for b, tu in zip(unload.tolist(), t_un.tolist(), strict=True):

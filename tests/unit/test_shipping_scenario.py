@@ -190,3 +190,51 @@ def test_events_go_to_their_topic_by_key() -> None:
     assert parts[POSITIONS].values == [b"a", b"d"] and parts[POSITIONS].timestamps == [1, 4]
     assert parts[CONTAINERS].keys == [b"BBSU1234565"]
     assert parts[PORT_EVENTS].keys == [b"SGSIN"]
+
+
+def test_detectors_find_every_incident_type_and_no_hard_negative(stream: Any) -> None:
+    import pandas as pd
+
+    from detectors.shipping import (
+        door_tamper,
+        lost_overboard,
+        missed_unload,
+        reefer_failure,
+        route_deviation,
+    )
+
+    events, truth, _ = stream
+    t_by_id = {t["event_id"]: t for t in truth}
+    frame = pd.DataFrame(events)
+    boxes = frame[frame["schema"] == "shipping.container/1"]
+    ships = frame[frame["schema"] == "shipping.position/1"]
+    calls = frame[frame["schema"] == "shipping.port-event/1"]
+    alerts = (
+        reefer_failure(boxes)
+        + door_tamper(boxes)
+        + lost_overboard(boxes, ships)
+        + missed_unload(boxes, calls)
+        + route_deviation(ships)
+    )
+    end = max(t["true_time"] for t in truth)
+    last: dict[str, int] = {}
+    for t in truth:
+        if t["label"] != "none":
+            last[t["incident_id"]] = max(last.get(t["incident_id"], 0), t["true_time"])
+    for label in SHIPPING_INCIDENTS:
+        # incidents over before the run ends (a loiter cut short by the end is not one yet)
+        incidents = {
+            t["incident_id"]
+            for t in truth
+            if t["label"] == label and last[t["incident_id"]] < end - 6 * 3_600_000
+        }
+        mine = [a for a in alerts if a.rule == label]
+        found = [
+            {t_by_id[e]["incident_id"] for e in a.event_ids if t_by_id[e]["label"] == label}
+            for a in mine
+        ]
+        precision = sum(bool(f) for f in found) / len(mine)
+        recall = len(set().union(*found) & incidents) / len(incidents)
+        assert precision >= 0.9 and recall >= 0.9, (label, precision, recall)
+    for a in alerts:
+        assert not any(t_by_id[e]["hard_negative"] for e in a.event_ids), a
