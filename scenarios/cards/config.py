@@ -17,7 +17,13 @@ from core.contracts import labels, topics
 from simulators.distributions import Distribution, Exponential, LogNormal, Uniform
 
 CARD_FRAUDS = labels.CARD_FRAUDS
-HARD_NEGATIVES = ("real_flight", "border_neighbours", "online_while_travelling")
+HARD_NEGATIVES = (
+    "real_flight",
+    "border_neighbours",
+    "online_while_travelling",
+    "busy_merchant",
+    "large_purchase",
+)
 _MCC = r"^\d{4}$"
 
 
@@ -125,14 +131,14 @@ class MerchantSettings(Settings):
         40, ge=1, le=10_000, description="POS terminals at least, in each destination city."
     )
     terminals_per_merchant: float = Field(
-        1.5, ge=1, le=50, description="Mean POS terminals per merchant (geometric), before the cap."
+        2.0, ge=1, le=50, description="Mean POS terminals per merchant (geometric), before the cap."
     )
     max_terminals_per_merchant: int = Field(
-        3,
+        16,
         ge=1,
         le=1000,
-        description="Cap on a merchant's terminals: a big store alone would see as many distinct "
-        "cards as a compromised terminal.",
+        description="Cap on a merchant's terminals (a supermarket's tills). Busy merchants see "
+        "many distinct cards in minutes: the `busy_merchant` hard negatives.",
     )
     online_merchants: int = Field(
         2000, ge=1, le=1_000_000, description="Online merchants (one payment gateway each)."
@@ -151,8 +157,15 @@ class TravelSettings(Settings):
     )
     cruise_kmh: float = Field(850.0, gt=0, le=1200, description="Average flight speed.")
     overhead_s: Distribution = Field(
-        Uniform(low=5400.0, high=9000.0),
-        description="Door-to-door time added to every flight (airports, boarding, taxiing).",
+        LogNormal(median=5400.0, sigma=0.35),
+        description="Door-to-door time added to every flight (airports, boarding, taxiing), "
+        "clipped to at least `min_overhead_s`: short hops with hand luggage come close to it.",
+    )
+    min_overhead_s: float = Field(
+        2700.0,
+        ge=0,
+        description="The least door-to-door overhead of a real flight: 45 minutes from the last "
+        "use before security to the first use after landing, on a short hop.",
     )
     stay_s: Distribution = Field(
         LogNormal(median=129_600.0, sigma=0.7), description="Time at the destination."
@@ -162,7 +175,10 @@ class TravelSettings(Settings):
         description="A use this long before a departure and after an arrival (taxi, coffee).",
     )
     min_distance_km: float = Field(
-        300.0, ge=0, description="Destinations at least this far from where the trip starts."
+        150.0,
+        ge=0,
+        description="Destinations at least this far from where the trip starts (short hops "
+        "included: they are the real flights closest to impossible travel).",
     )
     distance_scale_km: float = Field(
         2000.0, gt=0, description="Destination weight: population * (0.03 + exp(-km / this))."
@@ -188,12 +204,18 @@ class ImpossibleTravel(Settings):
     """Cloned card: used far away while the holder keeps using it at home."""
 
     rate_per_1k_card_hours: float = Field(0.5, ge=0, description="Incidents per 1,000 card-hours.")
-    uses: Distribution = Field(Uniform(low=2, high=5), description="Clone uses per incident.")
+    uses: Distribution = Field(Uniform(low=1, high=6), description="Clone uses per incident.")
     spacing_s: Distribution = Field(
         Exponential(mean=1200.0), description="Time between consecutive clone uses."
     )
-    min_distance_km: float = Field(
-        1500.0, ge=200, description="The clone is at least this far from the holder's home."
+    lead_s: Distribution = Field(
+        Uniform(low=300.0, high=5400.0),
+        description="From the holder's last use at home to the clone's first use.",
+    )
+    min_distance_km: Distribution = Field(
+        Uniform(low=400.0, high=4000.0),
+        description="Per incident, the clone is at least this far from the holder's home "
+        "(drawn; a number is a constant).",
     )
 
 
@@ -201,9 +223,18 @@ class CardTesting(Settings):
     """A burst of small transactions within minutes, often online."""
 
     rate_per_1k_card_hours: float = Field(0.5, ge=0, description="Incidents per 1,000 card-hours.")
-    attempts: Distribution = Field(Uniform(low=6, high=15), description="Transactions per burst.")
-    spacing_s: Distribution = Field(Exponential(mean=40.0), description="Time between attempts.")
-    amount: Distribution = Field(Uniform(low=0.5, high=4.99), description="Amount per attempt.")
+    attempts: Distribution = Field(
+        LogNormal(median=9.0, sigma=0.55),
+        description="Transactions per burst (rounded, at least 2): mostly 4 to 25.",
+    )
+    spacing_s: Distribution = Field(
+        LogNormal(median=30.0, sigma=0.9), description="Time between attempts."
+    )
+    amount: Distribution = Field(
+        LogNormal(median=1.5, sigma=1.1),
+        description="Amount per attempt, clipped to 0.01..`max_amount`: cents to about 10.",
+    )
+    max_amount: float = Field(12.0, gt=0, description="The largest testing amount.")
     online_share: float = Field(0.8, ge=0, le=1, description="Share of bursts made online.")
 
 
@@ -216,10 +247,13 @@ class AccountTakeover(Settings):
         Exponential(mean=600.0), description="Time between the purchases."
     )
     amount_multiple: Distribution = Field(
-        Uniform(low=8.0, high=25.0),
-        description="Amount as a multiple of the card's typical purchase.",
+        LogNormal(median=10.0, sigma=0.6),
+        description="Amount as a multiple of the card's typical purchase (mostly 3 to 30).",
     )
-    min_amount: float = Field(300.0, ge=0, description="Never less than this.")
+    min_amount: Distribution = Field(
+        Uniform(low=120.0, high=450.0),
+        description="Per incident, never less than this (drawn; a number is a constant).",
+    )
     categories: list[str] = Field(
         default_factory=lambda: ["5732", "5944", "4511", "5311"],
         min_length=1,
@@ -233,11 +267,62 @@ class CompromisedTerminal(Settings):
 
     rate_per_1k_card_hours: float = Field(0.05, ge=0, description="Incidents per 1,000 card-hours.")
     cards: Distribution = Field(
-        Uniform(low=20, high=40), description="Distinct cards used in the window."
+        LogNormal(median=30.0, sigma=0.45),
+        description="Distinct cards used in the window (rounded, at least 2): mostly 14 to 65.",
     )
-    window_s: float = Field(600.0, gt=0, description="All of them within this many seconds.")
+    window_s: Distribution = Field(
+        Uniform(low=300.0, high=1200.0),
+        description="Per incident, all of them within this many seconds (drawn).",
+    )
     online_share: float = Field(
         0.3, ge=0, le=1, description="Share at an online merchant (else a POS terminal)."
+    )
+
+
+class BusyMerchant(Settings):
+    """Hard negative: a rush at a busy merchant (lunch, a match, a commuter hub), many of its
+    city's cards paying within minutes at its many tills."""
+
+    rate_per_1k_card_hours: float = Field(0.1, ge=0, description="Rushes per 1,000 card-hours.")
+    cards: Distribution = Field(
+        LogNormal(median=14.0, sigma=0.5),
+        description="Distinct cards in the rush (rounded, at least 2): mostly 6 to 35.",
+    )
+    window_s: Distribution = Field(
+        Uniform(low=300.0, high=900.0), description="The rush lasts this long, s."
+    )
+    categories: list[str] = Field(
+        default_factory=lambda: ["5411", "5812", "5814", "4111", "5311", "5541"],
+        min_length=1,
+        description="MCCs of busy merchants (one drawn per rush).",
+    )
+
+
+class LargePurchase(Settings):
+    """Hard negative: a holder's own large purchase (a laptop, a ring, a holiday), mostly in
+    person at home, in a category the card seldom uses."""
+
+    rate_per_1k_card_hours: float = Field(0.5, ge=0, description="Purchases per 1,000 card-hours.")
+    amount_multiple: Distribution = Field(
+        LogNormal(median=6.0, sigma=0.6),
+        description="Amount as a multiple of the card's typical purchase (mostly 2 to 20).",
+    )
+    categories: list[str] = Field(
+        default_factory=lambda: ["5732", "5944", "5311", "5651", "7011", "4511"],
+        min_length=1,
+        description="MCCs of large purchases (one drawn per purchase).",
+    )
+    online_share: float = Field(0.25, ge=0, le=1, description="Share made online.")
+
+
+class HardNegativeSettings(Settings):
+    """Legitimate activity close to the fraud rules' boundaries, marked in truth."""
+
+    busy_merchant: BusyMerchant = Field(
+        default_factory=BusyMerchant, description="Rushes at busy merchants."
+    )
+    large_purchase: LargePurchase = Field(
+        default_factory=LargePurchase, description="Holders' own large purchases."
     )
 
 
@@ -319,6 +404,10 @@ class CardVelocityDomain(Settings):
         default_factory=BorderSettings, description="Holders living across a border."
     )
     fraud: FraudSettings = Field(default_factory=FraudSettings, description="Injected fraud.")
+    hard_negatives: HardNegativeSettings = Field(
+        default_factory=HardNegativeSettings,
+        description="Legitimate activity near the rules' boundaries.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> CardVelocityDomain:
@@ -329,9 +418,16 @@ class CardVelocityDomain(Settings):
             raise ValueError("categories: some weight must be > 0")
         if sum(c.online_weight for c in self.categories) <= 0:
             raise ValueError("categories: some online_weight must be > 0")
-        unknown = sorted(set(self.fraud.account_takeover.categories) - set(mccs))
-        if unknown:
-            raise ValueError(f"fraud.account_takeover.categories {unknown} are not in categories")
+        hn = self.hard_negatives
+        named = {
+            "fraud.account_takeover.categories": self.fraud.account_takeover.categories,
+            "hard_negatives.busy_merchant.categories": hn.busy_merchant.categories,
+            "hard_negatives.large_purchase.categories": hn.large_purchase.categories,
+        }
+        for key, wanted in named.items():
+            unknown = sorted(set(wanted) - set(mccs))
+            if unknown:
+                raise ValueError(f"{key} {unknown} are not in categories")
         for prefix in self.cards.pan_prefixes:
             if not prefix.isdigit() or not 1 <= len(prefix) < self.cards.pan_length - 6:
                 raise ValueError(f"cards.pan_prefixes: {prefix!r} is not a short digit prefix")

@@ -105,7 +105,7 @@ class FraudInjector:
     def _impossible_travel(self, start: int, rng: np.random.Generator) -> Uses | None:
         s = self.d.impossible_travel
         k = int(counts(s.uses, rng, 1)[0])
-        first = start + rng.uniform(10, 60) * 60_000
+        first = start + max(float(s.lead_s.sample(rng, 1)[0]), 60.0) * 1000
         gaps = np.maximum(s.spacing_s.sample(rng, k - 1), 0) * 1000
         clone_ms = first + np.r_[0.0, np.cumsum(gaps)]
         after = clone_ms[-1] + rng.uniform(5, 30) * 60_000
@@ -113,7 +113,8 @@ class FraudInjector:
         if card is None:
             return None
         home = self.cards.home[card : card + 1]
-        far = pick_destinations(self.world, home, self.destinations, s.min_distance_km, 1e9, rng)
+        min_km = max(float(s.min_distance_km.sample(rng, 1)[0]), 0.0)
+        far = pick_destinations(self.world, home, self.destinations, min_km, 1e9, rng)
         incident = int(self.ids.take(1)[0])
         ent = np.full(k + 2, card, dtype=np.int32)
         cities = np.r_[home, np.repeat(far, k), home].astype(np.int32)
@@ -142,7 +143,7 @@ class FraudInjector:
             dev = np.repeat(
                 self.shops.at_pos(city, self.cards.pos_categories(ent[:1], rng), rng), k
             )
-        amount = cents(s.amount.sample(rng, k))
+        amount = cents(np.minimum(s.amount.sample(rng, k), s.max_amount))
         return Uses.make(ent, times, dev, amount, CARD_TESTING, int(self.ids.take(1)[0]))
 
     def _account_takeover(self, start: int, rng: np.random.Generator) -> Uses:
@@ -164,14 +165,17 @@ class FraudInjector:
             self.shops.online(cats, rng),
             self.shops.at_pos(self.cards.home[ent], cats, rng),
         )
-        multiple = s.amount_multiple.sample(rng, k)
-        amount = cents(np.maximum(multiple * self.cards.typical_amount[card], s.min_amount))
+        multiple = np.maximum(s.amount_multiple.sample(rng, k), 1.0)
+        floor = max(float(s.min_amount.sample(rng, 1)[0]), 0.0)
+        jitter = rng.uniform(0.0, 0.25 * floor, k)  # never one round floor amount
+        amount = cents(np.maximum(multiple * self.cards.typical_amount[card], floor + jitter))
         return Uses.make(ent, times, dev, amount, ACCOUNT_TAKEOVER, int(self.ids.take(1)[0]))
 
     def _compromised_terminal(self, start: int, rng: np.random.Generator) -> Uses | None:
         s = self.d.compromised_terminal
         want = int(counts(s.cards, rng, 2)[0])
-        times = np.floor(start + np.sort(rng.uniform(0, s.window_s * 1000, want)))
+        window_ms = max(float(s.window_s.sample(rng, 1)[0]), 1.0) * 1000
+        times = np.floor(start + np.sort(rng.uniform(0, window_ms, want)))
         dev: np.ndarray | None = None
         cards: np.ndarray | None = None
         if rng.random() >= s.online_share:

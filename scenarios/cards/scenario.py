@@ -13,7 +13,9 @@ merchants), trip plans. One SimPy cohort process steps every card per tick, vect
 - hard negatives, marked in truth (`hard_negative`), which a good detector must not alert on:
   `real_flight` (the first use after landing: fast but possible travel), `border_neighbours`
   (a use across the border of a pair of cities < 30 km apart, e.g. Strasbourg/Kehl), and
-  `online_while_travelling` (an online use while away or in the air).
+  `online_while_travelling` (an online use while away or in the air), `busy_merchant` (a rush
+  of many cards at a busy merchant's tills) and `large_purchase` (a holder's own big purchase
+  in a category the card seldom uses; `lookalikes`).
 
 Transactions pass through devices (POS terminals, online gateways), so the engine's device
 clocks (skew) and delivery (delays, store-and-forward outages, duplicates) are the terminals'.
@@ -32,6 +34,7 @@ from core.pan import pan_secret
 from scenarios.cards.config import CARD_FRAUDS, HARD_NEGATIVES, CardVelocityDomain
 from scenarios.cards.encoding import SCHEMA, RequestEncoder, TransactionEncoder
 from scenarios.cards.fraud import FraudInjector
+from scenarios.cards.lookalikes import Lookalikes
 from scenarios.cards.merchants import Merchants
 from scenarios.cards.profiles import DIURNAL, CardProfiles
 from scenarios.cards.purchases import Purchases
@@ -56,7 +59,8 @@ if TYPE_CHECKING:
     from core.config import StackConfig
     from scenarios.catalog import ScenarioConfig
 
-AIRPORT_MCC = "4121"  # a taxi to or from the airport
+#: Uses on the way to or from an airport: taxi, transit, fast food, restaurant, shop, fuel.
+AIRPORT_MCCS = ("4121", "4111", "5814", "5812", "5999", "5541")
 
 
 def endpoint_url(domain: CardVelocityDomain, stack: StackConfig) -> str:
@@ -81,12 +85,13 @@ class CardCohort:
         shops: Purchases,
         trips: Trips,
         fraud: FraudInjector,
+        lookalikes: Lookalikes,
         domain: CardVelocityDomain,
         start_ms: int,
         rng: np.random.Generator,
     ) -> None:
         self.cards, self.world, self.shops = cards, world, shops
-        self.trips, self.fraud = trips, fraud
+        self.trips, self.fraud, self.lookalikes = trips, fraud, lookalikes
         self.d = domain
         self.rng = rng
         self.next_ms = start_ms + rng.exponential(1.0, len(cards)) * cards.mean_gap_ms
@@ -97,6 +102,7 @@ class CardCohort:
         everyday = self._everyday(t0_ms, t1_ms)
         self.planned.add(self.trips.step(t0_ms, t1_ms))
         self.planned.add(self.fraud.step(t0_ms, t1_ms))
+        self.planned.add(self.lookalikes.step(t0_ms, t1_ms))
         uses = Uses.concat([everyday, self.planned.pop_before(t1_ms)])
         return uses.readings() if len(uses) else None
 
@@ -195,7 +201,9 @@ class CardVelocity(Scenario):
     def sources(self, table: EntityTable) -> list[CardCohort]:
         config, d = self.config, self.domain
         shops = Purchases(d, self.cards, self.merchants)
-        airport = shops.mcc_index.get(AIRPORT_MCC, 0)
+        airport = np.array(
+            [shops.mcc_index[m] for m in AIRPORT_MCCS if m in shops.mcc_index] or [0], np.int32
+        )
         trips = Trips(
             self.cards,
             self.world,
@@ -214,6 +222,7 @@ class CardVelocity(Scenario):
             shops,
             trips,
             fraud,
+            Lookalikes(d, fraud, config.seed),
             d,
             config.start_ms,
             rng_for(config.seed, "card_velocity", "everyday"),

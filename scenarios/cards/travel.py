@@ -10,7 +10,9 @@ Each traveller always has one trip planned, as times per card (numpy columns):
 A flight takes overhead (airports) + distance / cruise speed. Each trip also brings four uses:
 one at the origin shortly before each departure and one at the arrival city shortly after each
 landing; the card's first use after a flight is that arrival use (the "landing" time above is
-its time), marked as a `real_flight` hard negative: fast, but possible, travel.
+its time), marked as a `real_flight` hard negative: fast, but possible, travel. Airport uses
+are in one of several categories (a taxi, transit, a coffee, a meal, a shop, fuel for the
+rental car), and short hops with little overhead (`min_overhead_s`) come closest to impossible.
 """
 
 from __future__ import annotations
@@ -84,14 +86,14 @@ class Trips:
         destinations: np.ndarray,
         settings: TravelSettings,
         shops: Purchases,
-        airport_category: int,
+        airport_categories: np.ndarray,
         rng: np.random.Generator,
     ) -> None:
         n = len(cards)
         self.cards, self.world, self.settings = cards, world, settings
         self.destinations = destinations
         self.shops = shops
-        self.airport_category = airport_category
+        self.airport_categories = np.asarray(airport_categories, dtype=np.int32)
         self.rng = rng
         self.departs_out = np.full(n, NEVER)
         self.lands_out = np.full(n, NEVER)
@@ -144,9 +146,10 @@ class Trips:
         )
         cruise_ms = km / s.cruise_kmh * 3_600_000
         departs_out = earliest_ms + rng.exponential(self._gap_ms, k)
-        flight_out = np.maximum(s.overhead_s.sample(rng, k), 0) * 1000 + cruise_ms
+        least = s.min_overhead_s
+        flight_out = np.maximum(s.overhead_s.sample(rng, k), least) * 1000 + cruise_ms
         stay = np.maximum(s.stay_s.sample(rng, k) * 1000, MIN_STAY_MS)
-        flight_back = np.maximum(s.overhead_s.sample(rng, k), 0) * 1000 + cruise_ms
+        flight_back = np.maximum(s.overhead_s.sample(rng, k), least) * 1000 + cruise_ms
         airport = np.maximum(s.airport_use_s.sample(rng, (4 * k)), 1.0).reshape(4, k) * 1000
         airport[1:3] = np.minimum(airport[1:3], stay / 3)  # the stay holds both of its uses
         before_out = departs_out - airport[0]
@@ -167,7 +170,8 @@ class Trips:
         times = np.floor(np.concatenate([before_out, lands_out, before_back, lands_back]))
         cities = np.concatenate([home, dest, dest, home])
         hard = np.repeat([NOT_HARD, REAL_FLIGHT, NOT_HARD, REAL_FLIGHT], k)
-        category = np.full(cards.shape[0], self.airport_category, dtype=np.int32)
+        pick = rng.integers(0, self.airport_categories.shape[0], cards.shape[0])
+        category = self.airport_categories[pick]
         dev = self.shops.at_pos(cities, category, rng)
         amount = cents(self.shops.amounts(cards, dev, rng))
         return Uses.make(cards, times, dev, amount, hard_negative=hard)

@@ -18,6 +18,7 @@ from simulators.records import NO_ID, Readings
 
 # hard_negative codes (0: not one); names in config HARD_NEGATIVES order, from 1.
 NOT_HARD, REAL_FLIGHT, BORDER_NEIGHBOURS, ONLINE_WHILE_TRAVELLING = 0, 1, 2, 3
+BUSY_MERCHANT, LARGE_PURCHASE = 4, 5
 
 
 @dataclass

@@ -27,7 +27,7 @@ FaultType = Literal[
     "battery_failure",
 ]
 # Situations that look like a fault but are not (truth `hard_negative`).
-HARD_NEGATIVES = ("hill", "cold_start", "tunnel")
+HARD_NEGATIVES = ("hill", "cold_start", "tunnel", "hard_brake", "brief_speeding", "cold_battery")
 ROAD_CLASSES = events.ROAD_CLASSES  # order matters: the encoder writes road_class by index
 TYRES = events.TYRES
 STUCK_SIGNALS = ("coolant_c", "oil_pressure_kpa", "battery_v", *TYRES)
@@ -296,13 +296,15 @@ class HarshBraking(Settings):
     """A cluster of emergency decelerations within a few minutes."""
 
     events: Distribution = Field(
-        Uniform(low=3.0, high=6.0), description="Brakings per cluster (rounded, >= 1)."
+        Uniform(low=1.6, high=6.4), description="Brakings per cluster (rounded, >= 1): 2 to 6."
     )
     within_s: Distribution = Field(
-        Uniform(low=60.0, high=240.0), description="Span the brakings fall in, s."
+        Uniform(low=60.0, high=360.0), description="Span the brakings fall in, s."
     )
     decel_ms2: Distribution = Field(
-        Uniform(low=6.5, high=9.0), description="Deceleration of a braking, m/s²."
+        LogNormal(median=7.2, sigma=0.14),
+        description="Deceleration of a braking, m/s² (mostly 5.5 to 9.5: emergency stops on "
+        "dry to damp roads; at least 3).",
     )
     brake_s: Distribution = Field(
         Uniform(low=1.0, high=3.0), description="Length of a braking, s (cut short at rest)."
@@ -313,16 +315,22 @@ class Speeding(Settings):
     """Sustained driving well over the limit (starts on rural roads or motorways)."""
 
     factor: Distribution = Field(
-        Uniform(low=1.25, high=1.45), description="Speed as a share of the limit."
+        LogNormal(median=1.3, sigma=0.09),
+        description="Speed as a share of the limit (mostly 1.1 to 1.55).",
     )
-    duration_s: Distribution = Field(Uniform(low=180.0, high=600.0), description="Seconds.")
+    duration_s: Distribution = Field(Uniform(low=90.0, high=600.0), description="Seconds.")
 
 
 class BatteryFailure(Settings):
     """Charging fails: the voltage drops to the battery's and sags steadily."""
 
+    rest_v: Distribution = Field(
+        Uniform(low=12.15, high=12.6),
+        description="Voltage the battery falls to when charging stops (its state of charge).",
+    )
     volts_per_min: Distribution = Field(
-        Uniform(low=0.08, high=0.2), description="Sag from 12.3 V, volts per minute."
+        LogNormal(median=0.1, sigma=0.5),
+        description="Sag from `rest_v`, volts per minute (mostly 0.04 to 0.27).",
     )
     duration_s: Distribution = Field(
         Uniform(low=600.0, high=1800.0), description="Seconds until charging recovers."
@@ -365,6 +373,60 @@ class VehicleFaults(Settings):
         return self
 
 
+class HardBrake(Settings):
+    """Hard negative: one hard but legal braking (a light turning red, a car pulling out)."""
+
+    rate_per_hour: float = Field(0.3, ge=0, description="Per driving vehicle-hour.")
+    decel_ms2: Distribution = Field(
+        LogNormal(median=5.0, sigma=0.2), description="Deceleration, m/s² (mostly 3.4 to 7.4)."
+    )
+    brake_s: Distribution = Field(
+        Uniform(low=1.0, high=2.5), description="Length of the braking, s."
+    )
+
+
+class BriefSpeeding(Settings):
+    """Hard negative: a brief burst over the limit in traffic (an overtake, a merge)."""
+
+    rate_per_hour: float = Field(0.3, ge=0, description="Per driving vehicle-hour.")
+    factor: Distribution = Field(
+        LogNormal(median=1.22, sigma=0.07),
+        description="Speed as a share of the limit (mostly 1.1 to 1.4).",
+    )
+    duration_s: Distribution = Field(
+        LogNormal(median=20.0, sigma=0.5), description="Seconds over (mostly 8 to 55)."
+    )
+
+
+class ColdBattery(Settings):
+    """Hard negative: a cold battery on a cold morning: the voltage stays low for a while after
+    the start, until the alternator has recharged it."""
+
+    below_ambient_c: float = Field(
+        5.0, description="A trip from rest at an ambient temperature below this may show it."
+    )
+    share: float = Field(0.6, ge=0, le=1, description="Share of such starts that show it.")
+    crank_v: Distribution = Field(
+        Uniform(low=11.4, high=12.2), description="Voltage just after the start."
+    )
+    recharge_tau_s: Distribution = Field(
+        LogNormal(median=15.0, sigma=0.6),
+        description="Time constant of the voltage's climb to the charging voltage, s.",
+    )
+
+
+class HardNegatives(Settings):
+    """Legitimate driving near the fault rules' boundaries, marked in truth."""
+
+    hard_brake: HardBrake = Field(default_factory=HardBrake, description="Single hard brakings.")
+    brief_speeding: BriefSpeeding = Field(
+        default_factory=BriefSpeeding, description="Brief bursts over the limit."
+    )
+    cold_battery: ColdBattery = Field(
+        default_factory=ColdBattery, description="Cold batteries on cold mornings."
+    )
+
+
 class ColdStarts(Settings):
     """Trips that start with a cold engine (marked as hard negatives until warm)."""
 
@@ -405,3 +467,6 @@ class ConnectedVehiclesDomain(Settings):
     gps_noise_m: float = Field(3.0, ge=0, le=100, description="Std of GPS position noise, m.")
     cold_starts: ColdStarts = Field(default_factory=ColdStarts, description="Cold starts.")
     faults: VehicleFaults = Field(default_factory=VehicleFaults, description="Injected faults.")
+    hard_negatives: HardNegatives = Field(
+        default_factory=HardNegatives, description="Legitimate driving near the boundaries."
+    )

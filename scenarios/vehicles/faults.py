@@ -14,13 +14,15 @@ What each fault does to the readings (the signature a detector can find):
 - stuck_sensor: one signal repeats its value from the incident's first reading exactly;
 - gps_jump: `readings` positions are offset by `distance` km, an impossible implied speed
   (readings in a tunnel, without a position, do not count);
-- harsh_braking: `events` decelerations of 6.5-9 m/s² within `within_s` (each waits until the
-  vehicle does 27 km/h or more);
-- speeding: cruise at `factor` x the limit (> limit + 20%) for `duration` (starting on a
+- harsh_braking: `events` decelerations of `decel_ms2` (drawn per braking, mostly 5.5-9.5
+  m/s², some below the rule's threshold) within `within_s` (each waits until the vehicle does
+  27 km/h or more);
+- speeding: cruise at `factor` x the limit (mostly +10% to +55%) for `duration` (starting on a
   rural road or motorway at least 4 km before a town, ending early in town, and never where
   the top speed allows no +25%: a truck's limiter); the label lasts until the speed is back
   within 15% of the limit;
-- battery_failure: charging stops: the voltage drops to the battery's and sags by `rate` V/min.
+- battery_failure: charging stops: the voltage drops to the battery's own (`rest_v`, drawn per
+  incident) and sags by `volts_per_min`.
 Incidents still running when a trip ends end with it; none starts with less than
 `min_route_left_km` of the trip's route ahead (long enough for every fault to show).
 """
@@ -46,7 +48,6 @@ NONE = -1
 RAMP, HOLD, RECOVER = 0, 1, 2
 MIN_BRAKING_MS = 7.5  # a harsh braking starts at 27 km/h or more (a 30 zone will do)
 KM_PER_DEG = 111.195
-BATTERY_SAG_FROM = 12.3  # volts: the battery under the running engine's load, not charged
 
 
 class Faults:
@@ -127,6 +128,7 @@ class Faults:
             self.end_ms[v] = t + np.maximum(s.speeding.duration_s.sample(rng, n), 1.0) * 1000
         elif k == BATTERY_FAILURE:
             self.a[v] = np.maximum(s.battery_failure.volts_per_min.sample(rng, n), 0.0)
+            self.b[v] = s.battery_failure.rest_v.sample(rng, n)
             self.end_ms[v] = t + np.maximum(s.battery_failure.duration_s.sample(rng, n), 1.0) * 1000
 
     # -- effects ----------------------------------------------------------------------------
@@ -148,7 +150,7 @@ class Faults:
         w = i[start]
         if w.size:
             hb = self.s.harsh_braking
-            self.brake_decel[w] = np.maximum(hb.decel_ms2.sample(self.rng, w.size), 6.1)
+            self.brake_decel[w] = np.maximum(hb.decel_ms2.sample(self.rng, w.size), 3.0)
             self.brake_until[w] = (
                 t[start] + np.maximum(hb.brake_s.sample(self.rng, w.size), 1.0) * 1000
             )
@@ -189,7 +191,7 @@ class Faults:
         mine = self._active(i, BATTERY_FAILURE)
         if not mine.any():
             return volts
-        sag = BATTERY_SAG_FROM - self.a[i] * (t - self.t0_ms[i]) / 60_000.0
+        sag = self.b[i] - self.a[i] * (t - self.t0_ms[i]) / 60_000.0
         noise = self.rng.normal(0.0, 0.02, i.shape[0])
         return np.where(mine, np.maximum(sag, 10.5) + noise, volts)
 

@@ -15,7 +15,10 @@ Hard negatives (truth `hard_negative`, only on readings without a fault label):
 - `tunnel`: readings in a tunnel (no position) and the first fix after it;
 - `cold_start`: a trip started with coolant below `cold_starts.below_c`, until it reaches
   `cold_starts.warm_c` (low coolant, fast idle, a steep but harmless warm-up);
-- `hill`: on a climb and after it, where the coolant is raised by it (a brief rise).
+- `hill`: on a climb and after it, where the coolant is raised by it (a brief rise);
+- `hard_brake`, `brief_speeding`, `cold_battery`: a single hard but legal braking, a brief
+  burst over the limit in traffic, a cold battery slow to recover on a cold morning
+  (`lookalikes`).
 No reading is marked within 2 minutes after an incident's last one: an alert on the incident
 that also names those readings would count as a hard-negative alert.
 """
@@ -41,12 +44,14 @@ from scenarios.vehicles.faults import (
     BATTERY_FAILURE,
     GPS_JUMP,
     HARSH_BRAKING,
+    NONE,
     OVERHEATING,
     SPEEDING,
     STUCK_SENSOR,
     TYRE_LEAK,
     Faults,
 )
+from scenarios.vehicles.lookalikes import MIN_BRAKE_KMH, Lookalikes
 from scenarios.vehicles.physics import (
     TYRE_COOL_TAU_S,
     Gearbox,
@@ -87,7 +92,9 @@ if TYPE_CHECKING:
 SCHEMA = VEHICLE_TELEMETRY.id
 PAYLOAD = payload_fields(VEHICLE_TELEMETRY)  # road_class by its index in ROAD_CLASSES
 HARD_NEGATIVE = PayloadField("hard_negative", "int")  # truth only, never in the event
-HILL_MARK, COLD_MARK, TUNNEL_MARK = (HARD_NEGATIVES.index(h) + 1 for h in HARD_NEGATIVES)
+HILL_MARK, COLD_MARK, TUNNEL_MARK = (
+    HARD_NEGATIVES.index(h) + 1 for h in ("hill", "cold_start", "tunnel")
+)
 TRIPS_PER_VEHICLE = 10_000  # trip_id = (vehicle index + 1) * 10_000 + trip number
 HILL_MARK_MAX_MS = 300_000.0  # a climb's mark ends at most this long after it
 HILL_RISE_C = 1.5  # ... and only covers readings where the coolant is this much above normal
@@ -118,6 +125,9 @@ class VehicleCohort:
         self.step_ms = d.interval_s * 1000
         self.pool = RoutePool(n)
         self.faults = Faults(n, d.faults, rng, incidents)
+        self.looks = Lookalikes(
+            n, d.hard_negatives, np.random.Generator(np.random.PCG64(int(rng.integers(2**62))))
+        )
         self.shifts = Shifts(d.trips, rng, n)
         self.gearbox = Gearbox([kind], np.zeros(n, dtype=np.int64))
         # per-vehicle constants
@@ -223,6 +233,7 @@ class VehicleCohort:
             )
             self.stop_until[v] = t + idle * 1000
             self.cold[v] = cold
+            self.looks.trip_started(v, self.ambient[v])
             return
         # mid-trip at the start of the run: warm, somewhere along the route at cruise
         for k, route in enumerate(routes):
@@ -335,11 +346,21 @@ class VehicleCohort:
         route_left_m = self.pool.v.cols["s"][self.pool.hi[i] - 1] - s
         eligible &= (route_left_m >= d.faults.min_route_left_km * 1000)[:, None]
         self.faults.start(i, t, dt, eligible)
+        calm = (self.faults.kind[i] == NONE) & (self.quiet_until[i] <= t)
+        self.looks.start(
+            i,
+            t,
+            dt,
+            calm & (v_kmh > MIN_BRAKE_KMH),
+            calm & open_road & (v_kmh > 50.0) & (jam == 1.0),
+        )
 
         # speed
         factor = self.driver[i] * traffic
         speeding = self.faults.speeding_factor(i)
         factor = np.where(np.isnan(speeding), factor, speeding)
+        burst = self.looks.factor(i, t)
+        factor = np.where(np.isnan(burst), factor, burst)
         cruise = np.minimum(limit / 3.6 * factor * jam, self.v_max)
         next_cruise = np.where(final_edge, 0.0, next_limit / 3.6 * factor * jam)
         allowance = np.minimum(
@@ -349,7 +370,7 @@ class VehicleCohort:
         v_new = next_speed(
             v, cruise, allowance, self.kind.accel_ms2, self.v_max, grade, waiting, dt, rng
         )
-        brake = self.faults.braking(i, t, v)
+        brake = np.maximum(self.faults.braking(i, t, v), self.looks.braking(i, t, v))
         v_new = np.where(brake > 0, np.maximum(v - brake * dt, 0.0), v_new)
         s_new = s + (v + v_new) / 2 * dt
         overrun = final_stop & (s_new > stop_pos)  # never past the destination
@@ -406,6 +427,8 @@ class VehicleCohort:
             0.0,
         )
         battery = battery_voltage(self.charging[i], (t - self.trip_start[i]) / 1000, rng)
+        since_start_s = (t - self.trip_start[i]) / 1000
+        battery = self.looks.battery(i, since_start_s, self.charging[i], battery)
         battery = self.faults.battery(i, t, battery)
         self.warm[i] = warm = tyre_warmth(self.warm[i], v_kmh, dt)
         self.faults.tyre_leak(i, t, self.cold_kpa, dt)
@@ -435,6 +458,8 @@ class VehicleCohort:
         mark = np.where(climbing & raised, HILL_MARK, 0)
         mark = np.where(self.cold[i], COLD_MARK, mark)
         mark = np.where(in_tunnel | after_tunnel, TUNNEL_MARK, mark)
+        looks = self.looks.marks(i, t, v_kmh / np.maximum(limit, 1.0), battery)
+        mark = np.where(looks > 0, looks, mark)
         self.quiet_until[i[label != 0]] = t[label != 0] + QUIET_AFTER_INCIDENT_MS
         mark = np.where((label == 0) & (t >= self.quiet_until[i]), mark, 0)
         self.cold[i] &= coolant < d.cold_starts.warm_c
@@ -506,6 +531,7 @@ class VehicleCohort:
 
     def _park(self, v: np.ndarray, t: np.ndarray) -> None:
         self.faults.stop(v)
+        self.looks.stop(v)
         self.driving[v] = False
         self.city[v] = self.dest[v]
         self.park_ms[v] = t

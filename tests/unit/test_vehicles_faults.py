@@ -151,7 +151,7 @@ def test_harsh_braking_brakes_several_times_when_fast_enough() -> None:
         speed = np.full(N, 5.0 if step < 10 else 25.0)  # too slow at first: waits
         decel = f.braking(v, t, speed)
         now = decel > 0
-        assert (decel[now] >= 6.1).all()
+        assert (decel[now] >= 3.0).all()  # drawn around 7.2 m/s², floored at 3
         if step < 10:
             assert not now.any()
         brakings += now & ~was
@@ -172,7 +172,9 @@ def test_speeding_stops_in_town_but_its_label_lasts_until_back_near_the_limit() 
 
 
 def test_a_failing_battery_sags_below_11_8_volts() -> None:
-    f = faults("battery_failure", battery_failure={"volts_per_min": 0.1, "duration_s": 900})
+    f = faults(
+        "battery_failure", battery_failure={"volts_per_min": 0.1, "duration_s": 900, "rest_v": 12.3}
+    )
     v = start_now(f, BATTERY_FAILURE)
     volts = f.battery(v, np.full(N, 10 * 60_000.0), np.full(N, 14.2))
     assert volts.mean() == pytest.approx(12.3 - 1.0, abs=0.01)
