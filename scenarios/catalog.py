@@ -33,6 +33,7 @@ from pydantic import (
 from core.config.base import Settings
 from scenarios.cards.config import CardVelocityDomain
 from scenarios.sensors.config import SensorFleetDomain
+from scenarios.shipping.config import ShippingDomain
 from scenarios.vehicles.config import ConnectedVehiclesDomain
 from simulators.settings import (
     DEFAULT_START,
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
     from simulators.scenario import Scenario
     from simulators.sinks.base import Sink
 
-DomainSection = SensorFleetDomain | CardVelocityDomain | ConnectedVehiclesDomain
+DomainSection = SensorFleetDomain | CardVelocityDomain | ConnectedVehiclesDomain | ShippingDomain
 
 # The `type` tag of each domain section, from the union itself.
 _DOMAINS: tuple[str, ...] = tuple(
@@ -206,6 +207,10 @@ def build_scenario(config: ScenarioConfig, stack: StackConfig | None = None) -> 
         from scenarios.vehicles.scenario import ConnectedVehicles
 
         return ConnectedVehicles(config)
+    if isinstance(domain, ShippingDomain):
+        from scenarios.shipping.scenario import Shipping
+
+        return Shipping(config)
     assert_never(domain)
 
 
