@@ -5,14 +5,23 @@ Example:
 
 The Kafka connector jars (resolved by `make setup` into .cache/jars/spark-kafka) are passed as
 `spark.jars`, so nothing is downloaded at session start and the stack works offline.
+
+Logs: the JVM the session starts writes its stdout and stderr (log4j's console appender,
+`log4j2.properties`, and what its Python workers print, such as transformWithStateInPandas'
+"Python worker" lines) to `spark_log_file(stack)`, `.data/logs/spark.log`, not to the
+terminal; so does py4j's Python logger. Spark's errors still reach the caller as exceptions.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from core.config import StackConfig
@@ -20,6 +29,7 @@ from core.errors import StreamsimError
 from core.jvm import RESOLVE_HINT, spark_kafka_jars
 
 LOG4J2 = Path(__file__).with_name("log4j2.properties")
+FAIR_POOLS = Path(__file__).with_name("fairscheduler.xml")
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
@@ -41,6 +51,9 @@ def spark_conf(stack: StackConfig, app: str) -> dict[str, str]:
         "spark.sql.adaptive.enabled": "false",  # streaming ignores AQE; keep batch plans comparable
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
+        # Queries in pools (`scheduler_pool`): a job's alerts do not queue behind its stats.
+        "spark.scheduler.mode": "FAIR",
+        "spark.scheduler.allocation.file": str(FAIR_POOLS.resolve()),
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J2.resolve()} "
         f"-Dderby.system.home={stack.dirs.data.resolve()}",
     }
@@ -52,8 +65,47 @@ def spark_is_local(stack: StackConfig) -> bool:
     return stack.spark.master.startswith("local")
 
 
+def spark_log_file(stack: StackConfig) -> Path:
+    """Where the Spark JVM's output and py4j's log go (see the module docstring)."""
+    return (stack.dirs.data / "logs" / "spark.log").resolve()
+
+
+@contextlib.contextmanager
+def _jvm_output_to(log: Path) -> Iterator[None]:
+    """While a JVM is launched, file descriptors 1 and 2 point at `log`: the JVM inherits them
+    (and keeps them), this process gets its own back. Nothing to do once a JVM runs."""
+    if SparkContext._gateway is not None:
+        yield
+        return
+    log.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    try:
+        with log.open("ab") as out:
+            os.dup2(out.fileno(), 1)
+            os.dup2(out.fileno(), 2)
+            yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        os.close(saved[0])
+        os.close(saved[1])
+
+
+def _py4j_log_to(log: Path) -> None:
+    logger = logging.getLogger("py4j")
+    if not any(getattr(h, "baseFilename", None) == str(log) for h in logger.handlers):
+        handler = logging.FileHandler(log)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+    logger.propagate = False
+
+
 def spark_session(stack: StackConfig, app: str) -> SparkSession:
-    """Get or create the session; Spark's console noise is quieted to stack.spark.log_level."""
+    """Get or create the session; Spark's own output goes to `spark_log_file(stack)`."""
     # Python workers must run the interpreter that runs the driver (the project's .venv).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -62,9 +114,24 @@ def spark_session(stack: StackConfig, app: str) -> SparkSession:
     builder = SparkSession.builder
     for key, value in spark_conf(stack, app).items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    log = spark_log_file(stack)
+    with _jvm_output_to(log):
+        session = builder.getOrCreate()
+    _py4j_log_to(log)
     session.sparkContext.setLogLevel(stack.spark.log_level)
     return session
+
+
+@contextlib.contextmanager
+def scheduler_pool(spark: SparkSession, pool: str) -> Iterator[None]:
+    """Queries started inside run their batches in FAIR pool `pool` (`fairscheduler.xml`)."""
+    context = spark.sparkContext
+    before = context.getLocalProperty("spark.scheduler.pool")
+    context.setLocalProperty("spark.scheduler.pool", pool)
+    try:
+        yield
+    finally:
+        context.setLocalProperty("spark.scheduler.pool", before)  # type: ignore[arg-type]
 
 
 def use_rocksdb_state(spark: SparkSession) -> None:

@@ -238,6 +238,7 @@ def _run(
     finally:
         for query in queries:
             query.stop()
+        _close_alert_sinks(queries)
         metrics.close()
     result = {
         "scenario": path.stem,
@@ -252,6 +253,17 @@ def _run(
         "offsets_before": start,  # where this run's records begin, for the evaluation
     }
     return result, cfg
+
+
+def _close_alert_sinks(queries: list[Any]) -> None:
+    """Close the queries' alert producers while the broker still runs: a producer left open
+    past the broker logs librdkafka's "Connection refused" to the terminal."""
+    from pipeline.alerts_sink import sink_of
+
+    for query in queries:
+        sink = sink_of(query)
+        if sink is not None:
+            sink.close()
 
 
 def _end_of_input(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -48,10 +49,22 @@ def demo(
                 highlight=False,
             )
 
+    from pipeline.session import spark_log_file
+
+    stack = stack_from(config)
     if not as_json:
         console.print(f"demo: {scenario} for {duration:g} s")
-    result = run_demo(stack_from(config), scenario, duration, speed, on_batch=show)
+        console.print(f"Spark and JVM logs: {_shown(spark_log_file(stack))}", highlight=False)
+    result = run_demo(stack, scenario, duration, speed, on_batch=show)
     emit(result, as_json, _human(result))
+
+
+def _shown(path: Path) -> str:
+    """`path` relative to the working directory where it is inside it."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def _human(result: dict[str, Any]) -> str:
