@@ -232,14 +232,14 @@ class VehicleTelemetrySettings(Settings):
     )
     percentiles: list[float] = Field(
         default_factory=lambda: [0.5, 0.95],
-        description="percentile_approx levels per signal (columns <signal>_p50, ...).",
+        description="Percentile levels per signal (columns <signal>_p50, ...).",
     )
-    percentile_accuracy: int = Field(
-        10_000,
-        ge=1,
-        le=1_000_000,
-        description="percentile_approx accuracy: relative rank error 1/accuracy (exact for "
-        "windows with fewer readings).",
+    percentile_sketch_k: int = Field(
+        1_024,
+        ge=8,
+        le=65_535,
+        description="k of the KLL sketches the percentiles are read from: exact for windows "
+        "of at most k readings, else a rank error of about 1.33 / k^0.9.",
     )
     trip_gap: Duration = Field(
         "5 minutes", description="Session gap: a longer silence ends a trip (session_window)."

@@ -3,8 +3,9 @@
 source: `vehicles.telemetry` (`vehicle.telemetry/1` JSON, key vehicle_id)
   -> parse; malformed records -> dead-letter topic with the reason
   -> watermark on event time (`watermark`), duplicates (same event_id) dropped within it
-  -> stats: per-vehicle tumbling and sliding windows (readings; mean, min, max and
-     percentile_approx of the main signals)       -> `aggregates.vehicle-stats` + the lake
+  -> stats: per-vehicle 1-minute partials (sums, counts, min, max, KLL sketches) merged into
+     the tumbling and sliding windows (readings; mean, min, max and percentiles of the main
+     signals)                                      -> `aggregates.vehicle-stats` + the lake
   -> trips: per-vehicle session windows (distance from the odometer, duration, max and mean
      speed)                                        -> `aggregates.vehicle-trips` + the lake
   -> alerts: the detectors' series rules per vehicle in event-time order
@@ -20,6 +21,11 @@ Queries (`streamsim pipeline run vehicle-telemetry` prints each one's mode):
   `AggregatesSink` (Kafka + lake) per batch.
 - `vehicle-telemetry.alerts` (and `.late-alerts`): state per vehicle, micro-batch,
   `AlertSink` (Kafka + lake, once per alert id) per batch.
+
+Scheduling: the dead-letter and alerts queries run in FAIR pool `alerts` (weight 4, a core
+guaranteed), the stats, trips and late-alerts queries in pool `aggregates`
+(`pipeline/fairscheduler.xml`): an alerts batch takes the next free core instead of queuing
+behind a stats batch's tasks.
 
 Late data: every stateful query drops the readings at or before its previous batch's watermark and
 reports them per batch (`late_events`, `dropped_by_watermark` and the watermark lag in the metrics
@@ -53,7 +59,7 @@ from pipeline.kafka_io import (
     write_kafka,
 )
 from pipeline.progress import iso_ms
-from pipeline.session import use_rocksdb_state
+from pipeline.session import scheduler_pool, use_rocksdb_state
 from pipeline.settings import TriggerSettings, duration_ms
 from pipeline.triggers import output_mode, query_trigger, realtime_fits, start_query
 
@@ -85,7 +91,7 @@ def stats_stream(events: DataFrame, cfg: PipelineConfig) -> DataFrame:
         s.stats_windows,
         s.stats_signals,
         s.percentiles,
-        s.percentile_accuracy,
+        s.percentile_sketch_k,
     )
 
 
@@ -209,14 +215,17 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
         .option("checkpointLocation", str(alerts_checkpoint))
         .outputMode("append")
     )
-    queries = [
-        start_query(deadletter, DEADLETTER_QUERY, stateless, note),
-        start_query(stats, STATS_QUERY, windowed),
-        start_query(trips, TRIPS_QUERY, windowed),
-        start_query(alerts, ALERTS_QUERY, stateful),
-    ]
+    with scheduler_pool(spark, "alerts"):
+        first = start_query(deadletter, DEADLETTER_QUERY, stateless, note)
+        main = start_query(alerts, ALERTS_QUERY, stateful)
+    with scheduler_pool(spark, "aggregates"):
+        queries = [
+            first,
+            start_query(stats, STATS_QUERY, windowed),
+            start_query(trips, TRIPS_QUERY, windowed),
+            main,
+        ]
     if late.mode == "rescore":
-        main = queries[-1]
         late_checkpoint = checkpoints / "late-alerts"
         late_sink = AlertSink(
             stack,
@@ -235,5 +244,6 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
             .option("checkpointLocation", str(late_checkpoint))
             .outputMode("append")
         )
-        queries.append(start_query(late_alerts, LATE_ALERTS_QUERY, stateful))
+        with scheduler_pool(spark, "aggregates"):
+            queries.append(start_query(late_alerts, LATE_ALERTS_QUERY, stateful))
     return queries

@@ -370,7 +370,7 @@ def _compare(
         s.stats_windows,
         s.stats_signals,
         s.percentiles,
-        s.percentile_accuracy,
+        s.percentile_sketch_k,
     ).drop("schema")
     closed = F.col("window_end") <= F.lit(final_watermark)
     tagged = F.col("vehicle_id").endswith(KEPT)

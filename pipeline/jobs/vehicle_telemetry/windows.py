@@ -6,17 +6,31 @@ batch oracle (`pipeline.jobs.vehicle_telemetry.parity`): on a batch DataFrame, `
 nothing and `dropDuplicatesWithinWatermark` drops every duplicate.
 
 - `vehicle_stats`: per vehicle and event-time window of each spec (tumbling or sliding), the
-  number of readings and, per signal, mean, min, max and `percentile_approx` levels
+  number of readings and, per signal, mean, min, max and percentile levels (KLL sketches)
   (`<signal>_mean`, `_min`, `_max`, `_p50`, ...)                -> `aggregates.vehicle-stats`
 - `vehicle_trips`: per vehicle and `session_window` (a silence longer than the gap ends a
   trip): start and end event times, duration, distance (odometer delta), max and mean speed,
   readings, the device's trip ids                                -> `aggregates.vehicle-trips`
 
-`vehicle_stats` is one aggregation over every window of every spec: each reading is exploded
-into its windows (`spec_windows`, the windows `window()` would give it, tagged with their
-spec), so the input is read, parsed and de-duplicated once however many specs there are (one
-aggregation per spec, unioned, would need a watermarked, de-duplicated stream each: Spark 4.2
-advances the watermark of only the first of several aggregations fed by one watermark node).
+`vehicle_stats` aggregates each reading once, into its 1-minute partial (per vehicle and
+`partial_ms(specs)`-long tumbling window: the greatest common divisor of every spec's length and
+slide), then merges the partials into the windows of every spec: a partial lies inside a window
+whole, so the tumbling 1-minute rows and the 5-minute sliding ones (five windows per partial)
+come from one merge, and a reading is touched once instead of once per window. Two chained
+append-mode aggregations in one query (the partials' `window_time` carries the watermark to the
+merge), so the input is read, parsed and de-duplicated once (one aggregation per spec, unioned,
+would need a watermarked, de-duplicated stream each: Spark 4.2 advances the watermark of only
+the first of several aggregations fed by one watermark node).
+
+Partials: readings, first and last event time, and per signal its sum, count, min, max and a
+KLL quantile sketch (`kll_sketch_agg_double`, Apache DataSketches); the merge adds the sums and
+counts (mean = sum / count), takes min of mins and max of maxes, and merges the sketches
+(`kll_merge_agg_double`) before reading the percentile levels
+(`kll_sketch_get_quantile_double`, the smallest value whose rank reaches the level). A KLL
+sketch holds every value until it passes `sketch_k` values; below that (300 readings per
+signal in a 5-minute window at 1 Hz against the default 1,024) the percentiles are exact, and
+stream and batch agree to the value. Above it the sketch compacts (randomly) and the rank error
+is bounded: about 1.33 / k^0.9 (0.25% at k = 1,024).
 """
 
 from __future__ import annotations
@@ -27,7 +41,7 @@ from collections.abc import Sequence
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from pipeline.event_windows import window_bounds
+from pipeline.event_windows import event_window, window_bounds
 from pipeline.settings import WindowSpec
 
 STATS_SCHEMA = "aggregates.vehicle-stats/1"
@@ -68,35 +82,71 @@ def stat_columns(signals: Sequence[str], percentiles: Sequence[float]) -> list[s
     return [f"{signal}_{name}" for signal in signals for name in names]
 
 
-def _aggregates(
-    signals: Sequence[str], percentiles: Sequence[float], accuracy: int
-) -> list[Column]:
+#: KLL's k: a sketch is exact up to k values (see the module docstring).
+SKETCH_K = 1_024
+
+
+def partial_ms(windows: Sequence[WindowSpec]) -> int:
+    """The length of the partials every spec's windows are merged from: the greatest common
+    divisor of the lengths and slides, so each window is a whole number of partials.
+
+    >>> partial_ms([WindowSpec(length="1 minute"),
+    ...     WindowSpec(length="5 minutes", slide="1 minute")])
+    60000
+    >>> partial_ms([WindowSpec(length="90 seconds", slide="1 minute")])
+    30000
+    """
+    return math.gcd(*(n for spec in windows for n in (spec.length_ms, spec.slide_ms)))
+
+
+def _partial_aggregates(signals: Sequence[str], sketch_k: int | None) -> list[Column]:
     columns: list[Column] = []
     for signal in signals:
         value = F.col(signal).cast("double")
         columns += [
-            F.avg(value).alias(f"{signal}_mean"),
+            F.sum(value).alias(f"{signal}__sum"),
+            F.count(value).alias(f"{signal}__n"),
             F.min(value).alias(f"{signal}_min"),
             F.max(value).alias(f"{signal}_max"),
         ]
+        if sketch_k is not None:
+            columns.append(F.kll_sketch_agg_double(value, sketch_k).alias(f"{signal}__kll"))
+    return columns
+
+
+def _merged_aggregates(signals: Sequence[str], percentiles: Sequence[float]) -> list[Column]:
+    columns: list[Column] = []
+    for signal in signals:
+        count = F.sum(f"{signal}__n")
+        columns += [
+            F.when(count > 0, F.try_divide(F.sum(f"{signal}__sum"), count)).alias(f"{signal}_mean"),
+            F.min(f"{signal}_min").alias(f"{signal}_min"),
+            F.max(f"{signal}_max").alias(f"{signal}_max"),
+        ]
         if percentiles:
-            levels = F.array(*(F.lit(float(q)) for q in percentiles))
-            columns.append(F.percentile_approx(value, levels, accuracy).alias(f"{signal}_pct"))
+            columns += [
+                count.alias(f"{signal}__n"),
+                F.kll_merge_agg_double(f"{signal}__kll").alias(f"{signal}__kll"),
+            ]
     return columns
 
 
 def _percentile_columns(signals: Sequence[str], percentiles: Sequence[float]) -> list[Column]:
-    return [
-        F.col(f"{signal}_pct")[i].alias(f"{signal}_{percentile_name(q)}")
-        for signal in signals
-        for i, q in enumerate(percentiles)
-    ]
+    columns: list[Column] = []
+    for signal in signals:
+        sketch = F.col(f"{signal}__kll")
+        for q in percentiles:
+            level = F.kll_sketch_get_quantile_double(sketch, F.lit(float(q)))
+            columns.append(
+                F.when(F.col(f"{signal}__n") > 0, level).alias(f"{signal}_{percentile_name(q)}")
+            )
+    return columns
 
 
 def spec_windows(windows: Sequence[WindowSpec], time_column: str = "event_ts") -> Column:
-    """Per reading, an array of the windows of every spec that hold it: `window_s`, `slide_s`,
-    `start` and `end` (timestamps), as `window(time_column, length, slide)` computes them
-    (aligned to the epoch; a reading is in [start, end))."""
+    """Per row, an array of the windows of every spec that hold its time: `window_s`,
+    `slide_s`, `start` and `end` (timestamps), as `window(time_column, length, slide)` computes
+    them (aligned to the epoch; a time is in [start, end))."""
     micros = F.unix_micros(time_column)
     items = []
     for spec in windows:
@@ -115,18 +165,42 @@ def spec_windows(windows: Sequence[WindowSpec], time_column: str = "event_ts") -
     return F.filter(F.array(*items), lambda w: w["end"] > F.col(time_column))
 
 
+def vehicle_partials(
+    readings: DataFrame,
+    windows: Sequence[WindowSpec],
+    signals: Sequence[str],
+    sketch_k: int | None = SKETCH_K,
+) -> DataFrame:
+    """Per vehicle and `partial_ms(windows)` tumbling window: readings, first and last event
+    time, and per signal `<signal>__sum`, `__n`, `_min`, `_max` (and `__kll`, a sketch, unless
+    `sketch_k` is None); `partial_ts` is the partial's `window_time` (watermarked)."""
+    return (
+        readings.groupBy("vehicle_id", event_window(partial_ms(windows)).alias("partial"))
+        .agg(
+            F.count(F.lit(1)).alias("readings"),
+            F.min("event_time").alias("first_event_time"),
+            F.max("event_time").alias("last_event_time"),
+            *_partial_aggregates(signals, sketch_k),
+        )
+        .withColumn("partial_ts", F.window_time("partial"))
+    )
+
+
 def vehicle_stats(
     readings: DataFrame,
     windows: Sequence[WindowSpec],
     signals: Sequence[str],
     percentiles: Sequence[float],
-    accuracy: int = 10_000,
+    sketch_k: int = SKETCH_K,
 ) -> DataFrame:
     """One row per vehicle per window of every spec (see the module docstring)."""
-    # The window column carries the event time's watermark, as `window()`'s does: the
-    # aggregation then emits and evicts a window once the watermark passes its end.
-    watermark = readings.schema["event_ts"].metadata
-    exploded = readings.select("*", F.explode(spec_windows(windows)).alias("w")).select(
+    partials = vehicle_partials(readings, windows, signals, sketch_k if percentiles else None)
+    # The window column carries the partials' watermark, as `window()`'s does: the merge then
+    # emits and evicts a window once the watermark passes its end.
+    watermark = partials.schema["partial_ts"].metadata
+    exploded = partials.select(
+        "*", F.explode(spec_windows(windows, "partial_ts")).alias("w")
+    ).select(
         "*",
         F.col("w.window_s").alias("window_s"),
         F.col("w.slide_s").alias("slide_s"),
@@ -135,10 +209,10 @@ def vehicle_stats(
     return (
         exploded.groupBy("vehicle_id", "window_s", "slide_s", "window")
         .agg(
-            F.count(F.lit(1)).alias("readings"),
-            F.min("event_time").alias("first_event_time"),
-            F.max("event_time").alias("last_event_time"),
-            *_aggregates(signals, percentiles, accuracy),
+            F.sum("readings").alias("readings"),
+            F.min("first_event_time").alias("first_event_time"),
+            F.max("last_event_time").alias("last_event_time"),
+            *_merged_aggregates(signals, percentiles),
         )
         .select(
             F.lit(STATS_SCHEMA).alias("schema"),
