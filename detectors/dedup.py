@@ -33,12 +33,13 @@ class SeenIds:
 
     def add(self, event_id: str) -> bool:
         """Remember `event_id`; False when it was already remembered."""
-        if event_id in self._ids:
+        ids, order = self._ids, self._order
+        if event_id in ids:
             return False
-        self._ids.add(event_id)
-        self._order.append(event_id)
-        if len(self._order) > self.capacity:
-            self._ids.discard(self._order.popleft())
+        if len(order) >= self.capacity:
+            ids.discard(order.popleft())
+        ids.add(event_id)
+        order.append(event_id)
         return True
 
     def to_list(self) -> list[str]:

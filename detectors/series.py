@@ -87,9 +87,12 @@ class SeriesState(Snapshottable):
 
     def push(self, event_id: str, event_time: int, values: Sequence[Any]) -> list[Alert]:
         """One reading with `values` in `fields()` order."""
-        numbers = [_number(v) for v in values]
-        event_id, event_time = str(event_id), int(event_time)
-        if event_id in self.seen or math.isnan(numbers[0]):
+        return self.push_numbers(str(event_id), int(event_time), [_number(v) for v in values])
+
+    def push_numbers(self, event_id: str, event_time: int, numbers: Sequence[float]) -> list[Alert]:
+        """`push` for a caller whose values are floats already (NaN where missing), its id a
+        str and its time an int: the per-reading work of a processor feeding many states."""
+        if numbers[0] != numbers[0] or event_id in self.seen:  # NaN: no reading
             return []
         self.seen.add(event_id)
         if self.last_time is not None and event_time < self.last_time:

@@ -8,11 +8,16 @@ order, and a restarted query reproduces them. The cost is latency: an event is j
 the watermark passes it.
 
 `BufferedRulesProcessor` runs it in `transformWithStateInPandas` (time mode EventTime): one
-`ValueState` (`state STRING`, the JSON snapshot) and one event-time timer per entity, at its
+`ValueState` (`state BINARY`: a pickled snapshot whose histories are columns, numpy arrays and
+joined id strings, not JSON rows; `to_bytes`) and one event-time timer per entity, at its
 earliest buffered event. Input rows are buffered, and everything at or before the current
 watermark is released at once; when the watermark passes the timer of an entity that sent
 nothing since (a vehicle gone quiet), the timer releases its buffer up to the watermark and
-moves to the next buffered event. Alert rows come out as `ALERT_SPARK_DDL`. Spark's state TTL
+moves to the next buffered event. The timer is rounded up to `timer_grid_ms` (10 s of event
+time), so it moves once per grid step, not once per batch (every `registerTimer` and
+`deleteTimer` is a round trip to the JVM's state server): per entity and batch, one state read
+and one write, and a timer call a few batches in ten at 1 Hz; a quiet entity's last readings are
+judged up to 10 s of event time later. Alert rows come out as `ALERT_SPARK_DDL`. Spark's state TTL
 is processing-time only (not allowed in EventTime mode), so with nothing buffered the timer
 instead waits for `ttl_ms` after the entity's latest event, then forgets the entity.
 """
@@ -20,6 +25,7 @@ instead waits for `ttl_ms` after the entity's latest event, then forgets the ent
 from __future__ import annotations
 
 import json
+import pickle
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -34,7 +40,7 @@ from pyspark.sql.streaming.stateful_processor import (
 
 from detectors import ALERT_COLUMNS, Alert, EventTimeBuffer, alerts_to_frame
 
-STATE_DDL = "state STRING"
+STATE_DDL = "state BINARY"
 
 
 def dump_json(data: Mapping[str, Any]) -> str:
@@ -135,6 +141,35 @@ class BufferedRules:
     def rules_restore(self, data: Mapping[str, Any]) -> None:
         return None
 
+    def rules_columns_snapshot(self) -> dict[str, Any]:
+        """`rules_snapshot` for a binary store: histories as columns (default: the same)."""
+        return self.rules_snapshot()
+
+    def rules_columns_restore(self, data: Mapping[str, Any]) -> None:
+        self.rules_restore(data)
+
+    def to_bytes(self) -> bytes:
+        """The state as the processor stores it: pickled, histories as columns (`to_json`'s
+        content; ~3-5x faster both ways on a vehicle's 10 minutes of readings)."""
+        return pickle.dumps(
+            {
+                "buffer": self.buffer.columns_snapshot(),
+                "latest_ms": self.latest_ms,
+                "earliest_ms": self.earliest_ms,
+                "timer_ms": self.timer_ms,
+                **self.rules_columns_snapshot(),
+            },
+            protocol=pickle.HIGHEST_PROTOCOL,
+        )
+
+    def load_bytes(self, blob: bytes) -> None:
+        data: Mapping[str, Any] = pickle.loads(blob)  # our own state store
+        self.buffer.columns_restore(data["buffer"])
+        self.latest_ms = data.get("latest_ms")
+        self.earliest_ms = data.get("earliest_ms")
+        self.timer_ms = data.get("timer_ms")
+        self.rules_columns_restore(data)
+
     def to_json(self) -> str:
         return dump_json(
             {
@@ -163,7 +198,9 @@ class BufferedRulesProcessor(StatefulProcessor):
     """
 
     input_columns: Sequence[str] = ("event_id", "event_time")
-    state_name = "rules"  # the ValueState's name, part of the checkpoint's state schema
+    state_name = "rules_bin"  # the ValueState's name, part of the checkpoint's state schema
+
+    timer_grid_ms = 10_000  # event-time timers sit on this grid (see the module docstring)
 
     def __init__(self, ttl_ms: int | None = None) -> None:
         self.ttl_ms = ttl_ms
@@ -182,23 +219,29 @@ class BufferedRulesProcessor(StatefulProcessor):
         self.handle = handle
         self.state = handle.getValueState(self.state_name, STATE_DDL)
 
-    def _load(self, key: str) -> BufferedRules:
+    def _load(self, key: str, stored: Any = None) -> BufferedRules:
         rules = self.new_rules(key)
-        stored = self.state.get()
+        stored = self.state.get() if stored is None else stored
         if stored is not None:
-            rules.load_json(stored[0])
+            rules.load_bytes(bytes(stored[0]))
         return rules
+
+    def _timer_for(self, rules: BufferedRules) -> int | None:
+        wanted = rules.next_timer(self.ttl_ms)
+        if wanted is None:
+            return None
+        return -(-wanted // self.timer_grid_ms) * self.timer_grid_ms
 
     def _save(self, rules: BufferedRules) -> None:
         """Move the entity's one timer where `rules` needs it, then store the state."""
-        wanted = rules.next_timer(self.ttl_ms)
+        wanted = self._timer_for(rules)
         if wanted != rules.timer_ms:
             if rules.timer_ms is not None:
                 self.handle.deleteTimer(rules.timer_ms)
             if wanted is not None:
                 self.handle.registerTimer(wanted)
             rules.timer_ms = wanted
-        self.state.update((rules.to_json(),))
+        self.state.update((rules.to_bytes(),))
 
     def _emit(self, alerts: list[Alert]) -> Iterator[pd.DataFrame]:
         if not alerts:
@@ -219,9 +262,10 @@ class BufferedRulesProcessor(StatefulProcessor):
     def handleExpiredTimer(
         self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
     ) -> Iterator[pd.DataFrame]:
-        if not self.state.exists():
+        stored = self.state.get()  # one round trip (exists() would be another)
+        if stored is None:
             return iter([])
-        rules = self._load(str(key[0]))
+        rules = self._load(str(key[0]), stored)
         if rules.timer_ms == expiredTimerInfo.getExpiryTimeInMs():
             rules.timer_ms = None  # Spark has removed the timer that fired
         watermark = timerValues.getCurrentWatermarkInMs()

@@ -119,6 +119,22 @@ def test_a_snapshot_mid_stream_and_watermark_steps_give_the_same_alerts() -> Non
     assert rules.buffered == 0
 
 
+def test_the_binary_state_restores_what_the_json_one_does() -> None:
+    frame = readings()
+    whole = stream(new_rules(), frame, None)
+    rules = new_rules()
+    got: list[Alert] = []
+    for i in range(0, len(frame), 37):
+        chunk = frame.iloc[i : i + 37]
+        got += stream(rules, chunk.sample(frac=1.0, random_state=1), int(chunk["event_time"].min()))
+        restored = new_rules()
+        restored.load_bytes(rules.to_bytes())
+        assert restored.to_json() == rules.to_json()
+        rules = restored
+    got += rules.release(None)
+    assert ids(got) == ids(whole)
+
+
 def test_readings_behind_what_was_released_are_refused() -> None:
     rules = new_rules()
     frame = readings(20)

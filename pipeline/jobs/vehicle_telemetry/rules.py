@@ -61,6 +61,7 @@ from pipeline.jobs.vehicle_telemetry.config import (
 from pipeline.series_processor import BufferedRules, BufferedRulesProcessor
 
 KEY_COLUMNS = ("event_id", "event_time")
+NAN = float("nan")
 GPS_FIELDS = ("lat", "lon")
 
 RuleState = SeriesState | GpsJumpState
@@ -73,7 +74,7 @@ def params_of(spec: VehicleDetector) -> Any:
     >>> params_of(ThresholdDetector(signals=["coolant_c"], above=105, label="overheating"))
     ThresholdParams(above=105.0, below=None, min_count=1, min_duration_s=0.0, max_gap_s=60.0)
     """
-    model: type[Thresholds] = {  # type: ignore[assignment]
+    model: type[Thresholds] = {
         ThresholdDetector: ThresholdParams,
         TrendDetector: TrendParams,
         FlatlineDetector: FlatlineParams,
@@ -180,18 +181,21 @@ class VehicleRules(BufferedRules):
         ]
 
     def feed(self, event_id: str, event_time: int, payload: Any) -> list[Alert]:
+        # The payload's values as floats once per reading (NaN where missing), not per state.
+        numbers = [NAN if v is None else v for v in payload]
+        event_id, event_time = str(event_id), int(event_time)
         alerts: list[Alert] = []
         for state, where, others, gps in self.slots:
-            values = [payload[i] for i in where]
-            if others:
-                against = [payload[i] for i in others]
-                values[0] = minus_mean(values[0], against)
             if gps:
                 assert isinstance(state, GpsJumpState)
-                alerts.extend(state.update(event_id, event_time, values[0], values[1], True))
-            else:
-                assert isinstance(state, SeriesState)
-                alerts.extend(state.push(event_id, event_time, values))
+                lat, lon = (payload[i] for i in where)
+                alerts.extend(state.update(event_id, event_time, lat, lon, True))
+                continue
+            assert isinstance(state, SeriesState)
+            values = [numbers[i] for i in where]
+            if others:  # on floats, NaN propagates where minus_mean gives None
+                values[0] = minus_mean(values[0], [numbers[i] for i in others])
+            alerts.extend(state.push_numbers(event_id, event_time, values))
         return alerts
 
     def rules_snapshot(self) -> dict[str, Any]:
@@ -200,6 +204,31 @@ class VehicleRules(BufferedRules):
     def rules_restore(self, data: Mapping[str, Any]) -> None:
         for state, snapshot in zip(self.states, data.get("states") or [], strict=False):
             state.restore(snapshot)
+
+    def rules_columns_snapshot(self) -> dict[str, Any]:
+        """Trend windows as columns; siblings' equal time and id columns are one object, so
+        pickle stores them once (the four tyres' windows hold the same readings)."""
+        shared: dict[Any, Any] = {}
+        states: list[dict[str, Any]] = []
+        for state in self.states:
+            if not isinstance(state, TrendState):
+                states.append(state.snapshot())
+                continue
+            data = state.columns_snapshot()
+            times, values, ids = data["columns"]
+            times = shared.setdefault(times.tobytes(), times)
+            if isinstance(ids, str):
+                ids = shared.setdefault(ids, ids)
+            data["columns"] = (times, values, ids)
+            states.append(data)
+        return {"states": states}
+
+    def rules_columns_restore(self, data: Mapping[str, Any]) -> None:
+        for state, snapshot in zip(self.states, data.get("states") or [], strict=False):
+            if "columns" in snapshot and isinstance(state, TrendState):
+                state.columns_restore(snapshot)
+            else:
+                state.restore(snapshot)
 
 
 class VehicleRulesProcessor(BufferedRulesProcessor):
