@@ -104,7 +104,11 @@ class ScenarioConfig(Settings):
         600.0, gt=0, description="Simulated seconds to generate readings for."
     )
     tick_s: float = Field(
-        1.0, gt=0, le=60, description="Engine step in simulated seconds (batching granularity)."
+        1.0,
+        gt=0,
+        le=3600,
+        description="Engine step in simulated seconds (batching granularity; pacing still "
+        "sends each event at its emit time).",
     )
     entities: int = Field(1000, ge=1, le=10_000_000, description="Number of devices/entities.")
     clock: ClockSettings = Field(

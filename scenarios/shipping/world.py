@@ -111,6 +111,7 @@ class ShippingWorld:
         self.leg_dep = np.full(S, NEVER)  # the current or last leg, as arrays for the boxes
         self.leg_arr = np.full(S, -NEVER)
         self.leg_uplink = np.zeros(S)
+        self.leg_from = np.full(S, -1, dtype=np.int64)  # the port the current leg left
         self.at_port = np.array(  # the current or last call
             [self.rotations[self.svc[k]][self.rot_pos[k]] for k in range(S)], dtype=np.int64
         )
@@ -261,7 +262,7 @@ class ShippingWorld:
         leg.uplink_ms = leg.arr_ms + float(d.voyages.uplink_min.sample(rng, 1)[0]) * 60_000
         self.legs[i] = leg
         self.leg_dep[i], self.leg_arr[i], self.leg_uplink[i] = t, leg.arr_ms, leg.uplink_ms
-        self.at_port[i] = dest
+        self.at_port[i], self.leg_from[i] = dest, here
         self.in_port[i] = False
         self.rot_pos[i] = nxt_pos
         self.voyage[i] += 1
@@ -554,9 +555,16 @@ class ShippingWorld:
     def _containers(self, t0_ms: int, t1: float) -> dict[str, np.ndarray]:
         """Regular logger readings, and the extra ones a door or a loss triggers."""
         live = (self.state == ON_SHIP) | (self.state == IN_YARD)
-        due = np.flatnonzero(live & (self.next_ms < t1))
-        t_due = self.next_ms[due].copy()
-        self.next_ms[due] += self.interval[due]
+        boxes, times = [], []
+        while True:  # a step may hold several logger periods
+            due = np.flatnonzero(live & (self.next_ms < t1))
+            if due.size == 0:
+                break
+            boxes.append(due)
+            times.append(self.next_ms[due].copy())
+            self.next_ms[due] += self.interval[due]
+        due = np.concatenate(boxes) if boxes else np.zeros(0, dtype=np.int64)
+        t_due = np.concatenate(times) if times else np.zeros(0)
         before_loss = t_due < self.lost_at[due]  # a box lost this step says nothing after
         due, t_due = due[before_loss], t_due[before_loss]
         extra_b, extra_t, kinds = [], [], []
@@ -632,7 +640,8 @@ class ShippingWorld:
             sent = at_sea & (alarm > 0)
             offline = np.where(sent, NO_ID, offline)
             channel = np.where(sent, SATELLITE, channel)
-        port_here = np.where(on_ship, np.where(at_sea, -1, self._ship_port(s)), self.where[b])
+        alongside = np.where(t < dep, self.leg_from[s], self.at_port[s])  # before it sailed
+        port_here = np.where(on_ship, np.where(at_sea, -1, alongside), self.where[b])
         return {
             "ent": (self.S + b).astype(np.int32),
             "t": t,
@@ -656,9 +665,6 @@ class ShippingWorld:
             "offline": offline.astype(np.float64),
             "hard_negative": mark,
         }
-
-    def _ship_port(self, s: np.ndarray) -> np.ndarray:
-        return self.at_port[s]
 
     def _readings(self, parts: list[dict[str, np.ndarray]]) -> Readings:
         n = sum(p["t"].shape[0] for p in parts)
