@@ -6,6 +6,8 @@ it by key (an IMO number, a container number or a UN/LOCODE differ in length). N
 
 from __future__ import annotations
 
+import numpy as np
+
 from scenarios.shipping.topics import CONTAINERS, PORT_EVENTS, POSITIONS, TOPIC_BY_KEY_LENGTH
 from simulators.sinks.base import Records, Sink, SinkReport, Topics
 from simulators.sinks.kafka import KafkaSink
@@ -45,12 +47,21 @@ class ShippingTopics:
 
 
 def split(events: Records) -> dict[str, Records]:
+    """The records of each topic, in their order (most batches hold one kind only)."""
+    n = len(events.keys)
+    if n == 0:
+        return {}
+    lengths = np.fromiter(map(len, events.keys), dtype=np.int64, count=n)
     out: dict[str, Records] = {}
-    for key, value, stamp in zip(events.keys, events.values, events.timestamps, strict=True):
-        part = out.get(TOPIC_BY_KEY_LENGTH[len(key)])
-        if part is None:
-            part = out[TOPIC_BY_KEY_LENGTH[len(key)]] = Records()
-        part.keys.append(key)
-        part.values.append(value)
-        part.timestamps.append(stamp)
+    for length in np.unique(lengths).tolist():
+        topic = TOPIC_BY_KEY_LENGTH[length]
+        pick = np.flatnonzero(lengths == length)
+        if pick.size == n:
+            out[topic] = events
+            continue
+        at = pick.tolist()
+        keys, values, stamps = events.keys, events.values, events.timestamps
+        out[topic] = Records(
+            [keys[i] for i in at], [values[i] for i in at], [stamps[i] for i in at]
+        )
     return out
