@@ -15,7 +15,7 @@ from __future__ import annotations
 import bisect
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -32,6 +32,9 @@ from detectors.velocity import (
     VelocityState,
     velocity_evidence,
 )
+
+if TYPE_CHECKING:
+    from api.fraud.profiles import ProfileStore
 
 SCHEMA = CARD_ACTIVITY.id
 NO_HISTORY = "no_history"
@@ -93,12 +96,14 @@ class Decider:
         state: LastUseState,
         clock: Callable[[], int] = wall_clock_ms,
         complete: Callable[[], bool] = lambda: True,
+        profiles: ProfileStore | None = None,
     ) -> None:
         self.settings = settings
         self.tokenizer = tokenizer
         self.state = state
         self.clock = clock
         self.complete = complete  # whether the state rebuild from the topic has finished
+        self.profiles = profiles  # cardholder profiles for the spending rule
 
     def decide(self, tx: TransactionRequest) -> tuple[bytes, dict[str, Any] | None]:
         token = self.tokenizer.token(tx.card_number)
@@ -133,6 +138,17 @@ class Decider:
         alert = check_velocity(token, tx.transaction_id, tx.event_time, features, params, ids)
         if alert is not None:
             alerts.append(alert)
+        if self.profiles is not None:
+            spent = self.profiles.check(
+                token,
+                tx.transaction_id,
+                tx.event_time,
+                tx.amount,
+                tx.merchant_category,
+                self.settings.spending,
+            )
+            if spent is not None:
+                alerts.append(spent)
         velocity = velocity_evidence(features, params)
         score, decision = score_of({a.rule for a in alerts}, self.settings)
         reasons = [NO_HISTORY] if card is None else []

@@ -14,6 +14,7 @@ import orjson
 
 from api.fraud.decision import Decider, wall_clock_ms
 from api.fraud.models import TransactionRequest
+from api.fraud.profiles import ProfileStore, ProfileUpdater
 from api.fraud.publisher import KafkaPublisher, MemoryPublisher, Publisher
 from api.fraud.settings import ApiSecrets, ApiSettings
 from api.fraud.state import LastUseState
@@ -47,22 +48,36 @@ class FraudService:
             if stack
             else None
         )
+        self.profiles = ProfileStore()
+        self.profile_updater = (
+            ProfileUpdater(stack, settings.profiles_topic, self.profiles)
+            if stack and settings.profiles_topic
+            else None
+        )
         if publisher is None:
             publisher = KafkaPublisher(stack, settings.topic) if stack else MemoryPublisher()
         self.publisher = publisher
-        self.decider = Decider(settings, self.tokenizer, self.state, clock, self.rebuilt)
+        self.decider = Decider(
+            settings, self.tokenizer, self.state, clock, self.rebuilt, self.profiles
+        )
         self.stats = RequestStats()
         self._gc_task: asyncio.Task[None] | None = None
 
     def rebuilt(self) -> bool:
-        return self.updater is None or self.updater.rebuilt.is_set()
+        return (self.updater is None or self.updater.rebuilt.is_set()) and (
+            self.profile_updater is None or self.profile_updater.rebuilt.is_set()
+        )
 
     async def start(self) -> None:
         self.publisher.start(asyncio.get_running_loop())
+        if self.profile_updater is not None:
+            self.profile_updater.start()
         if self.updater is not None:
             self.updater.start()
             timeout = self.settings.rebuild_timeout_s
             done = await asyncio.to_thread(self.updater.rebuilt.wait, timeout)
+            if self.profile_updater is not None:
+                done = done and await asyncio.to_thread(self.profile_updater.rebuilt.wait, timeout)
             if not done:
                 log.warning(
                     "state rebuild from %s not finished after %.0f s; serving anyway "
@@ -90,6 +105,8 @@ class FraudService:
             gc.unfreeze()
         if self.updater is not None:
             await asyncio.to_thread(self.updater.stop)
+        if self.profile_updater is not None:
+            await asyncio.to_thread(self.profile_updater.stop)
         left = await asyncio.to_thread(self.publisher.close, self.settings.flush_timeout_s)
         log.info("publisher flushed (%d records left undelivered)", left)
 

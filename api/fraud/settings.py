@@ -26,6 +26,7 @@ from core.config.base import Settings
 from core.contracts import topics
 from core.pan import PAN_SECRET_ENV, pan_secret
 from detectors import TravelParams, VelocityParams
+from detectors.spending import SpendingParams
 
 API_TOKEN_ENV = "STREAMSIM_API_TOKEN"
 SETTINGS_ENV = "STREAMSIM_API_SETTINGS"
@@ -42,7 +43,11 @@ class Scoring(Settings):
     """
 
     weights: dict[str, float] = Field(
-        default_factory=lambda: {"impossible_travel": 0.9, "velocity": 0.6},
+        default_factory=lambda: {
+            "impossible_travel": 0.9,
+            "velocity": 0.6,
+            "spending_anomaly": 0.6,
+        },
         description="Score weight in [0, 1] of each rule when it fires.",
     )
     decline_at: float = Field(0.85, gt=0, le=1, description="Scores at or above: decline.")
@@ -98,6 +103,17 @@ class ApiSettings(Settings):
     topic: str = Field(topics.CARDS_ACTIVITY.name, min_length=1, description="Decisions go here.")
     travel: TravelParams = Field(default_factory=TravelParams)
     velocity: VelocityParams = Field(default_factory=VelocityParams)
+    spending: SpendingParams = Field(
+        default_factory=lambda: SpendingParams(max_category_share=0.005),
+        description="The spending rule (account takeover), judged against each card's profile "
+        "(max_category_share 0.005: set on the cards-tuning suite, where 0.05 flagged holders' "
+        "own purchases in categories they use now and then).",
+    )
+    profiles_topic: str | None = Field(
+        topics.CARDS_PROFILES.name,
+        description="Compacted topic of cardholder profiles, rebuilt on start and followed; "
+        "None: no profiles (the spending rule never fires).",
+    )
     scoring: Scoring = Field(default_factory=Scoring)
     idempotency: IdempotencySettings = Field(default_factory=IdempotencySettings)
     state: StateSettings = Field(default_factory=StateSettings)

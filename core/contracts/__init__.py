@@ -5,6 +5,7 @@ scenario (`labels`)."""
 from core.contracts import labels, topics
 from core.contracts.events import (
     CARD_ACTIVITY,
+    CARD_PROFILE,
     CARD_TRANSACTION,
     EVENTS,
     SENSOR_READING,
@@ -16,6 +17,7 @@ from core.contracts.topics import Topic
 
 __all__ = [
     "CARD_ACTIVITY",
+    "CARD_PROFILE",
     "CARD_TRANSACTION",
     "EVENTS",
     "SENSOR_READING",

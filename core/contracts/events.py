@@ -312,6 +312,32 @@ CARD_ACTIVITY = EventSchema(
     "verdict. No `seq`: the endpoint is not a device.",
 )
 
+CARD_PROFILE = EventSchema(
+    "cards.profile",
+    1,
+    "card_token",
+    topics.CARDS_PROFILES,
+    (
+        SCHEMA,
+        _string("event_id", "profile-<card_token>: one live profile per card (compacted)"),
+        _string("card_token", doc="the PAN's token: never the PAN"),
+        _string("card_last4"),
+        Field("event_time", "int", doc="epoch ms: the profile is as of this time"),
+        _string("home_country"),
+        _float("home_lat", 5, doc="the holder's home city"),
+        _float("home_lon", 5),
+        _string("currency"),
+        _string("usual_channel", choices=("card_present", "online")),
+        _float("online_share", 3),
+        _float("typical_amount", 2, doc="median of the card's latest purchases"),
+        Field("history_count", "int", doc="purchases over the profile's period"),
+        Field("history_days", "int", doc="the profile's period"),
+        Field("category_counts", "json", doc="purchases per MCC over the period"),
+    ),
+    "A cardholder profile from the issuer's master data (compacted, keyed by card token): the "
+    "typical ticket, categories, home region and usual channel, as banks keep one.",
+)
+
 #: The records on the `metrics` topic: what a finished simulator run was (keyed by scenario),
 #: and a pipeline query's progress per batch (keyed by query name). Their producers,
 #: `simulators.run_record` and `pipeline.metrics`, define their fields.

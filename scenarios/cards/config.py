@@ -359,6 +359,25 @@ class EndpointSettings(Settings):
     )
 
 
+class ProfileSettings(Settings):
+    """Cardholder profiles from the issuer's master data, published on a compacted topic before
+    the run's first transaction (`scenarios.cards.master_data`)."""
+
+    topic: str = Field(
+        topics.CARDS_PROFILES.name,
+        pattern=r"^[a-zA-Z0-9._-]+$",
+        description="Compacted Kafka topic of profiles, keyed by card token (JSONL: "
+        "profiles.jsonl beside events.jsonl).",
+    )
+    history_days: int = Field(
+        90, ge=1, le=3650, description="Days of past purchases each profile summarises."
+    )
+    recent_purchases: int = Field(
+        50, ge=1, le=1000, description="The typical ticket is the median of this many latest."
+    )
+    publish: bool = Field(True, description="Publish the profiles at the run's start.")
+
+
 class CardVelocityDomain(Settings):
     """Card holders, merchants and travel; fraud and hard negatives with truth; POS mode."""
 
@@ -404,6 +423,9 @@ class CardVelocityDomain(Settings):
         default_factory=BorderSettings, description="Holders living across a border."
     )
     fraud: FraudSettings = Field(default_factory=FraudSettings, description="Injected fraud.")
+    profiles: ProfileSettings = Field(
+        default_factory=ProfileSettings, description="Cardholder profiles (master data)."
+    )
     hard_negatives: HardNegativeSettings = Field(
         default_factory=HardNegativeSettings,
         description="Legitimate activity near the rules' boundaries.",

@@ -52,7 +52,7 @@ from simulators.entities import EntityTable
 from simulators.records import Readings
 from simulators.scenario import Scenario
 from simulators.seeds import rng_for
-from simulators.sinks.base import Sink
+from simulators.sinks.base import Records, Sink
 from simulators.truth import TruthField
 
 if TYPE_CHECKING:
@@ -197,6 +197,9 @@ class CardVelocity(Scenario):
             self.merchants.device_ids, config.classes, self.merchants.class_counts
         )
         self.cohort: CardCohort | None = None
+        #: POS mode: POST each request (False: the encoded requests go to the sink instead,
+        #: for an in-process endpoint, e.g. `evaluate --suite`).
+        self.post = True
 
     def sources(self, table: EntityTable) -> list[CardCohort]:
         config, d = self.config, self.domain
@@ -243,9 +246,26 @@ class CardVelocity(Scenario):
             self.merchants.event_fragments(),
         )
 
+    def profile_records(self) -> Records:
+        """The cardholder profiles (issuer master data) as of the run's start."""
+        from scenarios.cards.master_data import profile_records
+
+        return profile_records(
+            self.cards,
+            self.domain,
+            self.world,
+            self.config.start_ms,
+            rng_for(self.config.seed, "card_velocity", "profiles"),
+        )
+
     def wrap_sink(self, sink: Sink) -> Sink:
-        """POS mode: transactions to the endpoint over HTTP, truth to `sink`."""
-        if self.domain.delivery != "http":
+        """Profiles first (`cards.profiles`); POS mode: transactions to the endpoint over HTTP,
+        truth to `sink`."""
+        if self.domain.profiles.publish:
+            from scenarios.cards.master_data import ProfileSink
+
+            sink = ProfileSink(sink, self.profile_records(), self.domain.profiles.topic)
+        if self.domain.delivery != "http" or not self.post:
             return sink
         from simulators.sinks.http import HttpEventSink
 

@@ -1,0 +1,101 @@
+"""Cardholder profiles (`cards.profiles`, compacted): the issuer's view of each card's history,
+which the spending rule judges a purchase against.
+
+`ProfileStore` holds the latest profile per card token; `ProfileUpdater` fills it in a
+background thread, reading the compacted topic from the beginning on start (the endpoint
+waits for that rebuild like the last-use state's) and then following it, so profiles
+published later (a new run's) arrive too. Malformed records are counted and skipped.
+
+`ProfileStore.check` is the rule: `detectors.spending.check_spending` on the profile's
+features (purchases over the period, the typical ticket, purchases in this MCC).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, cast
+
+import orjson
+
+from api.fraud.state import LastUseState
+from api.fraud.updater import ActivityUpdater, Headers
+from core.config import StackConfig
+from core.contracts import CARD_PROFILE
+from detectors import Alert
+from detectors.spending import SpendingFeatures, SpendingParams, check_spending
+
+#: Keys a profile needs for the rule.
+PROFILE_KEYS = ("card_token", "typical_amount", "history_count", "category_counts")
+
+
+class ProfileStore:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.features: dict[str, tuple[int, float, dict[str, int]]] = {}
+
+    def __len__(self) -> int:
+        return len(self.features)
+
+    def put(self, record: dict[str, Any]) -> None:
+        """Keep a `cards.profile/1` record's features; ValueError when it is not one."""
+        if record.get("schema") != CARD_PROFILE.id or any(k not in record for k in PROFILE_KEYS):
+            raise ValueError("not a cards.profile record")
+        counts = record["category_counts"]
+        if not isinstance(counts, dict):
+            raise ValueError("category_counts is not an object")
+        value = (
+            int(record["history_count"]),
+            float(record["typical_amount"]),
+            {str(k): int(v) for k, v in counts.items()},
+        )
+        with self.lock:
+            self.features[str(record["card_token"])] = value
+
+    def check(
+        self,
+        token: str,
+        event_id: str,
+        event_time: int,
+        amount: float,
+        category: str,
+        params: SpendingParams,
+    ) -> Alert | None:
+        """The spending rule against the card's profile; None without one.
+
+        >>> store = ProfileStore()
+        >>> store.put({"schema": "cards.profile/1", "card_token": "t", "typical_amount": 30.0,
+        ...            "history_count": 400, "category_counts": {"5411": 390, "5732": 1}})
+        >>> store.check("t", "tx", 0, 900.0, "5732", SpendingParams()).label
+        'account_takeover'
+        >>> store.check("t", "tx", 0, 900.0, "5411", SpendingParams()) is None
+        True
+        """
+        found = self.features.get(token)
+        if found is None:
+            return None
+        history, typical, counts = found
+        features = SpendingFeatures(history, typical, counts.get(category, 0))
+        return check_spending(token, event_id, event_time, amount, category, features, params)
+
+
+class ProfileUpdater(ActivityUpdater):
+    """`cards.profiles` -> the profile store: the last-use updater's consumer loop, applying
+    profiles instead of decisions (no lookback: a compacted topic is read whole)."""
+
+    def __init__(self, stack: StackConfig, topic: str, store: ProfileStore) -> None:
+        super().__init__(stack, topic, cast(LastUseState, None))
+        self.store = store
+        self._thread.name = "profiles"
+
+    def _known(self, headers: Headers) -> bool:
+        return False
+
+    def _apply(self, value: bytes | None, partition: int, offset: int) -> None:
+        try:
+            record = orjson.loads(value or b"")
+            if not isinstance(record, dict):
+                raise ValueError("not an object")
+            self.store.put(record)
+            self.applied += 1
+        except (ValueError, TypeError, KeyError):
+            self.malformed += 1
