@@ -17,6 +17,7 @@ ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
     "STREAMSIM_KAFKA_BOOTSTRAP": ("kafka", "bootstrap"),
     "STREAMSIM_KAFKA_PORT": ("kafka", "local", "port"),
     "STREAMSIM_KAFKA_CONTROLLER_PORT": ("kafka", "local", "controller_port"),
+    "STREAMSIM_KAFKA_BROKERS": ("kafka", "local", "brokers"),
     "STREAMSIM_SPARK_MASTER": ("spark", "master"),
     "STREAMSIM_API_PORT": ("api", "port"),
     "STREAMSIM_UI_PORT": ("ui", "port"),
@@ -46,16 +47,46 @@ class TopicSettings(Settings):
     retention_bytes: int = Field(
         1 << 30, ge=-1, description="retention.bytes per partition; -1: no size limit."
     )
+    replication_factor: int | None = Field(
+        None,
+        ge=1,
+        description="Replicas per partition; unset: the cluster's default.replication.factor "
+        "(3 on `kafka up --brokers 3`, else 1).",
+    )
+    min_insync_replicas: int | None = Field(
+        None,
+        ge=1,
+        description="min.insync.replicas per topic; unset: the cluster's (2 with 3 brokers).",
+    )
+
+
+#: Node i (0-based) of a local cluster listens on `port + NODE_PORT_STEP * i` and
+#: `controller_port + NODE_PORT_STEP * i`.
+NODE_PORT_STEP = 100
 
 
 class LocalKafka(Settings):
-    """The embedded single-node KRaft broker (`streamsim kafka up`)."""
+    """The embedded KRaft broker (`streamsim kafka up`): one node, or a 3-node cluster."""
 
     host: str = Field("127.0.0.1", description="Listener address of the local broker.")
-    port: Port = Field(9092, description="Client (PLAINTEXT) port.")
-    controller_port: Port = Field(9093, description="KRaft controller port.")
+    port: Port = Field(9092, description="Client (PLAINTEXT) port (node 2: +100, node 3: +200).")
+    controller_port: Port = Field(
+        9093, description="KRaft controller port (node 2: +100, node 3: +200)."
+    )
+    brokers: int = Field(
+        1,
+        description="1: a single broker; 3: combined broker+controller nodes, replication "
+        "factor 3 and min.insync.replicas=2 (`kafka up --brokers 3`).",
+    )
     heap: str = Field("768m", pattern=r"^\d+[mMgG]$", description="JVM -Xmx for the broker.")
     ready_timeout_s: float = Field(60.0, gt=0, description="How long `kafka up` waits.")
+
+    @field_validator("brokers")
+    @classmethod
+    def _one_or_three(cls, value: int) -> int:
+        if value not in (1, 3):
+            raise ValueError("1 (a single broker) or 3 (a cluster with a 3-voter quorum)")
+        return value
 
 
 class KafkaSettings(Settings):
@@ -92,7 +123,12 @@ class KafkaSettings(Settings):
 
     @property
     def bootstrap_servers(self) -> str:
-        return self.bootstrap or f"{self.local.host}:{self.local.port}"
+        if self.bootstrap:
+            return self.bootstrap
+        local = self.local
+        return ",".join(
+            f"{local.host}:{local.port + NODE_PORT_STEP * i}" for i in range(local.brokers)
+        )
 
     def topic(self, name: str) -> TopicSettings:
         return self.topic_overrides.get(name, self.topics)

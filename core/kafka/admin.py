@@ -34,7 +34,8 @@ def ensure_topics(
 ) -> list[str]:
     """Create the topics that don't exist yet; returns the names created.
 
-    Partitions and retention come from `kafka.topic_overrides`, else `kafka.topics`;
+    Partitions, retention and replication come from `kafka.topic_overrides`, else
+    `kafka.topics`;
     `partitions` overrides both (e.g. 1 where a test needs a total order).
     """
     admin = admin_client(stack)
@@ -45,15 +46,19 @@ def ensure_topics(
     new = []
     for name in missing:
         settings = stack.kafka.topic(name)
+        config = {
+            "retention.ms": str(settings.retention_ms),
+            "retention.bytes": str(settings.retention_bytes),
+        }
+        if settings.min_insync_replicas is not None:
+            config["min.insync.replicas"] = str(settings.min_insync_replicas)
         new.append(
             NewTopic(
                 name,
                 num_partitions=partitions or settings.partitions,
-                replication_factor=-1,  # the broker default: 1 locally, the cluster's otherwise
-                config={
-                    "retention.ms": str(settings.retention_ms),
-                    "retention.bytes": str(settings.retention_bytes),
-                },
+                # Unset: the cluster's default.replication.factor (3 on a local 3-node cluster).
+                replication_factor=settings.replication_factor or -1,
+                config=config,
             )
         )
     for future in admin.create_topics(new, operation_timeout=timeout_s).values():

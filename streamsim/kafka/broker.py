@@ -1,4 +1,5 @@
-"""The embedded single-node Apache Kafka broker (KRaft), run from the Maven Central jars.
+"""The embedded Apache Kafka broker (KRaft), run from the Maven Central jars: a single node,
+or a 3-node cluster of combined broker+controllers (replication factor 3, min.insync.replicas=2).
 
 Example:
     >>> broker = LocalBroker(load_stack(None))
@@ -13,6 +14,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import os
+import random
 import signal
 import subprocess
 import time
@@ -22,11 +24,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import psutil
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
 
 from core.config import StackConfig
+from core.config.stack import NODE_PORT_STEP
 from core.errors import StreamsimError
 from core.jvm import JAVA_HINT, java_executable, kafka_classpath
-from core.kafka.admin import is_reachable
+from core.kafka.clients import base_config
 from core.ports import port_in_use
 
 MAIN_CLASS = "kafka.Kafka"
@@ -38,72 +43,54 @@ class BrokerError(StreamsimError):
 
 
 @dataclass(frozen=True)
-class BrokerStatus:
+class NodeStatus:
+    node: int
     running: bool
     bootstrap: str
     pid: int | None
     log: str
 
+
+@dataclass(frozen=True)
+class BrokerStatus:
+    """`running`, `pid` and `log` are node 1's on a cluster; `nodes` lists every node."""
+
+    running: bool
+    bootstrap: str
+    pid: int | None
+    log: str
+    nodes: tuple[NodeStatus, ...] = ()
+
     def to_dict(self) -> dict[str, object]:
-        return asdict(self)
+        data = asdict(self)
+        if len(self.nodes) <= 1:
+            data.pop("nodes")  # the single broker keeps the documented four keys
+        else:
+            data["nodes"] = [asdict(n) for n in self.nodes]
+        return data
 
 
-class LocalBroker:
-    def __init__(self, stack: StackConfig) -> None:
-        if stack.kafka.external:
-            raise BrokerError(
-                f"an external Kafka cluster is configured ({stack.kafka.bootstrap}); the local "
-                "broker is only for when kafka.bootstrap and STREAMSIM_KAFKA_BOOTSTRAP are unset"
-            )
+class BrokerNode:
+    """One Kafka JVM: a combined broker+controller with its own ports, data, log and pid."""
+
+    def __init__(self, stack: StackConfig, home: Path, node_id: int, nodes: int) -> None:
         self.stack = stack
         self.settings = stack.kafka.local
-        self.home = stack.dirs.data / "kafka"
-        self.log_path = self.home / "broker.log"
-        self.pid_path = self.home / "broker.pid"
-        self.data_dir = self.home / "data"
+        self.node_id = node_id
+        self.nodes = nodes
+        offset = NODE_PORT_STEP * (node_id - 1)
+        self.port = self.settings.port + offset
+        self.controller_port = self.settings.controller_port + offset
+        self.home = home
+        self.log_path = home / "broker.log"
+        self.pid_path = home / "broker.pid"
+        self.data_dir = home / "data"
 
     @property
     def bootstrap(self) -> str:
-        return f"{self.settings.host}:{self.settings.port}"
+        return f"{self.settings.host}:{self.port}"
 
-    def status(self) -> BrokerStatus:
-        pid = self._running_pid()
-        return BrokerStatus(pid is not None, self.bootstrap, pid, str(self.log_path.resolve()))
-
-    def up(self) -> BrokerStatus:
-        """Start the broker unless it already runs; return once it answers metadata requests."""
-        if self._running_pid() is not None:
-            return self.status()
-        self._check_ports_free()
-        java = java_executable()
-        if java is None:
-            raise BrokerError(f"no Java found (JAVA_HOME, else PATH): {JAVA_HINT}")
-        classpath = kafka_classpath(self.stack)
-        self.home.mkdir(parents=True, exist_ok=True)
-        properties = self._write_config()
-        if not (self.data_dir / "meta.properties").exists():
-            self._format(java, classpath, properties)
-        process = self._start(java, classpath, properties)
-        self._wait_ready(process)
-        return self.status()
-
-    def down(self, timeout_s: float = 30.0) -> bool:
-        """Stop the broker this tool started (SIGTERM, then SIGKILL); False if none ran."""
-        pid = self._running_pid()
-        if pid is None:
-            self.pid_path.unlink(missing_ok=True)
-            return False
-        proc = psutil.Process(pid)
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=timeout_s)
-        except psutil.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        self.pid_path.unlink(missing_ok=True)
-        return True
-
-    def _running_pid(self) -> int | None:
+    def running_pid(self) -> int | None:
         try:
             pid = int(self.pid_path.read_text().strip())
             proc = psutil.Process(pid)
@@ -112,72 +99,84 @@ class LocalBroker:
             return None
         return pid if alive else None
 
-    def _check_ports_free(self) -> None:
-        for key, port in (
-            ("port", self.settings.port),
-            ("controller_port", self.settings.controller_port),
-        ):
+    def status(self) -> NodeStatus:
+        pid = self.running_pid()
+        return NodeStatus(
+            self.node_id, pid is not None, self.bootstrap, pid, str(self.log_path.resolve())
+        )
+
+    def check_ports_free(self) -> None:
+        step = f" + {NODE_PORT_STEP * (self.node_id - 1)} for node {self.node_id}"
+        for key, port in (("port", self.port), ("controller_port", self.controller_port)):
             if port_in_use(self.settings.host, port):
+                where = step if self.nodes > 1 else ""
                 raise BrokerError(
                     f"port {port} on {self.settings.host} is already in use, so the local broker "
                     f"cannot listen there. Stop whatever holds it, or pick another port with "
-                    f"kafka.local.{key} in the stack config (or STREAMSIM_KAFKA_"
+                    f"kafka.local.{key}{where} in the stack config (or STREAMSIM_KAFKA_"
                     f"{key.upper()}=<port>)."
                 )
 
-    def _write_config(self) -> Path:
+    def write_config(self) -> Path:
         s = self.settings
+        topics = self.stack.kafka.topics
+        replicas = 3 if self.nodes >= 3 else 1
+        min_isr = 2 if self.nodes >= 3 else 1
+        voters = ",".join(
+            f"{i}@{s.host}:{s.controller_port + NODE_PORT_STEP * (i - 1)}"
+            for i in range(1, self.nodes + 1)
+        )
         props = {
             "process.roles": "broker,controller",
-            "node.id": "1",
-            "controller.quorum.voters": f"1@{s.host}:{s.controller_port}",
-            "listeners": f"PLAINTEXT://{s.host}:{s.port},CONTROLLER://{s.host}:{s.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://{s.host}:{s.port}",
+            "node.id": str(self.node_id),
+            "controller.quorum.voters": voters,
+            "listeners": f"PLAINTEXT://{s.host}:{self.port},"
+            f"CONTROLLER://{s.host}:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{s.host}:{self.port}",
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
             "log.dirs": str(self.data_dir.resolve()),
-            "num.partitions": str(self.stack.kafka.topics.partitions),
-            "log.retention.ms": str(self.stack.kafka.topics.retention_ms),
-            "log.retention.bytes": str(self.stack.kafka.topics.retention_bytes),
+            "num.partitions": str(topics.partitions),
+            "log.retention.ms": str(topics.retention_ms),
+            "log.retention.bytes": str(topics.retention_bytes),
             "auto.create.topics.enable": "false",
-            "offsets.topic.replication.factor": "1",
+            # Production durability on a cluster: every write on 3 replicas, acks=all needs 2
+            # in sync, and a replica that fell behind never becomes leader.
+            "default.replication.factor": str(replicas),
+            "min.insync.replicas": str(min_isr),
+            "unclean.leader.election.enable": "false",
+            "offsets.topic.replication.factor": str(replicas),
             "offsets.topic.num.partitions": "4",
-            "transaction.state.log.replication.factor": "1",
-            "transaction.state.log.min.isr": "1",
-            "share.coordinator.state.topic.replication.factor": "1",
-            "share.coordinator.state.topic.min.isr": "1",
+            "transaction.state.log.replication.factor": str(replicas),
+            "transaction.state.log.min.isr": str(min_isr),
+            "share.coordinator.state.topic.replication.factor": str(replicas),
+            "share.coordinator.state.topic.min.isr": str(min_isr),
             "group.initial.rebalance.delay.ms": "0",
         }
+        self.home.mkdir(parents=True, exist_ok=True)
         path = self.home / "server.properties"
         path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
         (self.home / "log4j2.properties").write_text(_LOG4J2)
         return path
 
-    def _format(self, java: str, classpath: str, properties: Path) -> None:
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    def format(self, java: str, classpath: str, properties: Path, cluster_id: str) -> None:
+        if (self.data_dir / "meta.properties").exists():
+            return
+        command = [java, "-cp", classpath, STORAGE_TOOL, "format", "-t", cluster_id]
         result = subprocess.run(
-            [
-                java,
-                "-cp",
-                classpath,
-                STORAGE_TOOL,
-                "format",
-                "-t",
-                cluster_id,
-                "-c",
-                str(properties),
-            ],
+            [*command, "-c", str(properties)],
             capture_output=True,
             text=True,
             check=False,
         )
         if result.returncode != 0:
             raise BrokerError(
-                f"formatting the broker storage failed:\n{result.stdout}{result.stderr}"
+                f"formatting the storage of node {self.node_id} failed:\n"
+                f"{result.stdout}{result.stderr}"
             )
 
-    def _start(self, java: str, classpath: str, properties: Path) -> subprocess.Popen[bytes]:
+    def start(self, java: str, classpath: str, properties: Path) -> subprocess.Popen[bytes]:
         heap = self.settings.heap
         command = [
             java,
@@ -202,25 +201,186 @@ class LocalBroker:
         self.pid_path.write_text(str(process.pid))
         return process
 
-    def _wait_ready(self, process: subprocess.Popen[bytes]) -> None:
+    def answers(self, timeout_s: float = 1.0) -> bool:
+        """True once this node answers a metadata request and lists itself as a broker."""
+        admin = AdminClient(
+            {**base_config(self.stack), "bootstrap.servers": self.bootstrap, "log_level": 0}
+        )
+        try:
+            metadata = admin.list_topics(timeout=timeout_s)
+        except KafkaException:
+            return False
+        return self.node_id in metadata.brokers
+
+    def stop(self, timeout_s: float = 30.0) -> bool:
+        """SIGTERM, then SIGKILL; False if the node was not running."""
+        pid = self.running_pid()
+        if pid is None:
+            self.pid_path.unlink(missing_ok=True)
+            return False
+        proc = psutil.Process(pid)
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout_s)
+        except psutil.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        self.pid_path.unlink(missing_ok=True)
+        return True
+
+    def kill(self) -> int | None:
+        """kill -9, as a crash would: no shutdown hook, no flush. Returns the pid killed."""
+        pid = self.running_pid()
+        if pid is None:
+            return None
+        proc = psutil.Process(pid)
+        proc.kill()
+        proc.wait(timeout=10)
+        self.pid_path.unlink(missing_ok=True)
+        return pid
+
+
+class LocalBroker:
+    """The local KRaft broker: one node, or `brokers=3` combined broker+controller nodes.
+
+    `brokers` overrides `kafka.local.brokers`. A cluster lives in `<data>/kafka/cluster-3/`,
+    apart from the single broker's `<data>/kafka/`, so the two never share storage.
+    """
+
+    def __init__(self, stack: StackConfig, brokers: int | None = None) -> None:
+        if stack.kafka.external:
+            raise BrokerError(
+                f"an external Kafka cluster is configured ({stack.kafka.bootstrap}); the local "
+                "broker is only for when kafka.bootstrap and STREAMSIM_KAFKA_BOOTSTRAP are unset"
+            )
+        if brokers is not None and brokers != stack.kafka.local.brokers:
+            data = stack.model_dump()
+            data["kafka"]["local"]["brokers"] = brokers
+            stack = StackConfig.model_validate(data)
+        self.stack = stack
+        self.settings = stack.kafka.local
+        self.brokers = self.settings.brokers
+        base = stack.dirs.data / "kafka"
+        self.home = base if self.brokers == 1 else base / f"cluster-{self.brokers}"
+        self.nodes = [
+            BrokerNode(
+                stack,
+                self.home if self.brokers == 1 else self.home / f"node-{i}",
+                i,
+                self.brokers,
+            )
+            for i in range(1, self.brokers + 1)
+        ]
+        first = self.nodes[0]
+        self.log_path, self.pid_path, self.data_dir = first.log_path, first.pid_path, first.data_dir
+
+    @property
+    def bootstrap(self) -> str:
+        return self.stack.kafka.bootstrap_servers
+
+    def node(self, node_id: int) -> BrokerNode:
+        return self.nodes[node_id - 1]
+
+    def status(self) -> BrokerStatus:
+        nodes = tuple(n.status() for n in self.nodes)
+        first = nodes[0]
+        return BrokerStatus(
+            all(n.running for n in nodes), self.bootstrap, first.pid, first.log, nodes
+        )
+
+    def up(self) -> BrokerStatus:
+        """Start every node that isn't running; return once each answers metadata requests."""
+        stopped = [n for n in self.nodes if n.running_pid() is None]
+        if not stopped:
+            return self.status()
+        for node in stopped:
+            node.check_ports_free()
+        java = java_executable()
+        if java is None:
+            raise BrokerError(f"no Java found (JAVA_HOME, else PATH): {JAVA_HINT}")
+        classpath = kafka_classpath(self.stack)
+        self.home.mkdir(parents=True, exist_ok=True)
+        cluster_id = self._cluster_id()
+        started = []
+        for node in stopped:
+            properties = node.write_config()
+            node.format(java, classpath, properties, cluster_id)
+            started.append((node, node.start(java, classpath, properties)))
+        # A cluster's nodes are started together: none answers before the quorum has a majority.
+        self._wait_ready(started)
+        return self.status()
+
+    def start_node(self, node_id: int) -> BrokerStatus:
+        """(Re)start one node of the cluster, e.g. after `kill_node`."""
+        node = self.node(node_id)
+        if node.running_pid() is None:
+            java = java_executable()
+            if java is None:
+                raise BrokerError(f"no Java found (JAVA_HOME, else PATH): {JAVA_HINT}")
+            classpath = kafka_classpath(self.stack)
+            properties = node.write_config()
+            node.format(java, classpath, properties, self._cluster_id())
+            self._wait_ready([(node, node.start(java, classpath, properties))])
+        return self.status()
+
+    def kill_node(self, node_id: int = 1) -> int | None:
+        """kill -9 one node (a crash, not a shutdown); the pid killed, or None if none ran."""
+        return self.node(node_id).kill()
+
+    def down(self, timeout_s: float = 30.0) -> bool:
+        """Stop the nodes this tool started (SIGTERM, then SIGKILL); False if none ran."""
+        stopped = [n.stop(timeout_s) for n in reversed(self.nodes)]
+        return any(stopped)
+
+    def _cluster_id(self) -> str:
+        """One cluster id for every node's storage, kept beside them."""
+        path = self.home / "cluster.id"
+        if path.exists():
+            return path.read_text().strip()
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        path.write_text(cluster_id)
+        return cluster_id
+
+    def _wait_ready(self, started: list[tuple[BrokerNode, subprocess.Popen[bytes]]]) -> None:
         deadline = time.monotonic() + self.settings.ready_timeout_s
+        waiting = list(started)
         while time.monotonic() < deadline:
-            if process.poll() is not None:
-                self.pid_path.unlink(missing_ok=True)
-                raise BrokerError(
-                    f"the broker exited with status {process.returncode} while starting; "
-                    f"last lines of {self.log_path}:\n{_tail(self.log_path)}"
-                )
-            if is_reachable(self.stack, timeout_s=1.0):
+            for node, process in started:
+                if process.poll() is not None:
+                    self._abort(started)
+                    raise BrokerError(
+                        f"broker node {node.node_id} exited with status {process.returncode} "
+                        f"while starting; last lines of {node.log_path}:\n{_tail(node.log_path)}"
+                    )
+            waiting = [(n, p) for n, p in waiting if not n.answers()]
+            if not waiting:
                 return
             time.sleep(0.3)
-        os.killpg(process.pid, signal.SIGKILL)
-        self.pid_path.unlink(missing_ok=True)
+        self._abort(started)
+        node = waiting[0][0]
         raise BrokerError(
-            f"the broker did not answer a metadata request within "
+            f"broker node {node.node_id} did not answer a metadata request within "
             f"{self.settings.ready_timeout_s:.0f}s and was stopped; "
-            f"see {self.log_path}:\n{_tail(self.log_path)}"
+            f"see {node.log_path}:\n{_tail(node.log_path)}"
         )
+
+    @staticmethod
+    def _abort(started: list[tuple[BrokerNode, subprocess.Popen[bytes]]]) -> None:
+        for node, process in started:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            node.pid_path.unlink(missing_ok=True)
+
+
+def free_node_ports(host: str, nodes: int, tries: int = 200) -> tuple[int, int]:
+    """A client and a controller port that are free for every node (+100 per node)."""
+    rng = random.Random()
+    for _ in range(tries):
+        port = rng.randrange(20_000, 40_000 - NODE_PORT_STEP * nodes, 2)
+        wanted = [port + NODE_PORT_STEP * i + j for i in range(nodes) for j in (0, 1)]
+        if not any(port_in_use(host, p) for p in wanted):
+            return port, port + 1
+    raise StreamsimError(f"found no free ports for {nodes} broker(s) on {host}")
 
 
 @contextlib.contextmanager
