@@ -1,4 +1,5 @@
-"""`streamsim loadtest LOADTEST_YAML`: an open-model load test against the fraud endpoint.
+"""`streamsim loadtest LOADTEST_YAML`: an open-model load test against the fraud endpoint
+(`target: http`), a Kafka topic and a Spark job (`target: kafka`), or both (`target: scenario`).
 
 Exit codes: 0 all SLOs met, 1 an SLO failed (or the target could not be reached), 2 bad config.
 """
@@ -34,7 +35,7 @@ def loadtest(
 ) -> None:
     """Send requests at the file's arrival rate (open model), time each from its intended send
     time, check the SLOs, write a JSON report and charts. Exits 1 when an SLO fails."""
-    from streamsim.loadtest.config import LoadTestConfig
+    from streamsim.loadtest.config import HttpTarget, KafkaTarget, LoadTestConfig
     from streamsim.loadtest.report import summary
     from streamsim.loadtest.run import run_loadtest
 
@@ -44,9 +45,16 @@ def loadtest(
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     folder = out or Path(stack.dirs.data) / "loadtests" / f"{name}-{stamp}"
 
+    target = cfg.target
+    if isinstance(target, HttpTarget):
+        against = f"{target.base_url(stack)}{target.path}"
+    elif isinstance(target, KafkaTarget):
+        against = f"kafka topic {target.topic or '(the scenario topic)'}"
+    else:
+        against = f"{target.http.target.base_url(stack)} and kafka"
     err_console.print(
         f"load test {name}: {cfg.load.type} load, {cfg.warmup_s:g} s warm-up + "
-        f"{cfg.duration_s:g} s against {cfg.target.base_url(stack)}{cfg.target.path}",
+        f"{cfg.duration_s:g} s against {against}",
         highlight=False,
     )
     with Progress(
@@ -65,6 +73,11 @@ def loadtest(
 
         report = run_loadtest(cfg, stack, name, folder, progress)
 
-    emit(report, as_json, summary(report) + f"\nreport and charts: {folder}")
+    if "paths" in report:
+        text = "\n".join(summary(r) for r in report["paths"].values())
+        text += "\n" + ("[green]all SLOs met[/]" if report["ok"] else "[bold red]SLO failed[/]")
+    else:
+        text = summary(report)
+    emit(report, as_json, text + f"\nreport and charts: {folder}")
     if not report["ok"]:
         raise typer.Exit(1)

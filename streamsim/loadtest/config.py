@@ -9,9 +9,15 @@
     client: {connections: 64, max_in_flight: 5000}
     slo: {p99_ms: 10, error_rate: 0.001}
 
-Targets are a tagged union so other kinds can join `http` later (a Kafka scenario producing
-into the stack while the endpoint is under load); today a `type` other than `http` is a config
-error that says so.
+Targets are a tagged union: `http` (the fraud endpoint), `kafka` (records produced to a topic,
+with a Spark job's lag and the produce-to-alert latency; `streamsim.loadtest.kafka_target`) and
+`scenario` (both at once, each path with its own SLOs).
+
+    target:
+      type: kafka
+      topic: vehicles.telemetry
+      source: {type: scenario, file: config/scenarios/connected_vehicles.yaml}
+      job: vehicle-telemetry        # its lag: progress in the `metrics` topic vs the topic end
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from core.config import StackConfig
 from core.config.base import Settings
-from simulators.tagged import untagged
+from simulators.tagged import require_tag, untagged
 from streamsim.loadtest.shapes import (
     MAX_REQUESTS,
     Arrivals,
@@ -34,9 +40,7 @@ from streamsim.loadtest.shapes import (
 
 Share = Annotated[float, Field(ge=0, le=1)]
 
-#: Target types that are planned (DESIGN: "the HTTP endpoint, Kafka scenarios, or both").
-PLANNED_TARGETS = ("kafka", "scenario")
-TARGET_TAGS = ("http",)
+TARGET_TAGS = ("http", "kafka", "scenario")
 
 
 class HttpTarget(Settings):
@@ -76,19 +80,98 @@ class HttpTarget(Settings):
 
 
 def _known_target(value: Any) -> Any:
-    """`type` defaults to http; a planned type gets a message saying it is not built yet."""
-    if not isinstance(value, dict):
+    """`type` defaults to http."""
+    if not isinstance(value, dict) or "type" in value:
         return value
-    if value.get("type") in PLANNED_TARGETS:
-        raise ValueError(
-            f"target type {value['type']!r} is planned but not implemented yet; "
-            "only 'http' is (the fraud endpoint)"
-        )
     return {"type": "http", **value}
 
 
+class ScenarioSource(Settings):
+    """A scenario's events, in emit order, generated before the run (as fast as possible) with
+    their truth: records whose truth label is not `none` carry a planted incident."""
+
+    type: Literal["scenario"] = "scenario"
+    file: str = Field(description="Scenario YAML (config/scenarios/*.yaml).")
+    seed: int | None = Field(None, ge=0, description="Overrides the scenario's seed.")
+
+
+class PayloadSource(Settings):
+    """Synthetic JSON records of about `bytes` bytes over `keys` keys (no incidents)."""
+
+    type: Literal["payload"] = "payload"
+    bytes: int = Field(200, ge=32, le=1_000_000, description="Approximate record size.")
+    keys: int = Field(1000, ge=1, le=10_000_000, description="Distinct record keys.")
+
+
+SOURCE_TAGS = ("scenario", "payload")
+Source = Annotated[
+    ScenarioSource | PayloadSource,
+    Field(discriminator="type"),
+    untagged(SOURCE_TAGS),
+    BeforeValidator(require_tag(SOURCE_TAGS)),
+]
+
+
+class LagSettings(Settings):
+    """How the named job's lag is sampled and when it counts as recovered."""
+
+    sample_s: float = Field(1.0, gt=0, le=60, description="Seconds between lag samples.")
+    drain_s: float = Field(
+        60.0,
+        ge=0,
+        le=3600,
+        description="After the last record is sent, keep sampling (and waiting for alerts) up "
+        "to this long, until the lag has recovered.",
+    )
+    recovered_at: int | None = Field(
+        None,
+        ge=0,
+        description="Lag (records) at or below which the job has recovered. Unset: 10% of "
+        "the largest lag seen.",
+    )
+
+
+class KafkaTarget(Settings):
+    """Records produced to a topic at the open-model rate; ack latency from the intended send
+    time, and optionally a Spark job's lag and the produce-to-alert latency."""
+
+    type: Literal["kafka"] = "kafka"
+    topic: str | None = Field(
+        None, description="Topic produced to. Unset: the scenario's events topic."
+    )
+    source: Source = Field(description="What is produced: a scenario's events or payloads.")
+    job: str | None = Field(
+        None,
+        description="A running Spark job (`streamsim pipeline run JOB`) whose lag on the "
+        "topic is measured from its progress records in the `metrics` topic.",
+    )
+    alerts_topic: str | None = Field(
+        "alerts",
+        description="Alerts naming produced records of a planted incident (`event_ids`) give "
+        "the end-to-end latency. null: not traced.",
+    )
+    partitions: int = Field(2, ge=1, le=1000, description="Partitions if the topic is created.")
+    producer: dict[str, Any] = Field(
+        default_factory=lambda: {"linger.ms": 1},
+        description="librdkafka producer settings over the stack's (acks=all, idempotent).",
+    )
+    timeout_s: float = Field(
+        30.0, gt=0, le=600, description="A record not acknowledged this long is a `timeout`."
+    )
+    lag: LagSettings = Field(default_factory=LagSettings, description="Lag sampling.")
+
+
+class ScenarioTarget(Settings):
+    """The endpoint over HTTP and a topic over Kafka at once, as a POS network does: each path
+    with its own load shape and SLOs (the file's own `load` and `slo` are not used)."""
+
+    type: Literal["scenario"] = "scenario"
+    http: HttpPath = Field(description="The HTTP path: its target, load and SLOs.")
+    kafka: KafkaPath = Field(description="The Kafka path: its target, load and SLOs.")
+
+
 Target = Annotated[
-    HttpTarget,
+    HttpTarget | KafkaTarget | ScenarioTarget,
     Field(discriminator="type"),
     untagged(TARGET_TAGS),
     BeforeValidator(_known_target),
@@ -198,6 +281,42 @@ class SloSettings(Settings):
         description="Times sending paused at client.max_in_flight, at most this (a pause "
         "means the arrival rate asked for was not offered).",
     )
+    lag_max: int | None = Field(
+        None, ge=0, description="Kafka: the job's largest lag (records) at most this."
+    )
+    lag_recovery_s: float | None = Field(
+        None,
+        ge=0,
+        description="Kafka: seconds from the largest lag until it is back at "
+        "target.lag.recovered_at, at most this.",
+    )
+    e2e_p50_ms: Ms | None = Field(
+        None, description="Kafka: median produce-to-alert latency at most this."
+    )
+    e2e_p99_ms: Ms | None = Field(
+        None, description="Kafka: 99th percentile produce-to-alert latency at most this."
+    )
+
+
+class HttpPath(Settings):
+    """One path of a `scenario` target: the endpoint, its load, bodies, client and SLOs."""
+
+    target: HttpTarget = Field(default_factory=HttpTarget, description="The endpoint.")
+    load: LoadShape = Field(default_factory=ConstantLoad, description="Its arrival rate.")
+    payload: PayloadMix = Field(default_factory=PayloadMix, description="Request bodies.")
+    client: ClientSettings = Field(default_factory=ClientSettings, description="Generator.")
+    slo: SloSettings = Field(default_factory=SloSettings, description="Its thresholds.")
+
+
+class KafkaPath(Settings):
+    """One path of a `scenario` target: the topic, its load and SLOs."""
+
+    target: KafkaTarget = Field(description="The topic and what is produced.")
+    load: LoadShape = Field(default_factory=ConstantLoad, description="Its arrival rate.")
+    slo: SloSettings = Field(default_factory=SloSettings, description="Its thresholds.")
+
+
+ScenarioTarget.model_rebuild()
 
 
 class LoadTestConfig(Settings):

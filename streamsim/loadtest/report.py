@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from streamsim.loadtest.config import LoadTestConfig
+from streamsim.loadtest.config import LoadTestConfig, SloSettings
 from streamsim.loadtest.runner import RunResult
 from streamsim.loadtest.slo import all_ok, evaluate
 
@@ -45,11 +45,22 @@ def build_report(
     name: str,
     target: str,
     payload_kinds: dict[str, int],
+    slo: SloSettings | None = None,
+    warmup_s: float | None = None,
+    duration_s: float | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """`slo`, `warmup_s`, `duration_s`: a path's own (a `scenario` target), else the file's.
+    `extra`: Kafka figures, `lag` {max, recovery_s} and `end_to_end_ms` {p50, p99}, placed
+    after `latency_ms` and checked by the lag and e2e SLOs (left out when not measured)."""
     rec = result.recorder
     requests = rec.requests
     errors = sum(rec.errors.values())
-    warmup, duration = config.warmup_s, config.duration_s
+    warmup = config.warmup_s if warmup_s is None else warmup_s
+    duration = config.duration_s if duration_s is None else duration_s
+    extra = {k: v for k, v in (extra or {}).items() if v is not None}
+    lag = extra.get("lag") or {}
+    e2e = extra.get("end_to_end_ms") or {}
     achieved_rate = rec.good_in_window(warmup, warmup + duration) / duration
     intended_rate = requests / duration
     latency = rec.latency_ms()
@@ -60,14 +71,19 @@ def build_report(
         if intended_rate
         else None,
         "in_flight_limit_hits": result.in_flight_limit_hits,
+        "lag_max": lag.get("max"),
+        "lag_recovery_s": lag.get("recovery_s"),
+        "e2e_p50_ms": e2e.get("p50"),
+        "e2e_p99_ms": e2e.get("p99"),
     }
-    checks = evaluate(config.slo, figures)
+    checks = evaluate(config.slo if slo is None else slo, figures)
     measured_lag = result.generator_lag_s[rec.first_measured :]
     return {
         "requests": requests,
         "errors": errors,
         "achieved_rate": round(achieved_rate, 1),
         "latency_ms": latency,
+        **{k: extra[k] for k in ("lag", "end_to_end_ms") if k in extra},
         "slo": checks,
         "ok": all_ok(checks) and requests > 0,
         "name": name,
@@ -123,6 +139,14 @@ def summary(report: dict[str, Any]) -> str:
         f"{report['waited_for_connection']:,}; in-flight peak {report['max_in_flight']:,}, "
         f"limit hits {report['in_flight_limit_hits']:,}",
     ]
+    if "lag" in report:
+        lines.append(
+            f"job lag (records): max {report['lag']['max']:,}, recovered in "
+            f"{report['lag']['recovery_s']} s"
+        )
+    if "end_to_end_ms" in report:
+        e2e = report["end_to_end_ms"]
+        lines.append(f"produce -> alert ms: p50 {e2e['p50']}  p99 {e2e['p99']}")
     for name, check in report["slo"].items():
         mark = "[green]ok[/]" if check["ok"] else "[bold red]FAIL[/]"
         lines.append(f"  SLO {name}: {check['measured']} vs {check['threshold']} {mark}")

@@ -120,8 +120,17 @@ def test_validation_errors_name_the_key(data: dict[str, Any], expected: str) -> 
     assert expected in error_of(data)
 
 
-def test_targets_http_only_for_now() -> None:
-    assert "planned but not implemented yet; only 'http'" in error_of({"target": {"type": "kafka"}})
+def test_targets_validate() -> None:
+    assert "key 'target.source'" in error_of({"target": {"type": "kafka"}})
+    assert "key 'target.source'" in error_of(
+        {"target": {"type": "kafka", "source": {"type": "ftp"}}}
+    )
+    assert "key 'target.lag.sample_s'" in error_of(
+        {"target": {"type": "kafka", "source": {"type": "payload"}, "lag": {"sample_s": 0}}}
+    )
+    assert "key 'target.kafka'" in error_of({"target": {"type": "scenario", "http": {}}})
+    kafka = load({"target": {"type": "kafka", "source": {"type": "scenario", "file": "x.yaml"}}})
+    assert kafka.target.type == "kafka" and kafka.target.job is None
     assert "key 'target'" in error_of({"target": {"type": "ftp"}})
     assert "https is not supported" in error_of({"target": {"url": "https://x:1"}})
     assert "path goes in target.path" in error_of({"target": {"url": "http://x:1/v1"}})
