@@ -49,11 +49,13 @@ def build_report(
     warmup_s: float | None = None,
     duration_s: float | None = None,
     extra: dict[str, Any] | None = None,
+    load: Any = None,
 ) -> dict[str, Any]:
     """`slo`, `warmup_s`, `duration_s`: a path's own (a `scenario` target), else the file's.
     `extra`: Kafka figures, `lag` {max, recovery_s} and `end_to_end_ms` {p50, p99}, placed
     after `latency_ms` and checked by the lag and e2e SLOs (left out when not measured)."""
     rec = result.recorder
+    load = config.load if load is None else load
     requests = rec.requests
     errors = sum(rec.errors.values())
     warmup = config.warmup_s if warmup_s is None else warmup_s
@@ -76,7 +78,8 @@ def build_report(
         "e2e_p50_ms": e2e.get("p50"),
         "e2e_p99_ms": e2e.get("p99"),
     }
-    checks = evaluate(config.slo if slo is None else slo, figures)
+    slo_used = config.slo if slo is None else slo
+    checks = evaluate(slo_used, figures)
     measured_lag = result.generator_lag_s[rec.first_measured :]
     return {
         "requests": requests,
@@ -109,7 +112,46 @@ def build_report(
             "errors": sum(rec.warmup_errors.values()),
         },
         "elapsed_s": round(result.elapsed_s, 3),
+        **(
+            {"step_knee": knee}
+            if (knee := step_table(load, rec, warmup, config.total_s, slo_used.p99_ms))
+            else {}
+        ),
     }
+
+
+def step_table(
+    load: Any, rec: Any, warmup_s: float, total_s: float, p99_ms: float | None
+) -> dict[str, Any] | None:
+    """For a step load: per step, its rate, requests, errors and p99 (ms, from the intended
+    send time, measured requests only), and `knee_rate`: the highest step rate whose p99 is
+    within `p99_ms` with no errors (None when none holds). Not a step load: None."""
+    if getattr(load, "type", None) != "step":
+        return None
+    times = np.asarray(rec.times)
+    steps = []
+    ends = [s.at_s for s in load.steps[1:]] + [total_s]
+    for step, end in zip(load.steps, ends, strict=True):
+        lo, hi = max(step.at_s, warmup_s), min(end, total_s)
+        if hi <= lo:
+            continue
+        inside = (times >= lo) & (times < hi)
+        lat = rec.latency_s[inside]
+        answered = lat[~np.isnan(lat)]
+        errors = int(np.count_nonzero(rec.outcome[inside] == 2))
+        p99 = round(float(np.percentile(answered, 99)) * 1000, 3) if answered.size else None
+        holds = p99 is not None and errors == 0 and (p99_ms is None or p99 <= p99_ms)
+        steps.append(
+            {
+                "rate": step.rate,
+                "requests": int(np.count_nonzero(inside)),
+                "errors": errors,
+                "p99_ms": p99,
+                "holds": holds,
+            }
+        )
+    held = [s["rate"] for s in steps if s["holds"]]
+    return {"steps": steps, "knee_rate": max(held) if held else None}
 
 
 def dumps(report: dict[str, Any]) -> bytes:
@@ -147,6 +189,14 @@ def summary(report: dict[str, Any]) -> str:
     if "end_to_end_ms" in report:
         e2e = report["end_to_end_ms"]
         lines.append(f"produce -> alert ms: p50 {e2e['p50']}  p99 {e2e['p99']}")
+    if "step_knee" in report:
+        for step in report["step_knee"]["steps"]:
+            mark = "holds" if step["holds"] else "fails"
+            lines.append(
+                f"  step {step['rate']:,.0f}/s: p99 {step['p99_ms']} ms, "
+                f"errors {step['errors']:,} ({mark})"
+            )
+        lines.append(f"knee: highest rate where p99 holds {report['step_knee']['knee_rate']}")
     for name, check in report["slo"].items():
         mark = "[green]ok[/]" if check["ok"] else "[bold red]FAIL[/]"
         lines.append(f"  SLO {name}: {check['measured']} vs {check['threshold']} {mark}")

@@ -146,6 +146,7 @@ def run_http(
         target=base_url + the_path.target.path,
         payload_kinds=the_plan.payload_kinds,
         slo=the_path.slo,
+        load=the_path.load,
     )
     return _write(report, result, config, out)
 
@@ -184,6 +185,7 @@ def run_kafka_path(
         payload_kinds=records.kinds,
         slo=the_path.slo,
         extra=extra,
+        load=the_path.load,
     )
     report["job"] = the_path.target.job
     if run.lag is not None:
