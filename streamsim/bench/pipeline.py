@@ -68,6 +68,10 @@ CORES = 2
 LATENCY_WATERMARK = "5 seconds"
 PLANTED_EVERY = 5
 
+#: A busy machine starts Python workers slowly (a transformWithState operator starts one at
+#: planning, which must connect back in time).
+SLOW_MACHINE = {"spark.python.authenticate.socketTimeout": "120s"}
+
 Progress = Callable[[str], None]
 Record = tuple[dict[str, Any] | None, int]  # (parsed JSON value, broker timestamp ms)
 
@@ -211,8 +215,9 @@ def wait_for_records(stack: StackConfig, topic: str, count: int, timeout_s: floa
 
 def bench_stack(stack: StackConfig, work: Path) -> StackConfig:
     """Two cores, a shuffle partition per core, checkpoints and lake in `work`."""
+    conf = {**stack.spark.conf, **SLOW_MACHINE}
     spark = stack.spark.model_copy(
-        update={"master": f"local[{CORES}]", "shuffle_partitions": CORES}
+        update={"master": f"local[{CORES}]", "shuffle_partitions": CORES, "conf": conf}
     )
     dirs = stack.dirs.model_copy(
         update={"checkpoints": work / "checkpoints", "lake": work / "lake"}
@@ -263,11 +268,17 @@ def draining(base: Any, prefix: str, topic: str, batch: int) -> Any:
 
 
 def produce_input(
-    stack: StackConfig, work: Path, topic: str, events: int, entities: int, name: str
+    stack: StackConfig,
+    work: Path,
+    topic: str,
+    events: int,
+    entities: int,
+    name: str,
+    scenario_path: Path = SCENARIO,
 ) -> int:
-    """The scenario's readings (renamed `name`) into a two-partition `topic`; its size."""
+    """The scenario's events (renamed `name`) into a two-partition `topic`; its size."""
     ensure_topics(stack, [topic], partitions=2)
-    data = read_yaml(SCENARIO)
+    data = read_yaml(scenario_path)
     data.update(name=name, entities=entities)
     data["domain"]["topic"] = topic
     scenario, stack_file = work / f"{name}.yaml", work / "stack.yaml"
@@ -633,6 +644,423 @@ def report(
                 "records": rtm["realtime"]["records"],
             },
             "targets": {"events_per_s": 100_000, "latency_p99_ms": 2_000},
+            "load_average": [round(x, 2) for x in psutil.getloadavg()],
+        },
+    )
+
+
+# -- whole jobs (`bench pipeline --job JOB`) --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JobBench:
+    """What `bench pipeline --job` needs of a job: its input scenario, config and shape."""
+
+    name: str
+    scenario: Path
+    pipeline: Path
+    entity: str  # the key field (card_token, vehicle_id)
+    default_keys: int
+
+
+JOBS = {
+    "card-velocity": JobBench(
+        "card-velocity",
+        Path("config/scenarios/card_velocity.yaml"),
+        Path("config/pipelines/card-velocity.yaml"),
+        "card_token",
+        20_000,
+    ),
+    "vehicle-telemetry": JobBench("vehicle-telemetry", SCENARIO, PIPELINE, "vehicle_id", 2_000),
+}
+#: In the card latency phase: one card in this many uses a card-present terminal abroad once.
+CARD_PLANTED_EVERY = 10
+PARIS, NEW_YORK = (48.8566, 2.3522), (40.7128, -74.0060)
+
+
+def job_module(name: str) -> Any:
+    if name == "card-velocity":
+        from pipeline.jobs.card_velocity import job as card
+
+        return card
+    from pipeline.jobs.vehicle_telemetry import job as vehicle
+
+    return vehicle
+
+
+def job_streams(name: str, events: Any, cfg: Any) -> dict[str, Any]:
+    """The job's stateful queries' logic on parsed `events` (any source), by query name."""
+    module = job_module(name)
+    if name == "card-velocity":
+        streams: dict[str, Any] = module.logic_streams(events, cfg)
+        return streams
+    return {
+        "stats": module.stats_stream(events, cfg),
+        "trips": module.trips_stream(events, cfg),
+        "alerts": module.alerts_stream(events, cfg.vehicle_telemetry, cfg.watermark),
+    }
+
+
+def job_schema(name: str) -> Any:
+    module = job_module(name)
+    return module.TRANSACTION_SCHEMA if name == "card-velocity" else module.VEHICLE_SCHEMA
+
+
+def job_outputs(name: str, cfg: Any, prefix: str) -> Any:
+    """`cfg` with every output topic named `<prefix>.<output>`."""
+    if name == "card-velocity":
+        settings = cfg.card_velocity.model_copy(
+            update={"features_topic": f"{prefix}.card-features"}
+        )
+        return cfg.model_copy(
+            update={
+                "output_topic": f"{prefix}.alerts",
+                "deadletter_topic": f"{prefix}.deadletter",
+                "card_velocity": settings,
+            }
+        )
+    return job_config(cfg, prefix, cfg.input_topics)
+
+
+def job_draining(name: str, base: Any, prefix: str, topic: str, batch: int) -> Any:
+    """The whole job reading `topic` to its end in batches of `batch` events, then stopping."""
+    once = base.trigger.model_copy(update={"mode": "available_now"})
+    cfg = job_outputs(name, base, prefix).model_copy(
+        update={"input_topics": [topic], "trigger": once, "max_offsets_per_trigger": batch}
+    )
+    section = "card_velocity" if name == "card-velocity" else "vehicle_telemetry"
+    settings = getattr(cfg, section).model_copy(update={"deadletter_trigger": once})
+    return cfg.model_copy(update={section: settings})
+
+
+def batch_span(progress: Mapping[str, Any]) -> tuple[float, float]:
+    """(start, end) of a batch, epoch seconds."""
+    from pipeline.progress import iso_ms
+
+    start = (iso_ms(progress.get("timestamp")) or 0) / 1000
+    return start, start + progress["durationMs"]["triggerExecution"] / 1000
+
+
+def sustained(per_query: Mapping[str, Sequence[Mapping[str, Any]]], events: int) -> Throughput:
+    """The whole job's sustained rate over all its queries (sharing the cores): the events
+    after the first batch of each query, over the time from the latest end of a first batch
+    to the latest end of a last batch (every query has read its first batch by then, so that
+    is warm-up left out, as `throughput` leaves out one query's first batch).
+
+    >>> b = lambda s, ms, a, z: {"timestamp": f"2026-01-01T00:00:0{s}.000Z",
+    ...     "durationMs": {"triggerExecution": ms},
+    ...     "sources": [{"startOffset": f'{{"offset": {a}}}', "endOffset": f'{{"offset": {z}}}'}]}
+    >>> q1 = [b(0, 2000, 0, 10), b(2, 1000, 10, 30)]
+    >>> q2 = [b(0, 3000, 0, 10), b(3, 2000, 10, 30)]
+    >>> sustained({"a": q1, "b": q2}, 30).events_per_s
+    10.0
+    """
+    read = {name: with_input(p) for name, p in per_query.items()}
+    read = {name: p for name, p in read.items() if p}
+    if not read:
+        return Throughput(0.0, 0, events, 0, 0.0)
+    first_end = max(batch_span(p[0])[1] for p in read.values())
+    last_end = max(batch_span(p[-1])[1] for p in read.values())
+    first_events = max(batch_events(p[0]) for p in read.values())
+    measured = events - first_events
+    seconds = last_end - first_end
+    rate = measured / seconds if seconds > 0 and measured > 0 else 0.0
+    batches = max(len(p) for p in read.values())
+    return Throughput(
+        rate, measured, events, batches, last_end - min(batch_span(p[0])[0] for p in read.values())
+    )
+
+
+def whole_job_drain(spark: Any, stack: StackConfig, name: str, cfg: Any) -> dict[str, Any]:
+    """Every query of the job draining its input (AvailableNow); `sustained` over them."""
+    module = job_module(name)
+    started = time.monotonic()
+    queries = module.start(spark, own_checkpoints(stack, cfg.output_topic), cfg)
+    for query in queries:
+        query.awaitTermination()
+    wall = time.monotonic() - started
+    events = sum(topic_size(stack, t) for t in cfg.input_topics)
+    progress = {str(q.name): list(q.recentProgress) for q in queries}
+    return {
+        "throughput": sustained(progress, events),
+        "wall_s": wall,
+        "events": events,
+        "queries": {n: throughput(p, wall) for n, p in progress.items()},
+        "batches": {n: len(with_input(p)) for n, p in progress.items()},
+        "alerts": topic_size(stack, cfg.output_topic),
+    }
+
+
+def event_time_rate(stack: StackConfig, topic: str) -> float:
+    """Events per second of event time in `topic` (how fast its event time advances)."""
+    times = sorted(int(r["event_time"]) for r, _ in topic_records(stack, topic) if r)
+    if len(times) < 2 or times[-1] <= times[0]:
+        return 1.0
+    return len(times) * 1000 / (times[-1] - times[0])
+
+
+def rate_events(
+    spark: Any, schema: Any, entity: str, rows_per_batch: int, keys: int, per_event_s: float
+) -> Any:
+    """Parsed events from `rate-micro-batch`, shaped like the job's input schema: `keys`
+    entities, event time advancing `per_event_s` events per second of event time (as in the
+    Kafka input), every field a deterministic series (amounts 10-99: no card testing; each
+    entity at a home position: no travel)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import BooleanType, DoubleType, LongType
+
+    advance = max(1, round(1000 * rows_per_batch / per_event_s))
+    rows = (
+        spark.readStream.format("rate-micro-batch")
+        .option("rowsPerBatch", rows_per_batch)
+        .option("numPartitions", CORES)
+        .option("startTimestamp", int(time.time() * 1000))
+        .option("advanceMillisPerBatch", advance)
+        .load()
+    )
+    n, key = F.col("value"), F.col("value") % keys
+    columns = []
+    for i, field in enumerate(schema.fields):
+        name = field.name
+        if name == "event_id":
+            value = F.concat(F.lit("r-"), n.cast("string"))
+        elif name == entity:
+            value = F.format_string("key-%06d", key)
+        elif name == "event_time":
+            value = F.unix_millis("timestamp")
+        elif name == "lat":
+            value = 40.0 + (key % 100) * 0.05
+        elif name == "lon":
+            value = 2.0 + (key % 97) * 0.05
+        elif name == "amount":
+            value = 10.0 + n % 90
+        elif name == "merchant_id":
+            value = F.format_string("m-%05d", n % 5_000)
+        elif isinstance(field.dataType, DoubleType):
+            value = 100 + (n % (7 + i)) * 0.5
+        elif isinstance(field.dataType, LongType):
+            value = n
+        elif isinstance(field.dataType, BooleanType):
+            value = F.lit(True)
+        else:
+            value = F.concat(F.lit(f"{name}-"), (n % 7).cast("string"))
+        columns.append(value.cast(field.dataType).alias(name))
+    return rows.select(
+        *columns,
+        F.col("timestamp").alias("event_ts"),
+        F.col("timestamp").alias("kafka_time"),
+    )
+
+
+def job_reference(
+    spark: Any,
+    stack: StackConfig,
+    job: JobBench,
+    cfg: Any,
+    batch: int,
+    batches: int,
+    keys: int,
+    per_event_s: float,
+) -> Throughput:
+    """The job's queries' logic on `rate-micro-batch` (`batch` rows a batch) into `noop`, all
+    at once as in the job, for `batches` batches each; `sustained` over them."""
+    from pipeline.session import use_rocksdb_state
+
+    use_rocksdb_state(spark)  # as the job
+    events = rate_events(spark, job_schema(job.name), job.entity, batch, keys, per_event_s)
+    queries = [
+        stream.writeStream.format("noop")
+        .queryName(f"reference.{name}")
+        .option("checkpointLocation", str(stack.dirs.checkpoints / f"reference-{uuid.uuid4()}"))
+        .start()
+        for name, stream in job_streams(job.name, events, cfg).items()
+    ]
+    try:
+        while any(q.isActive and len(with_input(q.recentProgress)) < batches for q in queries):
+            time.sleep(0.5)
+    finally:
+        for query in queries:
+            query.stop()
+    progress = {str(q.name): with_input(q.recentProgress)[:batches] for q in queries}
+    return sustained(progress, batch * batches)
+
+
+def paced_cards(stack: StackConfig, topic: str, cards: int, rate: int, seconds: float) -> int:
+    """`rate` card-present transactions a second for `seconds` over `cards` cards, each card
+    at home in Paris at a merchant of its own, event time = now; every `CARD_PLANTED_EVERY`th
+    card makes one use in New York halfway through (two impossible-travel alerts: there and
+    back). Returns the planted cards."""
+    producer = Producer(producer_config(stack, **{"linger.ms": 5}))
+    total = int(rate * seconds)
+    planted_at = total // 2
+    planted = 0
+    started = time.time()
+    for seq in range(total):
+        card = seq % cards
+        where = PARIS
+        if card % CARD_PLANTED_EVERY == 0 and planted_at <= seq < planted_at + cards:
+            where, planted = NEW_YORK, planted + 1
+        body = {
+            "schema": "cards.transaction/1",
+            "event_id": f"lat-{seq}",
+            "transaction_id": f"lat-{seq}",
+            "card_token": f"tok-{card:06d}",
+            "event_time": int(time.time() * 1000),
+            "amount": 20.0 + seq % 50,
+            "currency": "EUR",
+            "merchant_id": f"m-{card:06d}",
+            "merchant_category": "retail",
+            "channel": "card_present",
+            "card_present": True,
+            "lat": where[0],
+            "lon": where[1],
+            "country": "FR",
+        }
+        producer.produce(topic, orjson.dumps(body), key=f"tok-{card:06d}")
+        if seq % 100 == 0:
+            producer.poll(0)
+            time.sleep(max(0.0, started + seq / rate - time.time()))
+    producer.flush(30)
+    return planted
+
+
+def card_alert_latency(
+    spark: Any, stack: StackConfig, cfg: Any, cards: int, rate: int, seconds: float
+) -> dict[str, Any]:
+    """The whole card job (micro-batches) on paced transactions: latency of each alert once
+    due (its append - the append of the first use a watermark past its event time)."""
+    from pipeline.jobs.card_velocity import job
+    from pipeline.settings import duration_ms
+
+    topic = cfg.input_topics[0]
+    create_topic(stack, topic, 2)
+    create_topic(stack, cfg.output_topic, 1)
+    queries = job.start(spark, own_checkpoints(stack, cfg.output_topic), cfg)
+    try:
+        time.sleep(5)  # the first (empty) batches
+        planted = paced_cards(stack, topic, cards, rate, seconds)
+        wait_for_records(stack, cfg.output_topic, 2 * planted, 30)
+    finally:
+        for query in queries:
+            query.stop()
+    records = topic_records(stack, cfg.output_topic)
+    due = due_latencies(topic_records(stack, topic), records, duration_ms(cfg.watermark))
+    return {
+        "latency_ms": percentiles(due),
+        "alerts": sum(1 for r, _ in records if r),
+        "planted": 2 * planted,
+        "alerted_planted": sum(1 for r, _ in records if r and r["rule"] == "impossible_travel"),
+        "alerted_other": sum(1 for r, _ in records if r and r["rule"] != "impossible_travel"),
+    }
+
+
+def bench_job(
+    stack: StackConfig,
+    job_name: str,
+    events: int = 200_000,
+    batch_events: int = 50_000,
+    keys: int | None = None,
+    latency_s: float = 60.0,
+    latency_rate: int = 500,
+    progress: Progress = lambda _: None,
+) -> BenchReport:
+    """`bench pipeline --job JOB`: see the module docstring (phases 1, 4, 5 and the reference
+    of the whole job's logic on `rate-micro-batch`)."""
+    from core.config import load_model
+    from pipeline.config import PipelineConfig
+    from pipeline.session import spark_session
+
+    job = JOBS[job_name]
+    keys = keys or job.default_keys
+    if events < 2 * batch_events:
+        raise StreamsimError("events must be at least two batches (the first is warm-up)")
+    base = load_model(PipelineConfig, job.pipeline)
+    tag = uuid.uuid4().hex[:8]
+    with tempfile.TemporaryDirectory(prefix="streamsim-bench-job-") as tmp, peak_rss() as rss:
+        stack = bench_stack(stack, Path(tmp))
+        spark = spark_session(stack, app="bench-pipeline")
+        try:
+            topic = f"bench.{tag}.input"
+            progress(f"simulating {events:,} {job_name} events ({keys:,} keys) into {topic}")
+            produced = produce_input(
+                stack, Path(tmp), topic, events, keys, f"bench_{tag}", job.scenario
+            )
+            per_event_s = event_time_rate(stack, topic)
+            progress(f"the whole job draining {produced:,} events")
+            drain = job_draining(job_name, base, f"bench.{tag}.job", topic, batch_events)
+            whole = whole_job_drain(spark, stack, job_name, drain)
+            progress(f"whole job: {whole['throughput']}; per query {whole['queries']}")
+            state_mb = dir_mb(stack.dirs.checkpoints)
+            batches = max(4, min(8, max(whole["batches"].values(), default=4)))
+            progress(f"reference: the job's logic on rate-micro-batch, {batches} batches")
+            reference = job_reference(
+                spark, stack, job, base, batch_events, batches, keys, per_event_s
+            )
+            progress(f"reference: {reference}")
+            prefix = f"bench.{tag}.latency"
+            live = job_outputs(job_name, base, prefix).model_copy(
+                update={"input_topics": [f"bench.{tag}.live"], "watermark": LATENCY_WATERMARK}
+            )
+            if job_name == "card-velocity":
+                progress(f"alert latency: {latency_rate} transactions/s for {latency_s:.0f} s")
+                latency = card_alert_latency(
+                    spark, stack, live, min(keys, latency_rate * 4), latency_rate, latency_s
+                )
+            else:
+                progress(f"alert latency: {latency_rate} vehicles at 1 Hz for {latency_s:.0f} s")
+                latency = alert_latency(spark, stack, live, latency_rate, latency_s)
+            progress(f"alert latency: {latency}")
+        finally:
+            spark.stop()
+            with suppress(Exception):  # best effort
+                names = admin_client(stack).list_topics(timeout=10).topics
+                delete_topics(stack, [t for t in names if tag in t])
+    return job_report(job, keys, produced, batch_events, whole, reference, latency, state_mb, rss)
+
+
+def dir_mb(path: Path) -> float:
+    """Size on disk of a folder (a job's checkpoints and state), MB."""
+    if not path.exists():
+        return 0.0
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 2**20
+
+
+def job_report(
+    job: JobBench,
+    keys: int,
+    events: int,
+    batch: int,
+    whole: dict[str, Any],
+    reference: Throughput,
+    latency: dict[str, Any],
+    state_mb: float,
+    rss: Mapping[str, float],
+) -> BenchReport:
+    rate = whole["throughput"].events_per_s
+    return BenchReport(
+        subject=f"{job.name}: the whole job (all its queries) draining a Kafka topic",
+        rate_key="events_per_s",
+        rate=rate,
+        reference=f"{job.name}'s query logic on Spark's rate-micro-batch source, noop sinks",
+        reference_rate=reference.events_per_s,
+        latency_ms=latency.get("latency_ms"),
+        peak_rss_mb=rss["mb"] or None,
+        extra={
+            "job": job.name,
+            "cores": CORES,
+            "keys": keys,
+            "events": events,
+            "batch_events": batch,
+            "wall_s": round(whole["wall_s"], 1),
+            "queries_events_per_s": {
+                name: round(t.events_per_s, 1) for name, t in whole["queries"].items()
+            },
+            "job_alerts": whole["alerts"],
+            "state_mb": round(state_mb, 1),
+            "latency_alerts": latency.get("alerts"),
+            "latency_planted": latency.get("planted"),
+            "latency_alerted_planted": latency.get("alerted_planted"),
+            "latency_watermark": LATENCY_WATERMARK,
             "load_average": [round(x, 2) for x in psutil.getloadavg()],
         },
     )

@@ -52,49 +52,102 @@ def simulator(
 
 @app.command(name="pipeline")
 def pipeline_bench(
+    job: Annotated[
+        str | None,
+        typer.Option(
+            help="card-velocity or vehicle-telemetry: the whole job (all its queries) vs its "
+            "logic on the rate source. Unset: the vehicle stats query and Real-time Mode phases."
+        ),
+    ] = None,
+    keys: Annotated[
+        int | None,
+        typer.Option(
+            min=10, help="--job: cards or vehicles (default 20,000 cards, 2,000 vehicles)."
+        ),
+    ] = None,
     events: Annotated[
-        int, typer.Option(min=20_000, help="Vehicle events for the throughput phases.")
+        int, typer.Option(min=20_000, help="Events for the throughput phases.")
     ] = 200_000,
     batch_events: Annotated[
         int, typer.Option(min=10_000, help="Events per micro-batch (maxOffsetsPerTrigger).")
     ] = 50_000,
     entities: Annotated[int, typer.Option(min=10, help="Vehicles in the fleet.")] = 2_000,
     latency_s: Annotated[
-        float, typer.Option(min=20, help="Seconds of the paced fleet for the alert latency.")
+        float, typer.Option(min=20, help="Seconds of paced input for the alert latency.")
     ] = 120.0,
     latency_vehicles: Annotated[
-        int, typer.Option(min=10, help="Vehicles (1 Hz each) of the paced fleet.")
+        int,
+        typer.Option(
+            min=10,
+            help="Vehicles (1 Hz each) of the paced fleet; --job card-velocity: transactions/s.",
+        ),
     ] = 500,
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """vehicle-telemetry on 2 cores: its stats query on Kafka vs the same aggregation on Spark's
-    rate source (noop sink), the whole job, alert latency, and Real-time Mode dead letters."""
-    from streamsim.bench.pipeline import bench_pipeline
+    """A Spark job on 2 cores. --job JOB: the whole job's sustained events/s draining a topic vs
+    the same logic on Spark's rate-micro-batch source (noop sinks), alert latency at a paced
+    load, peak RSS. Without: the vehicle stats query vs its aggregation on the rate source."""
+    from streamsim.bench.pipeline import JOBS, bench_job, bench_pipeline
 
+    if job is not None and job not in JOBS:
+        raise typer.BadParameter(f"{job}: one of {', '.join(JOBS)}", param_hint="--job")
     stack = stack_from(config)
+
+    def progress(step: str) -> None:
+        err_console.print(f"bench pipeline: {step}", highlight=False)
+
     with local_broker(stack, announce):
-        report = bench_pipeline(
-            stack,
-            events=events,
-            batch_events=batch_events,
-            entities=entities,
-            latency_s=latency_s,
-            latency_vehicles=latency_vehicles,
-            progress=lambda step: err_console.print(f"bench pipeline: {step}", highlight=False),
-        )
+        if job is not None:
+            report = bench_job(
+                stack,
+                job,
+                events=events,
+                batch_events=batch_events,
+                keys=keys,
+                latency_s=latency_s,
+                latency_rate=latency_vehicles,
+                progress=progress,
+            )
+        else:
+            report = bench_pipeline(
+                stack,
+                events=events,
+                batch_events=batch_events,
+                entities=entities,
+                latency_s=latency_s,
+                latency_vehicles=latency_vehicles,
+                progress=progress,
+            )
     r = report.to_dict()
-    emit(r, as_json, pipeline_text(r))
+    emit(r, as_json, job_text(r) if job is not None else pipeline_text(r))
+
+
+def _ms(figures: object) -> str:
+    return (
+        "n/a"
+        if not isinstance(figures, dict)
+        else f"p50 {figures['p50']:,.0f} ms, p99 {figures['p99']:,.0f} ms"
+    )
+
+
+def job_text(r: dict[str, object]) -> str:
+    rss = r.get("peak_rss_mb")
+    return (
+        f"{r['job']}, whole job on {r['cores']} cores, {r['keys']:,} keys: "
+        f"{r['events_per_s']:,.0f} events/s sustained (per query, sharing the cores: "
+        f"{r['queries_events_per_s']}); its logic on the rate source: "
+        f"{r['reference_rate']:,.0f} rows/s; ratio {r['ratio']:.2f}\n"
+        f"alert end-to-end latency (micro-batch, watermark {r['latency_watermark']}): "
+        f"{_ms(r.get('latency_ms'))} over {r['latency_alerts']} alerts "
+        f"({r['latency_alerted_planted']} of {r['latency_planted']} planted)\n"
+        f"state on disk {r['state_mb']:,.1f} MB; peak RSS "
+        f"{'n/a' if rss is None else f'{rss:,.0f} MB'}; load average {r['load_average']}"
+    )
 
 
 def pipeline_text(r: dict[str, object]) -> str:
-    def ms(figures: object) -> str:
-        return (
-            "n/a"
-            if not isinstance(figures, dict)
-            else f"p50 {figures['p50']:,.0f} ms, p99 {figures['p99']:,.0f} ms"
-        )
-
+    ms = _ms
     rtm = r["realtime_mode"]
     assert isinstance(rtm, dict)
     return (

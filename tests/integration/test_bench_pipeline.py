@@ -125,3 +125,96 @@ def test_report_has_the_contract_keys(tmp_path: Path) -> None:
     assert contract | {"peak_rss_mb"} <= set(report)
     assert report["ratio"] == 0.25
     assert report["latency_ms"] == {"p50": 1.0, "p99": 2.0}
+
+
+# -- `bench pipeline --job card-velocity` -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def card_job() -> Any:
+    return bench.JOBS["card-velocity"]
+
+
+@pytest.fixture(scope="module")
+def card_base(card_job: Any) -> Any:
+    return load_model(PipelineConfig, card_job.pipeline)
+
+
+@pytest.fixture(scope="module")
+def card_drain(
+    stack: StackConfig, spark: Any, card_job: Any, card_base: Any, tag: str, tmp_path_factory: Any
+) -> Any:
+    topic = f"bench.{tag}.cards"
+    work = tmp_path_factory.mktemp("bench-cards")
+    produced = bench.produce_input(
+        stack, work, topic, 3_000, 200, f"bench_cards_{tag}", card_job.scenario
+    )
+    cfg = bench.job_draining("card-velocity", card_base, f"bench.{tag}.cardjob", topic, BATCH)
+    return produced, cfg, bench.whole_job_drain(spark, stack, "card-velocity", cfg)
+
+
+def test_card_job_drains_every_event_in_every_query(card_drain: Any) -> None:
+    produced, _, result = card_drain
+    assert produced >= 3_000 and result["events"] == produced
+    assert set(result["queries"]) == {
+        "card-velocity.deadletter",
+        "card-velocity.features",
+        "card-velocity.alerts",
+    }
+    for name in ("card-velocity.features", "card-velocity.alerts"):
+        query = result["queries"][name]
+        assert query.events == produced  # each query reads the topic once, to its end
+        assert query.batches >= -(-produced // BATCH)  # no batch above BATCH
+    whole = result["throughput"]
+    assert whole.events == produced
+    assert BATCH <= produced - whole.measured <= 2 * BATCH  # the warm-up batch left out
+    assert 0 < whole.events_per_s < 10_000_000
+    assert 0 < whole.wall_s < result["wall_s"] + 1
+
+
+def test_card_reference_runs_the_job_logic_on_the_rate_source(
+    stack: StackConfig, spark: Any, card_job: Any, card_base: Any
+) -> None:
+    result = bench.job_reference(spark, stack, card_job, card_base, 500, 3, 50, 5.0)
+    assert (result.events, result.measured) == (1_500, 1_000)
+    assert result.batches == 3
+    assert 0 < result.events_per_s < 10_000_000
+
+
+def test_card_alert_latency_matches_alerts_to_the_planted_travel(
+    stack: StackConfig, spark: Any, card_base: Any, tag: str
+) -> None:
+    prefix = f"bench.{tag}.cardlatency"
+    cfg = bench.job_outputs("card-velocity", card_base, prefix).model_copy(
+        update={"input_topics": [f"{prefix}.live"], "watermark": "2 seconds"}
+    )
+    result = bench.card_alert_latency(spark, stack, cfg, cards=40, rate=50, seconds=12)
+    assert result["planted"] == 8  # 4 cards abroad once: there and back
+    assert result["alerted_planted"] == 8
+    assert result["alerted_other"] == 0
+    latency = result["latency_ms"]
+    assert 0 <= latency["p50"] <= latency["p99"] < 60_000
+
+
+def test_job_report_has_the_contract_keys() -> None:
+    run = bench.Throughput(1000.0, 2000, 3000, 3, 4.0)
+    whole = {"throughput": run, "wall_s": 5.0, "queries": {"q": run}, "alerts": 2}
+    report = bench.job_report(
+        bench.JOBS["card-velocity"],
+        50,
+        3000,
+        BATCH,
+        whole,
+        bench.Throughput(4000.0, 2000, 3000, 3, 1.0),
+        {"latency_ms": None, "alerts": 0, "planted": 0, "alerted_planted": 0},
+        1.5,
+        {"mb": 0.0},
+    ).to_dict()
+    assert report["job"] == "card-velocity"
+    assert (report["events_per_s"], report["reference_rate"], report["ratio"]) == (
+        1000.0,
+        4000.0,
+        0.25,
+    )
+    # a figure not measured is left out, not zero
+    assert "latency_ms" not in report and "peak_rss_mb" not in report
