@@ -4,10 +4,16 @@ Only failed deliveries call back into Python (delivery.report.only.error), so su
 nothing per record; failures are counted and reported, never lost silently. When librdkafka's
 queue is full, produce raises BufferError: we serve the queue (poll) and retry the same record,
 which slows the simulator to the broker's pace with bounded memory.
+
+A broker outage does not stop the run: records wait in librdkafka's queue (and the simulator
+waits on it when it is full) until the broker is back, within `message.timeout.ms`. The outage
+is reported: a warning when the cluster becomes unreachable, and `kafka_outage` in the summary
+(how many transport errors, over how many seconds).
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import Counter, deque
 from itertools import repeat, starmap
@@ -46,6 +52,9 @@ class KafkaSink:
         self._report = SinkReport()
         self._failures: Counter[tuple[str, str]] = Counter()
         self._handed_over = 0
+        self._outage_errors = 0
+        self._outage_first: float | None = None
+        self._outage_last: float | None = None
 
     def open(self, topics: Topics) -> None:
         self.topics = topics
@@ -53,7 +62,11 @@ class KafkaSink:
             self._ensure(topics)
         config = producer_config(
             self.stack,
-            **{"delivery.report.only.error": True, "on_delivery": self._on_delivery},
+            **{
+                "delivery.report.only.error": True,
+                "on_delivery": self._on_delivery,
+                "error_cb": self._on_error,
+            },
             **self.overrides,
         )
         self._producer = Producer(config)
@@ -80,6 +93,21 @@ class KafkaSink:
     def _on_delivery(self, err: KafkaError | None, msg: Message) -> None:
         if err is not None:
             self._failures[(str(msg.topic()), err.str())] += 1
+
+    def _on_error(self, err: KafkaError) -> None:
+        """Connection errors: the cluster (or a broker) is unreachable; librdkafka retries."""
+        if err.code() not in (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT):
+            return
+        now = time.monotonic()
+        if self._outage_first is None:
+            print(
+                f"warning: Kafka unreachable ({err.str()}); records wait in the producer "
+                "queue until it is back",
+                file=sys.stderr,
+            )
+            self._outage_first = now
+        self._outage_last = now
+        self._outage_errors += 1
 
     def write(self, events: Records, truth: Records) -> None:
         assert self._producer is not None and self.topics is not None, "open() first"
@@ -135,5 +163,10 @@ class KafkaSink:
             )
         self._report.failed = failed + remaining
         self._report.written = self._handed_over - self._report.failed
+        if self._outage_first is not None and self._outage_last is not None:
+            self._report.details["kafka_outage"] = {
+                "errors": self._outage_errors,
+                "seconds": round(self._outage_last - self._outage_first, 3),
+            }
         self._producer = None
         return self._report

@@ -8,7 +8,18 @@ import typer
 
 from core.config import ConfigError
 from core.errors import StreamsimError
-from streamsim.cli import api, bench, config, demo, doctor, evaluate, kafka, pipeline, simulate
+from streamsim.cli import (
+    api,
+    bench,
+    chaos,
+    config,
+    demo,
+    doctor,
+    evaluate,
+    kafka,
+    pipeline,
+    simulate,
+)
 from streamsim.cli import loadtest as loadtest_cli
 from streamsim.cli import ui as ui_cli
 from streamsim.cli import verify as verify_cli
@@ -33,6 +44,7 @@ app.command()(evaluate.evaluate)
 app.command()(simulate.simulate)
 app.command(name="verify-stream")(verify_cli.verify_stream)
 app.command(name="loadtest")(loadtest_cli.loadtest)
+app.command()(chaos.chaos)
 
 
 def main() -> None:

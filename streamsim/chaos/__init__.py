@@ -1,0 +1,11 @@
+"""`streamsim chaos`: kill a component of the real stack mid-run and account for every record.
+
+- `report`: the `chaos --json` shape.
+- `ledger`: what reached the topics, counted against the run's truth.
+- `broker`: the broker faults (`broker`, `broker-of-3`) on a private local broker or cluster.
+"""
+
+from streamsim.chaos.broker import BROKER_FAULTS, run_broker_fault
+from streamsim.chaos.report import ChaosReport
+
+__all__ = ["BROKER_FAULTS", "ChaosReport", "run_broker_fault"]
