@@ -22,6 +22,10 @@ from core.kafka.admin import admin_client
 
 DEADLETTER_TOPIC = topics.DEADLETTER.name
 CORRUPT = "_corrupt_record"
+#: Event times a device clock can plausibly stamp, [2000-01-01, 2100-01-01) in epoch ms. A time
+#: outside (a reset to 1970, a year-2200 glitch) is dead-lettered: one such event would move the
+#: watermark decades ahead and make every later event "late".
+EVENT_TIME_RANGE_MS = (946_684_800_000, 4_102_444_800_000)
 
 
 def kafka_options(stack: StackConfig) -> dict[str, str]:
@@ -92,7 +96,8 @@ def parse_events(
     """Split raw records into parsed events (with `event_ts` from `event_time` ms) and rejects.
 
     A reject keeps its original value and names the reason, for the dead-letter topic. Every
-    event needs `event_id` and `event_time`, plus the fields named in `required`. `keep` names
+    event needs `event_id` and `event_time` (within `EVENT_TIME_RANGE_MS`), plus the fields
+    named in `required`. `keep` names
     raw columns (e.g. `partition`, `offset`) the events carry along.
     """
     with_corrupt = StructType([*schema.fields, StructField(CORRUPT, StringType())])
@@ -102,6 +107,10 @@ def parse_events(
         F.when(F.col(f"event.{CORRUPT}").isNotNull(), F.lit("not a JSON object"))
         .when(F.col("event.event_id").isNull(), F.lit("missing event_id"))
         .when(F.col("event.event_time").isNull(), F.lit("missing or non-integer event_time"))
+        .when(
+            ~F.col("event.event_time").between(EVENT_TIME_RANGE_MS[0], EVENT_TIME_RANGE_MS[1] - 1),
+            F.lit("event_time out of range (2000..2100)"),
+        )
     )
     for name in required:
         reason = reason.when(F.col(f"event.{name}").isNull(), F.lit(f"missing {name}"))

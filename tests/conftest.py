@@ -14,6 +14,15 @@ from streamsim.kafka.broker import LocalBroker
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--records",
+        type=int,
+        default=2_000,
+        help="Malformed records the event fuzzer sends into each job (full size: 10000).",
+    )
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -1,0 +1,103 @@
+"""Hostile input into a real Spark job: Hypothesis-drawn malformed records (see
+`tests/fuzz_records.py`) plus valid ones go into the job's input topic; the job keeps running,
+every record its parser rejects is in the dead-letter topic with a reason, and dead-lettered +
+processed == sent. Size: `--records N` (CI: 2000; full size: 10000).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import orjson
+import pytest
+from confluent_kafka import Producer
+
+from core.config import StackConfig
+from core.kafka import ensure_topics, producer_config
+from core.kafka.reader import read_topic
+from pipeline.config import PipelineConfig
+from pipeline.jobs.window_counts import job as window_counts
+from pipeline.kafka_io import parse_events, read_kafka_batch
+from tests.fuzz_records import T0, malformed_records
+
+pytestmark = pytest.mark.integration
+
+#: Kinds no parser may accept: each must be in the dead-letter topic.
+ALWAYS_REJECTED = {
+    "truncated_json",
+    "deep_nesting",
+    "missing_id",
+    "time_1970",
+    "time_2200",
+    "nan_infinity",
+    "huge_string",  # its event_id is null
+    "not_an_object",
+}
+
+
+def valid_records(n: int) -> list[tuple[bytes | None, bytes, str]]:
+    return [
+        (
+            f"s-{i % 13}".encode(),
+            orjson.dumps(
+                {"event_id": f"ok-{i}", "sensor_id": f"s-{i % 13}", "event_time": T0 + i * 997}
+            ),
+            "valid",
+        )
+        for i in range(n)
+    ]
+
+
+def test_fuzzed_window_counts_dead_letters_every_bad_record(
+    kafka_stack: StackConfig, spark, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    n = int(request.config.getoption("--records"))
+    run = uuid.uuid4().hex[:8]
+    source, sink, deadletter = f"fuzz.events-{run}", f"fuzz.counts-{run}", f"fuzz.dead-{run}"
+    ensure_topics(kafka_stack, [source], partitions=1)  # offset i is record i
+    ensure_topics(kafka_stack, [sink, deadletter])
+    records = malformed_records(n, seed=13, entity_key="sensor_id") + valid_records(n // 10)
+    producer = Producer(producer_config(kafka_stack, **{"message.max.bytes": 2_000_000}))
+    for key, value, _ in records:
+        producer.produce(source, value, key=key)
+        producer.poll(0)
+    assert producer.flush(120) == 0
+    sent = len(records)
+
+    data = kafka_stack.model_dump(mode="json")
+    data["dirs"]["checkpoints"] = str(tmp_path / "checkpoints")
+    stack = StackConfig.model_validate(data)
+    cfg = PipelineConfig(
+        job="window-counts",
+        input_topics=[source],
+        output_topic=sink,
+        deadletter_topic=deadletter,
+        entity_key="sensor_id",
+        trigger={"mode": "available_now"},
+    )
+    queries = window_counts.start(spark, stack, cfg)
+    for query in queries:
+        query.awaitTermination(600)
+        assert query.exception() is None  # the job kept running to the end of its input
+        read = sum(p["numInputRows"] for p in query.recentProgress)
+        assert read == sent, f"{query.name} read {read} of {sent}"
+
+    dead = read_topic(stack, deadletter)
+    assert all(d["job"] == "window-counts" and d["topic"] == source for d in dead)
+    assert all(isinstance(d["reason"], str) and d["reason"] for d in dead)
+    offsets = [d["offset"] for d in dead]
+    assert len(set(offsets)) == len(offsets)  # each bad record once
+    processed = parse_events(
+        read_kafka_batch(spark, stack, [source]), window_counts.event_schema("sensor_id")
+    )[0].count()
+    assert len(dead) + processed == sent
+    kinds = [kind for _, _, kind in records]
+    rejected = set(offsets)
+    assert not [i for i, k in enumerate(kinds) if k == "valid" and i in rejected]
+    missed = Counter(k for i, k in enumerate(kinds) if k in ALWAYS_REJECTED and i not in rejected)
+    assert not missed, f"accepted as events: {missed}"
+    reasons = Counter(d["reason"] for d in dead)
+    print(f"fuzz window-counts: sent {sent}, dead-lettered {len(dead)}, processed {processed}")
+    print(f"  reasons: {dict(reasons)}; kinds: {dict(Counter(kinds))}")
