@@ -70,6 +70,8 @@ ALERTS_QUERY = f"{NAME}.alerts"
 LATE_ALERTS_QUERY = f"{NAME}.late-alerts"
 DEADLETTER_QUERY = f"{NAME}.deadletter"
 LATE_FOLDER = f"{NAME}-late"
+#: How long the job waits for the alerts query's first batch before starting the others.
+FIRST_BATCH_WAIT_S = 60.0
 #: How long the late sink waits for the main alerts query to judge a reading first.
 LATE_WAIT_S = 120.0
 
@@ -165,6 +167,20 @@ def waiter(main: Callable[[], StreamingQuery | None], timeout_s: float) -> Calla
     return wait
 
 
+def first_batch(query: StreamingQuery, timeout_s: float) -> None:
+    """Wait (at most `timeout_s`) until `query` has run a batch, or failed, or stopped.
+
+    transformWithStateInPandas plans its first batch with a fresh Python process that must
+    connect back to the JVM within 10 s (hard-coded in Spark 4.2), at its first trigger, data
+    or not; with other queries' first batches compiling on the same two cores it can miss that
+    and fail the query ("Python worker failed to connect back"), so each such query gets its
+    first trigger done before the next query starts.
+    """
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and query.isActive and not query.recentProgress:
+        time.sleep(0.2)
+
+
 def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[StreamingQuery]:
     settings = cfg.vehicle_telemetry
     checkpoints = stack.dirs.checkpoints / NAME
@@ -218,6 +234,7 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
     with scheduler_pool(spark, "alerts"):
         first = start_query(deadletter, DEADLETTER_QUERY, stateless, note)
         main = start_query(alerts, ALERTS_QUERY, stateful)
+    first_batch(main, FIRST_BATCH_WAIT_S)
     with scheduler_pool(spark, "aggregates"):
         queries = [
             first,
@@ -246,4 +263,5 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
         )
         with scheduler_pool(spark, "aggregates"):
             queries.append(start_query(late_alerts, LATE_ALERTS_QUERY, stateful))
+        first_batch(queries[-1], FIRST_BATCH_WAIT_S)
     return queries
