@@ -96,7 +96,8 @@ class ShippingWorld:
         self.rotations = [[self.port_index[c] for c in s.rotation] for s in d.services]
         self.on_service = [set(r) for r in self.rotations]
         self.incidents = IdCounter()
-        self.ops: list[tuple[float, int, int, int, int]] = []  # (t, order, kind, box, ship)
+        # cargo moves: (t, order, kind, box, ship, port)
+        self.ops: list[tuple[float, int, int, int, int, int]] = []
         self._op_order = 0
         v = d.voyages
         # ships
@@ -346,7 +347,7 @@ class ShippingWorld:
         unload = due[~np.isin(due, missed)]
         t_un = t + rng.uniform(1.0 * H_MS, 0.45 * dwell, unload.size)
         for b, tu in zip(unload.tolist(), t_un.tolist(), strict=True):
-            self._op(tu, UNLOADED, b, i)
+            self._op(tu, UNLOADED, b, i, p)
         # loading: boxes waiting in the yard for this loop, then new bookings from boxes back
         keep = int(aboard.size - unload.size)
         room = max(int(self.slots[i]) - keep, 0)
@@ -372,7 +373,7 @@ class ShippingWorld:
                 self.disch[b] = self.final[b]
                 if self.final[b] not in rot:
                     self.disch[b] = p
-            self._op(tl, LOADED, b, i)
+            self._op(tl, LOADED, b, i, p)
 
     def _door_in_port(self, b: int, t0: float, t1: float) -> None:
         """A customs inspection: the door opens for a while during the stay in port."""
@@ -382,16 +383,15 @@ class ShippingWorld:
             length = float(c.inspection_min.sample(self.rng, 1)[0]) * 60_000
             self.door_from[b], self.door_to[b] = start, min(start + length, t1 - 60_000)
 
-    def _op(self, t: float, kind: int, b: int, ship: int) -> None:
+    def _op(self, t: float, kind: int, b: int, ship: int, port: int) -> None:
         self._op_order += 1
-        heapq.heappush(self.ops, (t, self._op_order, kind, b, ship))
+        heapq.heappush(self.ops, (t, self._op_order, kind, b, ship, port))
 
     def _apply_ops(self, t1: float, emit: list[dict[str, np.ndarray]]) -> None:
         rows: list[tuple[float, int, int, int, int]] = []
         while self.ops and self.ops[0][0] < t1:
-            t, _, kind, b, i = heapq.heappop(self.ops)
+            t, _, kind, b, i, p = heapq.heappop(self.ops)
             rows.append((t, kind, b, i, 0))
-            p = int(self.rotations[self.svc[i]][self.rot_pos[i]])
             if kind == UNLOADED:
                 if self.inc_label[b] == MISSED_UNLOAD:
                     self.inc_to[b] = t
@@ -515,6 +515,7 @@ class ShippingWorld:
                     self.pos_next[i] += step
                 elif change < t1:
                     if self.in_port[i]:
+                        self._apply_ops(change, port_parts)  # its cargo moves first
                         self._depart(i, change, port_parts)
                     else:
                         self._arrive(i, port_parts)
