@@ -1,4 +1,5 @@
-"""`streamsim pipeline run JOB`: start a Spark job and report each batch as it completes."""
+"""`streamsim pipeline run JOB`: start a Spark job and report each batch as it completes;
+`streamsim pipeline package`: zip the code a job's executors import, for a Spark cluster."""
 
 from __future__ import annotations
 
@@ -20,7 +21,10 @@ PipelineOpt = Annotated[
 ]
 DurationOpt = Annotated[
     float | None,
-    typer.Option(help="Stop after this many wall seconds (default: run until Ctrl-C)."),
+    typer.Option(
+        help="Stop after this many wall seconds (default: run until Ctrl-C, or until every "
+        "query finished, as with trigger available_now)."
+    ),
 ]
 
 
@@ -70,6 +74,8 @@ def run(
             failed = [q for q in queries if q.exception() is not None]
             if failed:
                 raise StreamsimError(f"query {failed[0].name} failed: {failed[0].exception()}")
+            if not any(q.isActive for q in queries):
+                break  # every query has finished: an available_now trigger read all input
             time.sleep(0.5)
     except KeyboardInterrupt:
         pass
@@ -132,3 +138,35 @@ def parity(
     )
     if not report.ok:
         raise typer.Exit(1)
+
+
+#: What a job's Python code imports on the executors: the base, the jobs and the detectors.
+EXECUTOR_PACKAGES = ("core", "detectors", "pipeline")
+
+
+@app.command()
+def package(
+    out: Annotated[Path, typer.Option(help="The zip to write.", dir_okay=False)] = Path(
+        ".data/streamsim-packages.zip"
+    ),
+    as_json: JsonOpt = False,
+) -> None:
+    """Zip the packages a job's executors import (core, detectors, pipeline), for a cluster:
+    set `spark.conf: {spark.submit.pyFiles: ZIP}` in the stack config."""
+    import zipfile
+
+    root = Path(__file__).resolve().parents[2]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    files = 0
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name in EXECUTOR_PACKAGES:
+            for path in sorted((root / name).rglob("*")):
+                if path.is_file() and "__pycache__" not in path.parts:
+                    archive.write(path, path.relative_to(root).as_posix())
+                    files += 1
+    emit(
+        {"zip": str(out.resolve()), "packages": list(EXECUTOR_PACKAGES), "files": files},
+        as_json,
+        f"wrote {out} ({files} files); ship it to executors with "
+        f"spark.submit.pyFiles={out.resolve()}",
+    )
