@@ -373,14 +373,25 @@ class LocalBroker:
 
 
 def free_node_ports(host: str, nodes: int, tries: int = 200) -> tuple[int, int]:
-    """A client and a controller port that are free for every node (+100 per node)."""
+    """A client and a controller port that are free for every node (+100 per node), below the
+    kernel's ephemeral range: a port from that range can be taken by any client's outgoing
+    connection while its broker is down, and the broker could not restart on it."""
+    low = _ephemeral_low()
     rng = random.Random()
     for _ in range(tries):
-        port = rng.randrange(20_000, 40_000 - NODE_PORT_STEP * nodes, 2)
+        port = rng.randrange(10_000, low - NODE_PORT_STEP * nodes - 2, 2)
         wanted = [port + NODE_PORT_STEP * i + j for i in range(nodes) for j in (0, 1)]
         if not any(port_in_use(host, p) for p in wanted):
             return port, port + 1
-    raise StreamsimError(f"found no free ports for {nodes} broker(s) on {host}")
+    raise BrokerError(f"found no free ports for {nodes} broker(s) on {host}")
+
+
+def _ephemeral_low(default: int = 32_768) -> int:
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return default
+    return max(low, 12_000)
 
 
 @contextlib.contextmanager
