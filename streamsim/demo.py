@@ -68,6 +68,9 @@ class DemoScenario:
 #: connectivity (outages, skew, resets, duplicates) is the scenario's own.
 SPEED_VEHICLES = 10.0
 FAULTS_VEHICLES = {"rate_per_hour": dict.fromkeys(labels.VEHICLE_FAULTS, 0.15)}
+#: The card demo covers ~2 simulated hours of 20,000 cards: compromised terminals at 5x the
+#: scenario's rate so every fraud type has incidents (~10 each; the others ~20).
+FRAUD_CARDS = {"compromised_terminal": {"rate_per_1k_card_hours": 0.25}}
 
 SCENARIOS: dict[str, DemoScenario] = {
     "card-velocity": DemoScenario(
@@ -75,7 +78,7 @@ SCENARIOS: dict[str, DemoScenario] = {
         Path("config/pipelines/card-velocity.yaml"),
         evaluation="card-velocity",
         endpoint=True,
-        overrides={"entities": 20_000},
+        overrides={"entities": 20_000, "domain": {"fraud": FRAUD_CARDS}},
         # POS -> endpoint -> card activity -> Spark (Dunning ch. 6)
         inputs=[topics.CARDS_ACTIVITY.name],
     ),
@@ -119,7 +122,11 @@ def run_demo(
         overrides = {**plan.overrides, "run_id": run_id, **(overrides or {})}
         if plan.endpoint:
             url = started.enter_context(_endpoint(stack, stack_file, work))
-            overrides["domain"] = {"delivery": "http", "endpoint": {"url": url}}
+            overrides["domain"] = {
+                **overrides.get("domain", {}),
+                "delivery": "http",
+                "endpoint": {"url": url},
+            }
         scenario = _scenario_file(plan.scenario, overrides, speed or plan.speed, work)
         result, cfg = _run(stack, plan, scenario, stack_file, duration_s, on_batch, run_id)
         since = result.pop("offsets_before")

@@ -16,11 +16,13 @@ import threading
 from typing import Any, cast
 
 import orjson
+from confluent_kafka import Consumer
 
 from api.fraud.state import LastUseState
 from api.fraud.updater import ActivityUpdater, Headers
 from core.config import StackConfig
 from core.contracts import CARD_PROFILE
+from core.kafka.compacted import ensure_compacted
 from detectors import Alert
 from detectors.spending import SpendingFeatures, SpendingParams, check_spending
 
@@ -86,6 +88,17 @@ class ProfileUpdater(ActivityUpdater):
         super().__init__(stack, topic, cast(LastUseState, None))
         self.store = store
         self._thread.name = "profiles"
+
+    def _connect(self) -> Consumer | None:
+        """Create the topic compacted before the consumer loop would create it plain."""
+        while not self._stop.is_set():
+            try:
+                ensure_compacted(self.stack, self.topic, timeout_s=10.0)
+                break
+            except Exception as exc:  # Kafka not up yet: the loop below retries too
+                self._retrying("cannot create the profiles topic yet", exc)
+                self._stop.wait(1.0)
+        return super()._connect()
 
     def _known(self, headers: Headers) -> bool:
         return False

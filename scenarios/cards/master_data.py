@@ -118,26 +118,11 @@ class ProfileSink:
 def publish(stack: Any, topic: str, records: Records, timeout_s: float = 60.0) -> None:
     """Produce the profiles to `topic`, created compacted when missing."""
     from confluent_kafka import Producer
-    from confluent_kafka.admin import NewTopic
 
     from core.kafka import producer_config
-    from core.kafka.admin import admin_client
+    from core.kafka.compacted import ensure_compacted
 
-    admin = admin_client(stack)
-    if topic not in admin.list_topics(timeout=timeout_s).topics:
-        settings = stack.kafka.topic(topic)
-        new = NewTopic(
-            topic,
-            num_partitions=settings.partitions,
-            replication_factor=getattr(settings, "replication_factor", None) or -1,
-            config={"cleanup.policy": "compact"},
-        )
-        for future in admin.create_topics([new]).values():
-            try:
-                future.result(timeout=timeout_s)
-            except Exception as exc:  # created meanwhile by another producer
-                if "TOPIC_ALREADY_EXISTS" not in str(exc):
-                    raise
+    ensure_compacted(stack, topic, timeout_s)
     producer = Producer(producer_config(stack))
     for key, value, ts in zip(records.keys, records.values, records.timestamps, strict=True):
         while True:
