@@ -2,19 +2,35 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import sys
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
-from streamsim.cli.common import ConfigOpt, JsonOpt, emit, stack_from
+from streamsim.cli.common import ConfigOpt, JsonOpt, emit, err_console, stack_from
+
+#: The keys of `evaluate --suite --json` (DESIGN.md); the saved report has more.
+SUITE_KEYS = ("suite", "scenario", "split", "runs", "types", "hard_negative_rate", "ok")
 
 
 def evaluate(
     scenario: Annotated[str, typer.Argument(help="card-velocity or connected-vehicles.")],
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
+    suite: Annotated[
+        Path | None,
+        typer.Option(
+            "--suite",
+            help="A suite file (config/suites/): run the scenario over its seeds and variants "
+            "at full speed and score them; exit 1 below its thresholds.",
+        ),
+    ] = None,
 ) -> None:
     """Join the endpoint's verdicts and the pipeline's alerts with truth; score per label type."""
+    if suite is not None:
+        _suite(scenario, suite, config, as_json)
+        return
     from streamsim.evaluate.report import evaluate as run_evaluation
     from streamsim.evaluate.report import save
 
@@ -56,3 +72,45 @@ def human(report: dict) -> str:
 def _num(x: float | None) -> str:
     """A figure to 3 places, or "n/a" where undefined (precision without detections)."""
     return "n/a" if x is None else f"{x:.3f}"
+
+
+def _suite(scenario: str, file: Path, config: Path | None, as_json: bool) -> None:
+    from streamsim.evaluate.suite import load_suite, run_suite, save_suite
+
+    stack = stack_from(config)
+    spec = load_suite(file)
+    quiet = as_json or not sys.stderr.isatty()
+    report = run_suite(
+        spec,
+        scenario,
+        stack,
+        progress=None if quiet else (lambda line: err_console.print(f"  {line}")),
+    )
+    path, chart = save_suite(report, stack)
+    summary = {k: report[k] for k in SUITE_KEYS}
+    emit(summary, as_json, suite_human(report) + f"\n(saved to {path}; chart {chart})")
+    if not report["ok"]:
+        raise typer.Exit(1)
+
+
+def suite_human(report: dict[str, Any]) -> str:
+    t = report["thresholds"]
+    lines = [
+        f"[bold]{report['suite']}[/] {report['scenario']} ({report['split']} split, "
+        f"{report['runs']} runs, path {report['path']})"
+    ]
+    for label, f in report["types"].items():
+        mean, worst = f["mean"], f["worst"]
+        lines.append(
+            f"  {label:22} mean: precision {_num(mean['precision'])} incidents "
+            f"{_num(mean['incident_precision'])} recall {_num(mean['recall'])} F1 "
+            f"{_num(mean['f1'])} | worst: incidents {_num(worst['incident_precision'])} "
+            f"recall {_num(worst['recall'])}"
+        )
+    lines.append(
+        f"  hard-negative alert rate {report['hard_negative_rate']:.4f} (at most "
+        f"{t['hard_negative_rate']}); worst recall and incident precision at least "
+        f"{t['recall']} / {t['incident_precision']}: "
+        + ("[green]ok[/]" if report["ok"] else "[red]below[/]")
+    )
+    return "\n".join(lines)

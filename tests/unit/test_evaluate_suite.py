@@ -1,0 +1,96 @@
+"""Every shipped suite runs (at a small size) and reports the DESIGN contract's JSON; tuning and
+report splits never share a seed; a weak bar passes and an impossible one fails."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.config import StackConfig
+from streamsim.cli.evaluate import SUITE_KEYS
+from streamsim.evaluate.suite import (
+    FIGURES,
+    SCENARIO_LABELS,
+    disjoint_seeds,
+    load_suite,
+    run_suite,
+)
+
+SUITES = sorted((Path(__file__).resolve().parents[2] / "config" / "suites").glob("*.yaml"))
+#: Small runs: one seed, few entities, short (the shipped sizes take minutes each).
+SMALL: dict[str, tuple[int, float]] = {  # entities, simulated seconds
+    "card_velocity": (5000, 3600.0),
+    "connected_vehicles": (80, 1500.0),
+}
+
+
+@pytest.fixture(autouse=True)
+def pan_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STREAMSIM_PAN_SECRET", "suite-test-secret-of-32-bytes-at-least")
+
+
+def test_suites_are_shipped_in_disjoint_pairs() -> None:
+    names = {p.stem for p in SUITES}
+    assert {"cards-tuning", "cards-report", "vehicles-tuning", "vehicles-report"} <= names
+    for domain in ("cards", "vehicles"):
+        tuning = load_suite(f"config/suites/{domain}-tuning.yaml")
+        report = load_suite(f"config/suites/{domain}-report.yaml")
+        assert (tuning.split, report.split) == ("tuning", "report")
+        assert disjoint_seeds(tuning, report), domain
+        assert tuning.variants == report.variants and tuning.path == report.path
+
+
+@pytest.mark.parametrize("path", SUITES, ids=[p.stem for p in SUITES])
+def test_every_shipped_suite_runs_small(path: Path) -> None:
+    suite = load_suite(path)
+    from core.config import load_model
+    from scenarios.catalog import ScenarioConfig
+
+    name = load_model(ScenarioConfig, suite.scenario).name
+    entities, duration_s = SMALL[name]
+    report = run_suite(
+        suite, name, StackConfig(), seeds=suite.seeds[:1], entities=entities, duration_s=duration_s
+    )
+    assert set(SUITE_KEYS) <= set(report)
+    assert report["suite"] == suite.name and report["split"] == suite.split
+    assert report["runs"] == len(suite.variants)
+    assert set(report["types"]) == set(SCENARIO_LABELS[name])
+    for figures in report["types"].values():
+        for stat in ("mean", "worst"):
+            assert set(figures[stat]) == set(FIGURES)
+            for key, value in figures[stat].items():
+                assert value is None or 0.0 <= value <= 1.0, key
+            if figures[stat]["recall"] is not None and figures["mean"]["recall"] is not None:
+                assert figures["worst"]["recall"] <= figures["mean"]["recall"]
+    assert 0.0 <= report["hard_negative_rate"] <= 1.0
+    assert isinstance(report["ok"], bool)
+    spec: dict[str, Any] = report["chart"]
+    assert spec["$schema"].startswith("https://vega.github.io/schema/vega-lite/")
+    assert spec["data"]["values"]
+    detected = [r for r in report["runs_detail"] for f in r["types"].values() if f["recall"] > 0]
+    assert detected, "no run detected anything: the path is not wired"
+
+
+def test_the_bar_decides_ok() -> None:
+    suite = load_suite("config/suites/cards-tuning.yaml")
+    entities, duration_s = SMALL["card_velocity"]
+    small: dict[str, Any] = {
+        "seeds": suite.seeds[:1],
+        "entities": entities,
+        "duration_s": duration_s,
+    }
+    impossible = suite.model_copy(
+        update={"variants": suite.variants[:1],
+                "thresholds": suite.thresholds.model_copy(update={"recall": 1.0,
+                                                                   "incident_precision": 1.0,
+                                                                   "hard_negative_rate": 0.0})}
+    )  # fmt: skip
+    report = run_suite(impossible, "card-velocity", StackConfig(), **small)
+    assert report["ok"] is False  # compromised terminals have no endpoint rule: recall 0
+    lax = impossible.model_copy(
+        update={"thresholds": impossible.thresholds.model_copy(
+            update={"recall": 0.0, "incident_precision": 0.0, "hard_negative_rate": 1.0})}
+    )  # fmt: skip
+    assert run_suite(lax, "card-velocity", StackConfig(), **small)["ok"] is True
