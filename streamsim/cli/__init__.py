@@ -17,6 +17,7 @@ from streamsim.cli import (
     doctor,
     evaluate,
     kafka,
+    lab,
     pipeline,
     simulate,
 )
@@ -36,6 +37,7 @@ app.add_typer(kafka.app, name="kafka")
 app.add_typer(config.app, name="config")
 app.add_typer(pipeline.app, name="pipeline")
 app.add_typer(bench.app, name="bench")
+app.add_typer(lab.app, name="lab")
 app.command()(doctor.doctor)
 app.command(name="api")(api.api)
 app.command(name="ui")(ui_cli.ui)

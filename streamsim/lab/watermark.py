@@ -1,0 +1,443 @@
+"""`streamsim lab watermark`: one seeded stream replayed through a scenario's Spark job once per
+watermark, each run on fresh checkpoints and fresh output topics, to show the trade-off between
+waiting for late events and discarding them.
+
+The stream is simulated once (as fast as possible, into memory, with its truth) and produced once
+to a private input topic in emit order. Per watermark, the job (`pipeline.catalog.JOBS`) runs
+on a copy of the scenario's pipeline config whose `watermark` is overridden, reading the topic
+`max_offsets` records per micro-batch (so the stream's event time advances batch by batch as it
+would live, and the watermark can leave records behind), until every query has processed all
+available input. Per point:
+
+- `completeness`: share of the records the stats query read that it counted (1 - late / read);
+  `late_dropped`: the records it dropped as late (Spark's `numRowsDroppedByWatermark`, the
+  most any one operator dropped in a batch, summed over batches: `pipeline.progress`);
+- `parity`: windows matching the batch oracle / windows compared
+  (`pipeline.jobs.vehicle_telemetry.parity`; differences explained by late drops are not
+  matches); null where no oracle applies;
+- `recall`, `precision`: the alerts scored against truth (`streamsim.evaluate.scoring`), micro
+  averaged over label types (recall over incidents, precision over alerts);
+- `latency_ms`: result latency in stream time: for each closed window's stats row, the largest
+  event time the query had read when it emitted the row, minus the window's end. Replayed as
+  fast as possible, wall time says nothing about a live run; stream time says how far past a
+  window's end the stream must run before its result comes out (the watermark, plus a batch).
+
+`processing_time` (beside the points in the saved report, not in the `--json` contract) shows
+what a processing-time window would have reported on the same stream: 1-minute counts by the
+records' emit time (the Kafka timestamp) against counts by event time.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+import pandas as pd
+
+from core.config import StackConfig, load_model
+from core.errors import StreamsimError
+
+#: scenario config name -> (scenario file, job, pipeline file)
+SCENARIOS = {
+    "connected_vehicles": (
+        "config/scenarios/connected_vehicles.yaml",
+        "vehicle-telemetry",
+        "config/pipelines/vehicle-telemetry.yaml",
+    ),
+}
+WINDOW_MS = 60_000
+
+
+def parse_watermarks(text: str) -> list[tuple[str, int]]:
+    """'0s,5s,30s,2m,10m' -> [(Spark duration, ms)].
+
+    >>> parse_watermarks("0s,5s,2m")
+    [('0 seconds', 0), ('5 seconds', 5000), ('2 minutes', 120000)]
+    """
+    units = {"s": ("seconds", 1000), "m": ("minutes", 60_000), "h": ("hours", 3_600_000)}
+    out = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        number, unit = part[:-1], part[-1]
+        if unit not in units or not number.replace(".", "", 1).isdigit():
+            raise StreamsimError(f"--watermarks: {part!r} is not a duration like 0s, 30s, 2m or 1h")
+        word, scale = units[unit]
+        value = int(number) if number.isdigit() else float(number)
+        out.append((f"{value} {word}", int(float(number) * scale)))
+    if not out:
+        raise StreamsimError("--watermarks: give at least one, e.g. 0s,5s,30s,2m,10m")
+    return out
+
+
+@dataclass
+class Stream:
+    keys: list[bytes]
+    values: list[bytes]
+    emit_ms: list[int]
+    truth: pd.DataFrame
+    event_time_ms: np.ndarray
+
+
+def simulate(scenario_file: str, events: int, seed: int | None, stack: StackConfig) -> Stream:
+    from scenarios.catalog import ScenarioConfig, run_scenario
+    from simulators.sinks.memory import MemorySink
+
+    cfg = load_model(ScenarioConfig, scenario_file)
+    sink = MemorySink()
+    run_scenario(cfg, sink, events=events, speed="max", seed=seed, stack=stack)
+    rows = [orjson.loads(v) for v in sink.truth.values]
+    truth = pd.DataFrame.from_records(rows)
+    event_times = np.array([orjson.loads(v)["event_time"] for v in sink.events.values])
+    return Stream(sink.events.keys, sink.events.values, sink.events.timestamps, truth, event_times)
+
+
+def produce(stack: StackConfig, topic: str, stream: Stream, partitions: int) -> None:
+    from confluent_kafka import Producer
+
+    from core.kafka import ensure_topics, producer_config
+
+    ensure_topics(stack, [topic], partitions=partitions)
+    producer = Producer(producer_config(stack))
+    for key, value, ts in zip(stream.keys, stream.values, stream.emit_ms, strict=True):
+        while True:
+            try:
+                producer.produce(topic, value, key, timestamp=ts)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        producer.poll(0)
+    if producer.flush(60):
+        raise StreamsimError(f"could not produce the stream to {topic}")
+
+
+class _Progress:
+    """A listener keeping every batch's raw progress per query name."""
+
+    def __init__(self) -> None:
+        from pyspark.sql.streaming import StreamingQueryListener
+
+        self.batches: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self.lock = threading.Lock()
+        owner = self
+
+        class Listener(StreamingQueryListener):
+            def onQueryStarted(self, event: Any) -> None:
+                pass
+
+            def onQueryProgress(self, event: Any) -> None:
+                progress = json.loads(event.progress.json)
+                with owner.lock:
+                    owner.batches[progress.get("name") or progress["id"]].append(progress)
+
+            def onQueryIdle(self, event: Any) -> None:
+                pass
+
+            def onQueryTerminated(self, event: Any) -> None:
+                pass
+
+        self.listener = Listener()
+
+
+def point_config(base: Any, watermark: str, topic: str, tag: str, max_offsets: int) -> Any:
+    data = base.model_dump(mode="json", exclude_unset=True)
+    data.update(
+        {
+            "watermark": watermark,
+            "input_topics": [topic],
+            "output_topic": f"lab.alerts-{tag}",
+            "deadletter_topic": f"lab.deadletter-{tag}",
+            "max_offsets_per_trigger": max_offsets,
+            "trigger": {**data.get("trigger", {}), "mode": "microbatch", "interval": "0 seconds"},
+        }
+    )
+    vt = data.get("vehicle_telemetry")
+    if vt is not None:
+        vt["stats_topic"] = f"lab.stats-{tag}"
+        vt["trips_topic"] = f"lab.trips-{tag}"
+        vt["late"] = {**vt.get("late", {}), "mode": "drop", "topic": f"lab.late-{tag}"}
+        vt["deadletter_trigger"] = {"mode": "microbatch"}
+    return type(base).model_validate(data)
+
+
+def _percentiles(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"p50": None, "p99": None}
+    p50, p99 = np.percentile(np.asarray(values, dtype=np.float64), [50, 99])
+    return {"p50": round(float(p50), 1), "p99": round(float(p99), 1)}
+
+
+def result_latencies(
+    stats: list[tuple[int, dict[str, Any]]], batches: list[dict[str, Any]]
+) -> list[float]:
+    """Per stats row (Kafka timestamp, row): the largest event time its query had read by the
+    batch that emitted it, minus the row's window end (ms)."""
+    from pipeline.progress import iso_ms
+
+    spans = []
+    seen_max = 0
+    for b in sorted(batches, key=lambda b: b["batchId"]):
+        start = iso_ms(b.get("timestamp")) or 0
+        end = start + int(b.get("durationMs", {}).get("triggerExecution", 0))
+        seen_max = max(seen_max, iso_ms((b.get("eventTime") or {}).get("max")) or 0)
+        spans.append((end, seen_max))
+    out = []
+    for stamp, row in stats:
+        window_end = row.get("window_end")
+        if window_end is None:
+            continue
+        window_end_ms = int(window_end) if not isinstance(window_end, str) else iso_ms(window_end)
+        # the batch running when the row was written: the first to end at or after it
+        seen = next((seen for end, seen in spans if end >= stamp), spans[-1][1] if spans else 0)
+        if seen and window_end_ms:
+            out.append(float(seen - window_end_ms))
+    return out
+
+
+def score(alerts: list[dict[str, Any]], truth: pd.DataFrame) -> tuple[float | None, float | None]:
+    from streamsim.evaluate.scoring import score_path
+
+    labels = sorted({str(x) for x in truth["label"].dropna().unique()} - {"none"})
+    unique = {a.get("alert_id", i): a for i, a in enumerate(alerts)}.values()
+    detections = pd.DataFrame(
+        [
+            {"label": a.get("label"), "event_ids": a.get("event_ids") or [], "at": None}
+            for a in unique
+        ],
+        columns=["label", "event_ids", "at"],
+    )
+    detections["detected_sim_ms"] = np.nan
+    figures = score_path(detections, truth, labels)
+    support = sum(f.get("support", 0) for f in figures.values())
+    found = sum((f.get("recall") or 0) * f.get("support", 0) for f in figures.values())
+    dets = sum(f.get("detections", 0) for f in figures.values())
+    good = sum((f.get("precision") or 0) * f.get("detections", 0) for f in figures.values())
+    recall = round(found / support, 4) if support else None
+    precision = round(good / dets, 4) if dets else None
+    return recall, precision
+
+
+def processing_time_view(stream: Stream) -> dict[str, Any]:
+    """1-minute counts by emit time (what a processing-time window sees when records are
+    processed as they arrive) against counts by event time, on the same records."""
+    by_event = pd.Series(stream.event_time_ms // WINDOW_MS).value_counts()
+    by_emit = pd.Series(np.asarray(stream.emit_ms) // WINDOW_MS).value_counts()
+    windows = sorted(set(by_event.index) | set(by_emit.index))
+    diff = [abs(int(by_emit.get(w, 0)) - int(by_event.get(w, 0))) for w in windows]
+    moved = int(
+        np.count_nonzero(
+            stream.event_time_ms // WINDOW_MS != np.asarray(stream.emit_ms) // WINDOW_MS
+        )
+    )
+    worst = int(np.argmax(diff)) if diff else 0
+    return {
+        "window_s": WINDOW_MS // 1000,
+        "windows": len(windows),
+        "records_in_another_window": moved,
+        "share_in_another_window": round(moved / len(stream.values), 4) if stream.values else 0,
+        "total_count_error": int(sum(diff)),
+        "worst_window": {
+            "start_ms": int(windows[worst] * WINDOW_MS) if windows else None,
+            "event_time_count": int(by_event.get(windows[worst], 0)) if windows else 0,
+            "processing_time_count": int(by_emit.get(windows[worst], 0)) if windows else 0,
+        },
+    }
+
+
+def run_point(
+    spark: Any,
+    stack: StackConfig,
+    base_cfg: Any,
+    topic: str,
+    watermark: tuple[str, int],
+    stream: Stream,
+    work: Path,
+    max_offsets: int,
+) -> dict[str, Any]:
+    from core.kafka.reader import read_topic
+    from pipeline.catalog import JOBS
+    from pipeline.jobs.vehicle_telemetry import job as vt_job
+
+    tag = uuid.uuid4().hex[:8]
+    checkpoints = work / f"checkpoints-{tag}"
+    dirs = stack.dirs.model_copy(update={"checkpoints": checkpoints, "lake": work / f"lake-{tag}"})
+    point_stack = stack.model_copy(update={"dirs": dirs})
+    cfg = point_config(base_cfg, watermark[0], topic, tag, max_offsets)
+    from core.kafka import ensure_topics
+
+    topics_out = [cfg.output_topic, cfg.deadletter_topic]
+    if getattr(cfg, "vehicle_telemetry", None) is not None:
+        topics_out += [cfg.vehicle_telemetry.stats_topic, cfg.vehicle_telemetry.trips_topic]
+    ensure_topics(point_stack, topics_out)
+    progress = _Progress()
+    spark.streams.addListener(progress.listener)
+    queries = JOBS[cfg.job](spark, point_stack, cfg)
+    try:
+        for _ in range(2):  # the second round: no-data batches once the watermark moved
+            for query in queries:
+                query.processAllAvailable()
+    finally:
+        for query in queries:
+            query.stop()
+        spark.streams.removeListener(progress.listener)
+    stats_name = vt_job.STATS_QUERY
+    stats_batches = progress.batches.get(stats_name, [])
+    read = sum(int(b.get("numInputRows", 0)) for b in stats_batches)
+    from pipeline.progress import BatchReport
+
+    reports = [BatchReport.from_progress(b) for b in stats_batches]
+    late = sum(r.late_events for r in reports)
+    completeness = round(1 - late / read, 6) if read else None
+    alerts = read_topic(point_stack, cfg.output_topic)
+    recall, precision = score(alerts, stream.truth)
+    parity_share = None
+    try:
+        from pipeline.jobs.vehicle_telemetry.parity import vehicle_stats_parity
+
+        history = [r.to_dict() for r in reports if r.input_rows or r.watermark_ms]
+        parity = vehicle_stats_parity(spark, point_stack, cfg, history=history).summary()
+        if parity.get("windows"):
+            parity_share = round(parity["matching"] / parity["windows"], 6)
+    except StreamsimError:
+        parity_share = None
+    stats = _timestamped(point_stack, cfg.vehicle_telemetry.stats_topic)
+    latencies = result_latencies(stats, stats_batches)
+    shutil.rmtree(checkpoints, ignore_errors=True)
+    return {
+        "watermark_s": watermark[1] / 1000,
+        "completeness": completeness,
+        "late_dropped": int(late),
+        "parity": parity_share,
+        "recall": recall,
+        "precision": precision,
+        "latency_ms": _percentiles(latencies),
+    }
+
+
+def _timestamped(stack: StackConfig, topic: str) -> list[tuple[int, dict[str, Any]]]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    from core.kafka.clients import consumer_config
+    from core.kafka.offsets import end_offsets
+
+    ends = end_offsets(stack, topic)
+    consumer = Consumer(consumer_config(stack, group_id=f"lab-{uuid.uuid4().hex[:6]}"))
+    consumer.assign([TopicPartition(topic, p, 0) for p in ends])
+    out: list[tuple[int, dict[str, Any]]] = []
+    want = sum(ends.values())
+    misses = 0
+    while len(out) < want and misses < 20:
+        msg = consumer.poll(0.5)
+        if msg is None:
+            misses += 1
+            continue
+        if msg.error() or not msg.value():
+            want -= 0 if msg.error() else 1
+            continue
+        out.append((msg.timestamp()[1], orjson.loads(msg.value() or b"{}")))
+    consumer.close()
+    return out
+
+
+def sweep(
+    stack: StackConfig,
+    scenario: str,
+    watermarks: list[tuple[str, int]],
+    events: int,
+    seed: int | None,
+    work: Path,
+    max_offsets: int,
+    progress: Any = None,
+) -> dict[str, Any]:
+    """The whole sweep: {"scenario", "points"} plus the detail (`processing_time`)."""
+    if scenario not in SCENARIOS:
+        raise StreamsimError(
+            f"--scenario {scenario!r}: the lab knows {', '.join(sorted(SCENARIOS))}"
+        )
+    from pipeline.config import PipelineConfig
+    from pipeline.session import spark_session
+
+    scenario_file, _job, pipeline_file = SCENARIOS[scenario]
+    base_cfg = load_model(PipelineConfig, pipeline_file)
+    stream = simulate(scenario_file, events, seed, stack)
+    topic = f"lab.{scenario}-{uuid.uuid4().hex[:8]}"
+    produce(stack, topic, stream, partitions=2)
+    spark = spark_session(stack, app="lab-watermark")
+    points = []
+    for i, watermark in enumerate(watermarks):
+        if progress is not None:
+            progress(i, len(watermarks), watermark[0])
+        points.append(
+            run_point(spark, stack, base_cfg, topic, watermark, stream, work, max_offsets)
+        )
+    return {
+        "scenario": scenario,
+        "points": points,
+        "events": len(stream.values),
+        "topic": topic,
+        "processing_time": processing_time_view(stream),
+    }
+
+
+def chart(report: dict[str, Any]) -> dict[str, Any]:
+    """Vega-Lite: completeness and recall (y) against result latency p50 (x), one point per
+    watermark, labelled."""
+    rows = []
+    for p in report["points"]:
+        for metric in ("completeness", "recall"):
+            if p[metric] is not None and p["latency_ms"]["p50"] is not None:
+                rows.append(
+                    {
+                        "watermark_s": p["watermark_s"],
+                        "latency_s": p["latency_ms"]["p50"] / 1000,
+                        "metric": metric,
+                        "value": p[metric],
+                    }
+                )
+    return {
+        "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
+        "title": f"{report['scenario']}: waiting for late events vs discarding them",
+        "width": 500,
+        "height": 300,
+        "data": {"values": rows},
+        "layer": [
+            {
+                "mark": {"type": "line", "point": True},
+                "encoding": {
+                    "x": {
+                        "field": "latency_s",
+                        "type": "quantitative",
+                        "title": "result latency p50 (s of stream time past window end)",
+                    },
+                    "y": {"field": "value", "type": "quantitative", "title": "share"},
+                    "color": {"field": "metric", "type": "nominal"},
+                },
+            },
+            {
+                "mark": {"type": "text", "dy": -10},
+                "encoding": {
+                    "x": {"field": "latency_s", "type": "quantitative"},
+                    "y": {"field": "value", "type": "quantitative"},
+                    "text": {"field": "watermark_s", "type": "quantitative", "format": ".0f"},
+                },
+            },
+        ],
+    }
+
+
+def save(report: dict[str, Any], out: Path) -> list[Path]:
+    from streamsim.loadtest.charts import _HTML
+
+    out.mkdir(parents=True, exist_ok=True)
+    spec = json.dumps(chart(report))
+    files = [out / "report.json", out / "lateness.vl.json", out / "lateness.html"]
+    files[0].write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
+    files[1].write_text(spec)
+    files[2].write_text(_HTML.format(title="lateness", spec=spec))
+    return files

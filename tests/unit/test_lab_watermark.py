@@ -1,0 +1,61 @@
+"""The lab's pure parts: watermark parsing, the processing-time view, result latency."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from core.errors import StreamsimError
+from streamsim.lab.watermark import (
+    Stream,
+    parse_watermarks,
+    processing_time_view,
+    result_latencies,
+)
+
+
+def test_parse_watermarks() -> None:
+    assert parse_watermarks("0s, 30s,2m,1h") == [
+        ("0 seconds", 0),
+        ("30 seconds", 30_000),
+        ("2 minutes", 120_000),
+        ("1 hours", 3_600_000),
+    ]
+    for bad in ("", "5x", "m", "-1s"):
+        with pytest.raises(StreamsimError, match="--watermarks"):
+            parse_watermarks(bad)
+
+
+def test_processing_time_windows_misplace_delayed_records() -> None:
+    # Four records stamped in minute 0; two arrive in minute 1 (a backlog flushed late).
+    event = np.array([1_000, 2_000, 3_000, 4_000])
+    emit = [1_500, 2_500, 61_000, 62_000]
+    stream = Stream([b""] * 4, [b"{}"] * 4, emit, pd.DataFrame(), event)
+    view = processing_time_view(stream)
+    assert view["records_in_another_window"] == 2
+    assert view["share_in_another_window"] == 0.5
+    assert view["windows"] == 2
+    assert view["total_count_error"] == 4  # minute 0: 4 vs 2; minute 1: 0 vs 2
+    assert view["worst_window"]["event_time_count"] in (4, 0)
+
+
+def test_result_latency_is_stream_time_past_the_window_end() -> None:
+    batches = [
+        {
+            "batchId": 0,
+            "timestamp": "2026-01-01T00:00:00.000Z",
+            "durationMs": {"triggerExecution": 500},
+            "eventTime": {"max": "2026-01-01T00:00:50.000Z"},
+        },
+        {
+            "batchId": 1,
+            "timestamp": "2026-01-01T00:00:01.000Z",
+            "durationMs": {"triggerExecution": 500},
+            "eventTime": {"max": "2026-01-01T00:01:40.000Z"},
+        },
+    ]
+    minute_end = 1767225660000  # 2026-01-01T00:01:00Z
+    batch_1_ms = 1767225601200  # written while batch 1 ran
+    stats = [(batch_1_ms, {"window_end": minute_end}), (batch_1_ms, {"no_window": 1})]
+    assert result_latencies(stats, batches) == [40_000.0]
