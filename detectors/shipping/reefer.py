@@ -1,7 +1,8 @@
 """Reefer failure: the unit stops cooling. Either its draw falls to fans only (below
 `max_power_kw` for `min_low_power` readings in a row), or the air stays more than `band_c` off
-the setpoint for `min_off_band_s`. A defrost cycle raises the air a few degrees for under an
-hour on a reduced (heater) draw, so neither leg fires on it.
+the setpoint for `min_off_band_s` (not alerted again where the draw already did). A defrost
+cycle raises the air a few degrees for under an hour on a reduced (heater) draw, so neither
+leg fires on it.
 Key: the run's first event id.
 """
 
@@ -35,15 +36,18 @@ def reefer_failure(readings: pd.DataFrame, p: ReeferParams = ReeferParams()) -> 
         ids = r["event_id"].tolist()
         power = r["power_kw"].to_numpy(np.float64)
         dev = np.abs(r["temp_c"].to_numpy(np.float64) - r["setpoint_c"].to_numpy(np.float64))
-        fired: set[int] = set()
-        for run in runs(power < p.max_power_kw, t, p.max_gap_s * 1000):
-            if run.size >= p.min_low_power:
-                at = int(run[p.min_low_power - 1])
-                fired.add(int(run[0]))
-                out.append(_alert(box, ids, t, run, at, "low_power", float(power[at]), p))
+        low_runs = [
+            run
+            for run in runs(power < p.max_power_kw, t, p.max_gap_s * 1000)
+            if run.size >= p.min_low_power
+        ]
+        for run in low_runs:
+            at = int(run[p.min_low_power - 1])
+            out.append(_alert(box, ids, t, run, at, "low_power", float(power[at]), p))
         for run in runs(dev > p.band_c, t, p.max_gap_s * 1000):
             long_enough = np.flatnonzero(t[run] - t[run[0]] >= p.min_off_band_s * 1000)
-            if long_enough.size and int(run[0]) not in fired:
+            overlaps = any(lo[0] <= run[-1] and run[0] <= lo[-1] for lo in low_runs)
+            if long_enough.size and not overlaps:  # one alert per failure
                 at = int(run[long_enough[0]])
                 out.append(_alert(box, ids, t, run, at, "off_setpoint", float(dev[at]), p))
     return out
