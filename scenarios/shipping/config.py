@@ -154,7 +154,10 @@ class Containers(Settings):
 
 
 class Incidents(Settings):
-    """Injected incidents (labels in truth.shipping); chances per container or ship and leg."""
+    """Injected incidents (labels in truth.shipping); chances per container or ship and leg.
+
+    Far above real-world rates (a few hundred boxes are lost a year across the world fleet), so
+    that a run of a few simulated weeks holds enough of each type to score detectors on."""
 
     reefer_failure: float = Field(0.01, ge=0, le=1, description="Per reefer and leg.")
     failure_tau_h: Distribution = Field(
@@ -164,7 +167,7 @@ class Incidents(Settings):
     fan_kw: Distribution = Field(
         Uniform(low=0.5, high=1.2), description="Draw of a failed unit (fans only), kW."
     )
-    lost_overboard: float = Field(0.03, ge=0, le=1, description="Per ship and leg: a stack loss.")
+    lost_overboard: float = Field(0.1, ge=0, le=1, description="Per ship and leg: a stack loss.")
     boxes_lost: tuple[int, int] = Field((1, 6), description="Boxes lost in one stack loss.")
     overboard_shock_g: Distribution = Field(
         Uniform(low=8.0, high=30.0), description="Last shock reading of a lost box, g."
@@ -174,7 +177,7 @@ class Incidents(Settings):
         Uniform(low=5.0, high=40.0), description="Minutes a door stays open at sea."
     )
     missed_unload: float = Field(0.01, ge=0, le=1, description="Per box due off at a call.")
-    route_deviation: float = Field(0.04, ge=0, le=1, description="Per ship and leg.")
+    route_deviation: float = Field(0.1, ge=0, le=1, description="Per ship and leg.")
     deviation_nm: Distribution = Field(
         Uniform(low=25.0, high=120.0), description="How far off the lane, nautical miles."
     )
