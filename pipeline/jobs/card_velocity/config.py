@@ -82,6 +82,12 @@ class CardVelocitySettings(Settings):
         "operator's grouping key): each costs a state read and write per batch, however many "
         "entities it holds. Part of the checkpoint: change it only with a fresh checkpoint.",
     )
+    state_operator: Literal["applyInPandasWithState", "transformWithStateInPandas"] = Field(
+        "applyInPandasWithState",
+        description="The PySpark API of the rules' one stateful operator. applyInPandasWithState "
+        "ships each bucket's state with its rows; transformWithStateInPandas reads and writes "
+        "it over the state server and starts a Python worker on the driver at planning.",
+    )
     deadletter_trigger: TriggerSettings = Field(
         TriggerSettings(mode="realtime", interval="5 seconds"),
         description="Trigger of the stateless dead-letter query (Real-time Mode by default).",

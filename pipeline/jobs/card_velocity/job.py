@@ -40,7 +40,12 @@ from detectors import ALERT_SPARK_DDL
 from pipeline.alerts_sink import AlertSink
 from pipeline.config import PipelineConfig
 from pipeline.jobs.card_velocity.config import CardVelocitySettings
-from pipeline.jobs.card_velocity.state import CardBucketProcessor, CardRuleParams
+from pipeline.jobs.card_velocity.state import (
+    STATE_DDL,
+    CardBucketProcessor,
+    CardRuleParams,
+    bucket_rules,
+)
 from pipeline.jobs.card_velocity.windows import card_features
 from pipeline.kafka_io import (
     as_kafka_record,
@@ -97,25 +102,26 @@ def rule_alerts(tx: DataFrame, settings: CardVelocitySettings) -> DataFrame:
         F.col("keyed.entity").isNotNull()
     )
     bucket = F.pmod(F.xxhash64("keyed.kind", "keyed.entity"), F.lit(settings.state_buckets))
-    return (
-        rows.select(
-            bucket.alias("bucket"),
-            F.col("keyed.kind").alias("kind"),
-            F.col("keyed.entity").alias("entity"),
-            "event_id",
-            "event_time",
-            "lat",
-            "lon",
-            "card_present",
-            "amount",
-            F.col("merchant_category").alias("category"),
-            F.col("keyed.other").alias("other"),
-            "event_ts",
-        )
-        .groupBy("bucket")
-        .transformWithStateInPandas(
+    grouped = rows.select(
+        bucket.alias("bucket"),
+        F.col("keyed.kind").alias("kind"),
+        F.col("keyed.entity").alias("entity"),
+        "event_id",
+        "event_time",
+        "lat",
+        "lon",
+        "card_present",
+        "amount",
+        F.col("merchant_category").alias("category"),
+        F.col("keyed.other").alias("other"),
+        "event_ts",
+    ).groupBy("bucket")
+    if settings.state_operator == "transformWithStateInPandas":
+        return grouped.transformWithStateInPandas(
             CardBucketProcessor(params), ALERT_SPARK_DDL, "Append", "EventTime"
         )
+    return grouped.applyInPandasWithState(
+        bucket_rules(params), ALERT_SPARK_DDL, STATE_DDL, "append", "EventTimeTimeout"
     )
 
 

@@ -34,11 +34,12 @@ from __future__ import annotations
 import bisect
 import math
 import pickle
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+from pyspark.sql.streaming.state import GroupState
 from pyspark.sql.streaming.stateful_processor import (
     ExpiredTimerInfo,
     StatefulProcessor,
@@ -395,6 +396,35 @@ class CardBucketProcessor(StatefulProcessor):
 
     def close(self) -> None:
         pass
+
+
+BucketFn = Callable[[Any, Iterator[pd.DataFrame], GroupState], Iterator[pd.DataFrame]]
+
+
+def bucket_rules(params: CardRuleParams) -> BucketFn:
+    """`BucketState` per bucket for `applyInPandasWithState` (timeout conf EventTimeTimeout):
+    the state travels with the bucket's rows in the Arrow batches (no state-server round
+    trip at all) and Spark starts no Python worker on the driver at planning (a
+    transformWithState operator does, which must connect back within Spark's timeout: on a
+    busy machine it does not, and the query fails). The bucket's timeout is its earliest due
+    time, set anew at every call."""
+
+    def apply(
+        key: Any, frames: Iterator[pd.DataFrame], state: GroupState
+    ) -> Iterator[pd.DataFrame]:
+        stored = state.getOption
+        bucket = BucketState.from_bytes(None if stored is None else bytes(stored[0]), params)
+        for frame in frames:
+            bucket.push_frame(frame)
+        alerts = bucket.advance(state.getCurrentWatermarkMs())
+        due = bucket.timer()
+        bucket.timer_ms = due
+        state.update((bucket.to_bytes(),))
+        if due is not None:
+            state.setTimeoutTimestamp(due)
+        return _emit(alerts)
+
+    return apply
 
 
 def _emit(alerts: Iterable[Alert]) -> Iterator[pd.DataFrame]:
