@@ -189,7 +189,7 @@ def pair_distance_km(previous: Position, current: Position, params: TravelParams
     """The geodesic distance of a pair, for evidence: exactly the distance `check_travel`
     decides on (Karney's, `geodesic_km`) wherever it measures one (the pair is near or past
     the threshold), else Vincenty's on the same ellipsoid (`vincenty_km`: within 0.1 mm of
-    Karney's, ~10x cheaper), where no sub-millimetre difference can change the verdict.
+    Karney's, and much cheaper), where no sub-millimetre difference can change the verdict.
 
     >>> p = TravelParams()
     >>> a, b = Position("t1", 0, 48.8566, 2.3522), Position("t2", 3_600_000, 45.7640, 4.8357)

@@ -95,8 +95,7 @@ def _raw(rows: np.ndarray) -> np.ndarray:
 
 def take(rows: np.ndarray, index: np.ndarray) -> np.ndarray:
     """`rows[index]` (integer or boolean index), copied as raw rows: numpy copies structured
-    rows field by field, which is 10-25x slower (measured: 6,000 rows of 22 fields, 650 us vs
-    25 us)."""
+    rows field by field, which is an order of magnitude slower."""
     return _raw(rows)[index].view(rows.dtype)
 
 

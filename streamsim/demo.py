@@ -63,7 +63,7 @@ class DemoScenario:
     end_of_input: dict[str, Any] | None = None  # the empty reading that ends the input
 
 
-#: 2,000 vehicles at 10x: ~16k readings/s, 20 simulated minutes in 120 s. Faults at 0.15 per
+#: 2,000 vehicles at 10x: 20 simulated minutes in 120 s. Faults at 0.15 per
 #: driving hour each (the scenario's 0.05 x 3) give ~40 incidents per type in 20 minutes; the
 #: connectivity (outages, skew, resets, duplicates) is the scenario's own.
 SPEED_VEHICLES = 10.0

@@ -3,20 +3,17 @@
 `KafkaPublisher.publish` only enqueues (librdkafka's `produce` is asynchronous). librdkafka's
 callbacks are served with `poll`: in the endpoint, by a non-blocking `poll(0)` on the event loop
 every `POLL_INTERVAL_S` (`start(loop)`); a thread blocked in `poll` would wake for every batch
-librdkafka sends and take the GIL from the busy event loop each time (at saturation that costs
-more CPU per request than the produce call itself). Without a loop, `start()` starts a
-background poll thread instead. Only failed deliveries get a delivery report
-(no Python callback per record): `delivered` is what was sent minus what librdkafka still
-holds minus the failures. Records linger up to `LINGER_MS` (100 ms) to be batched: at 1,000
-requests/s, 5 ms batches cost the producer and every consumer of the topic (the updater's, the
-read API's) about 16 us of CPU more per request; at saturation (~6,000 requests/s, 3
-partitions), with 20 ms, librdkafka's broker thread busy-polled (poll with a zero timeout,
-~9,000 a second) and cost ~17 us of CPU per request, with 100 ms ~3 us. The price: a decision
-reaches the topic (other instances' state, the read API, Spark) up to 100 ms later; the
-request itself never waits for it. While Kafka is unreachable,
-records wait in librdkafka's queue and are retried until `message.timeout.ms`; whatever still
-fails is counted (`failed`, `last_error`) and logged, never dropped silently. Records never
-hold a PAN.
+librdkafka sends and take the GIL from the busy event loop each time (at saturation that costs more
+CPU per request than the produce call itself). Without a loop, `start()` starts a background poll
+thread instead. Only failed deliveries get a delivery report (no Python callback per record):
+`delivered` is what was sent minus what librdkafka still holds minus the failures. Records linger
+up to `LINGER_MS` (100 ms) to be batched: smaller batches cost the producer and every consumer of
+the topic (the updater's, the read API's) more CPU per request, and a short linger at saturation
+makes librdkafka's broker thread busy-poll (figures in the CHANGELOG). The price: a decision
+reaches the topic (other instances' state, the read API, Spark) up to 100 ms later; the request
+itself never waits for it. While Kafka is unreachable, records wait in librdkafka's queue and are
+retried until `message.timeout.ms`; whatever still fails is counted (`failed`, `last_error`) and
+logged, never dropped silently. Records never hold a PAN.
 
 Each record carries its transaction id in the `transaction_id` header (`TXID_HEADER`), so the
 updater can skip the endpoint's own records as they come back without parsing them.

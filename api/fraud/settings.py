@@ -138,8 +138,8 @@ class ApiSettings(Settings):
         gt=0,
         description="Every this many seconds, collect young garbage and gc.freeze() what "
         "survives, so the cyclic GC never rescans the (cycle-free) last-use state: a full "
-        "collection of 100k cards pauses for ~0.7 s otherwise. Cost: cyclic garbage that was "
-        "alive at a freeze (e.g. a closed connection's objects) is never reclaimed. "
+        "collection of a large card state pauses the endpoint otherwise. Cost: cyclic garbage "
+        "that was alive at a freeze (e.g. a closed connection's objects) is never reclaimed. "
         "None: the default GC.",
     )
 

@@ -3,7 +3,7 @@ that may be JSON null (no GPS fix in a tunnel: `"lat":null,"lon":null`) and fast
 
 Fixed-decimal floats are looked up: each field keeps a table of its values' JSON text for the
 range of (value x 10^decimals) integers seen so far (grown on demand, at most `MAX_TABLE`
-entries), and `%s` of ready bytes is ~5x faster than `%.2f` of a float. Fields with a wider
+entries), and `%s` of ready bytes is much cheaper than `%.2f` of a float. Fields with a wider
 range (odometer, positions) are written from integers instead (`%d.%05d`, with a sign slot
 where the value can be negative). Rows with a null field use a second template with `null`
 written in. Payload columns not listed (e.g. the truth-only `hard_negative`) are not written.

@@ -1,11 +1,9 @@
 """A keep-alive HTTP/1.1 client connection for load generation: pre-built request bytes out,
 responses parsed by httptools (the C parser uvicorn uses), one request at a time.
 
-Why not httpx or aiohttp: measured on this project's 2-core machines against a canned-response
-server, this connection on uvloop costs ~3.5 µs of client CPU per request (~270k req/s on one
-core); aiohttp costs ~50 µs (~19k req/s) and httpx's AsyncClient ~1.1 ms (~900 req/s, below the
-fraud endpoint's own rate). A generator that needs more CPU than the server it loads measures
-itself.
+Why not httpx or aiohttp: both cost far more client CPU per request than this connection on
+uvloop (httpx's AsyncClient more than the fraud endpoint spends answering; figures in the
+CHANGELOG). A generator that needs more CPU than the server it loads measures itself.
 """
 
 from __future__ import annotations
