@@ -4,6 +4,16 @@ shipping topics' events (as their JSON decodes) and returns `Alert`s.
 They see whole histories as they land: a voyage's readings arrive in bulk when the ship is in
 port, so each rule works on whatever a container's or ship's history holds, in event-time
 order, and the same call re-scores a backfilled voyage (alert ids are stable across calls).
+
+A door opened at sea alerts; the same door opened in port does not:
+
+    >>> import pandas as pd
+    >>> readings = pd.DataFrame({
+    ...     "container_id": ["MSCU1234565"] * 3, "event_id": ["e1", "e2", "e3"],
+    ...     "event_time": [0, 600_000, 1_200_000], "ship_id": ["9321483"] * 3,
+    ...     "port": ["SGSIN", None, None], "door_open": [True, False, True]})
+    >>> [(a.rule, a.event_ids) for a in door_tamper(readings)]
+    [('door_tamper', ('e3',))]
 """
 
 from detectors.shipping.door import DoorParams, door_tamper
