@@ -1,14 +1,18 @@
-"""Hostile input into a real Spark job: Hypothesis-drawn malformed records (see
-`tests/fuzz_records.py`) plus valid ones go into the job's input topic; the job keeps running,
-every record its parser rejects is in the dead-letter topic with a reason, and dead-lettered +
-processed == sent. Size: `--records N` (CI: 2000; full size: 10000).
+"""Hostile input into each real Spark job: Hypothesis-drawn malformed records (see
+`tests/fuzz_records.py`), plus valid ones for `window-counts`, go into the job's input topic;
+the job keeps running (every query reads every record and ends without an error), every record
+its parser rejects is in the dead-letter topic once with a reason, and dead-lettered + processed
+== sent. Size: `--records N` per job (CI: 2000; full size: 10000).
 """
 
 from __future__ import annotations
 
 import uuid
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import orjson
 import pytest
@@ -18,6 +22,8 @@ from core.config import StackConfig
 from core.kafka import ensure_topics, producer_config
 from core.kafka.reader import read_topic
 from pipeline.config import PipelineConfig
+from pipeline.jobs.card_velocity import job as card_velocity
+from pipeline.jobs.vehicle_telemetry import job as vehicle_telemetry
 from pipeline.jobs.window_counts import job as window_counts
 from pipeline.kafka_io import parse_events, read_kafka_batch
 from tests.fuzz_records import T0, malformed_records
@@ -37,6 +43,45 @@ ALWAYS_REJECTED = {
 }
 
 
+@dataclass(frozen=True)
+class FuzzedJob:
+    name: str
+    module: ModuleType
+    entity_key: str
+    schema: Any  # the job's own Spark schema and required fields: its parser, in batch
+    required: tuple[str, ...] = ()
+    settings: dict[str, Any] = field(default_factory=dict)  # its dead-letter query's trigger
+    valid: bool = False  # also send valid events (window-counts: any sensor reading is one)
+
+
+ONCE = {"deadletter_trigger": {"mode": "available_now"}}
+JOBS = [
+    FuzzedJob(
+        "window-counts",
+        window_counts,
+        "sensor_id",
+        window_counts.event_schema("sensor_id"),
+        valid=True,
+    ),
+    FuzzedJob(
+        "card-velocity",
+        card_velocity,
+        "card_token",
+        card_velocity.TRANSACTION_SCHEMA,
+        card_velocity.REQUIRED,
+        {"card_velocity": ONCE},
+    ),
+    FuzzedJob(
+        "vehicle-telemetry",
+        vehicle_telemetry,
+        "vehicle_id",
+        vehicle_telemetry.VEHICLE_SCHEMA,
+        vehicle_telemetry.REQUIRED,
+        {"vehicle_telemetry": ONCE},
+    ),
+]
+
+
 def valid_records(n: int) -> list[tuple[bytes | None, bytes, str]]:
     return [
         (
@@ -50,15 +95,18 @@ def valid_records(n: int) -> list[tuple[bytes | None, bytes, str]]:
     ]
 
 
-def test_fuzzed_window_counts_dead_letters_every_bad_record(
-    kafka_stack: StackConfig, spark, tmp_path: Path, request: pytest.FixtureRequest
+@pytest.mark.parametrize("job", JOBS, ids=[j.name for j in JOBS])
+def test_fuzzed_job_dead_letters_every_bad_record(
+    job: FuzzedJob, kafka_stack: StackConfig, spark, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     n = int(request.config.getoption("--records"))
     run = uuid.uuid4().hex[:8]
     source, sink, deadletter = f"fuzz.events-{run}", f"fuzz.counts-{run}", f"fuzz.dead-{run}"
     ensure_topics(kafka_stack, [source], partitions=1)  # offset i is record i
     ensure_topics(kafka_stack, [sink, deadletter])
-    records = malformed_records(n, seed=13, entity_key="sensor_id") + valid_records(n // 10)
+    records = malformed_records(n, seed=13, entity_key=job.entity_key)
+    if job.valid:
+        records += valid_records(n // 10)
     producer = Producer(producer_config(kafka_stack, **{"message.max.bytes": 2_000_000}))
     for key, value, _ in records:
         producer.produce(source, value, key=key)
@@ -68,30 +116,38 @@ def test_fuzzed_window_counts_dead_letters_every_bad_record(
 
     data = kafka_stack.model_dump(mode="json")
     data["dirs"]["checkpoints"] = str(tmp_path / "checkpoints")
+    data["dirs"]["lake"] = str(tmp_path / "lake")
     stack = StackConfig.model_validate(data)
     cfg = PipelineConfig(
-        job="window-counts",
+        job=job.name,
         input_topics=[source],
         output_topic=sink,
         deadletter_topic=deadletter,
-        entity_key="sensor_id",
+        entity_key=job.entity_key,
         trigger={"mode": "available_now"},
+        **job.settings,
     )
-    queries = window_counts.start(spark, stack, cfg)
+    queries = job.module.start(spark, stack, cfg)
     for query in queries:
         query.awaitTermination(600)
         assert query.exception() is None  # the job kept running to the end of its input
-        read = sum(p["numInputRows"] for p in query.recentProgress)
-        assert read == sent, f"{query.name} read {read} of {sent}"
+        # Each Kafka source of the query read every record; one the query reads in k branches
+        # (card-velocity's union of feature windows) counts each record k times.
+        read: Counter[int] = Counter()
+        for progress in query.recentProgress:
+            for i, source_progress in enumerate(progress["sources"]):
+                read[i] += source_progress["numInputRows"]
+        assert read and all(k > 0 and k % sent == 0 for k in read.values()), (
+            f"{query.name} read {read} of {sent}"
+        )
 
     dead = read_topic(stack, deadletter)
-    assert all(d["job"] == "window-counts" and d["topic"] == source for d in dead)
+    assert all(d["job"] == job.name and d["topic"] == source for d in dead)
     assert all(isinstance(d["reason"], str) and d["reason"] for d in dead)
     offsets = [d["offset"] for d in dead]
     assert len(set(offsets)) == len(offsets)  # each bad record once
-    processed = parse_events(
-        read_kafka_batch(spark, stack, [source]), window_counts.event_schema("sensor_id")
-    )[0].count()
+    batch = read_kafka_batch(spark, stack, [source])
+    processed = parse_events(batch, job.schema, job.required)[0].count()
     assert len(dead) + processed == sent
     kinds = [kind for _, _, kind in records]
     rejected = set(offsets)
@@ -99,5 +155,5 @@ def test_fuzzed_window_counts_dead_letters_every_bad_record(
     missed = Counter(k for i, k in enumerate(kinds) if k in ALWAYS_REJECTED and i not in rejected)
     assert not missed, f"accepted as events: {missed}"
     reasons = Counter(d["reason"] for d in dead)
-    print(f"fuzz window-counts: sent {sent}, dead-lettered {len(dead)}, processed {processed}")
+    print(f"fuzz {job.name}: sent {sent}, dead-lettered {len(dead)}, processed {processed}")
     print(f"  reasons: {dict(reasons)}; kinds: {dict(Counter(kinds))}")
