@@ -149,7 +149,7 @@ def logic_streams(events: DataFrame, cfg: PipelineConfig) -> dict[str, DataFrame
 def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[StreamingQuery]:
     settings = cfg.card_velocity
     checkpoints = stack.dirs.checkpoints / NAME
-    ensure_topics(stack, [settings.features_topic])
+    ensure_topics(stack, [settings.features_topic, cfg.output_topic, cfg.deadletter_topic])
     use_rocksdb_state(spark)
 
     raw = read_kafka(
