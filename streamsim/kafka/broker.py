@@ -38,6 +38,16 @@ MAIN_CLASS = "kafka.Kafka"
 STORAGE_TOOL = "kafka.tools.StorageTool"
 
 
+def new_cluster_id() -> str:
+    """A random KRaft cluster id: a UUID in URL-safe base64, as `kafka-storage random-uuid` makes
+    it. Like Kafka's `Uuid.randomUuid`, never one that starts with '-', which `kafka-storage
+    format -t` would read as an option (one id in 64 did, and the broker failed to start)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
 class BrokerError(StreamsimError):
     """The local broker could not be started or stopped; the message says what to do."""
 
@@ -337,7 +347,7 @@ class LocalBroker:
         path = self.home / "cluster.id"
         if path.exists():
             return path.read_text().strip()
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cluster_id = new_cluster_id()
         path.write_text(cluster_id)
         return cluster_id
 
