@@ -348,9 +348,7 @@ def run_kafka(
                 lag[i] = t - times[i]
                 while True:
                     try:
-                        producer.produce(
-                            topic, values[i], keys[i], on_delivery=delivered(i, now())
-                        )
+                        producer.produce(topic, values[i], keys[i], on_delivery=delivered(i, now()))
                         break
                     except BufferError:  # the producer queue is full: wait, keep the slot
                         limit_hits += 1
