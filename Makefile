@@ -23,8 +23,10 @@ $(UV):
 	python3 -m venv $(CACHE)/uv
 	$(CACHE)/uv/bin/pip install -q "uv==$(UV_VERSION)"
 
+# Bytecode is compiled once here: Spark starts fresh Python workers, which would otherwise
+# recompile pandas and pyspark each time (nothing writes .pyc under PYTHONDONTWRITEBYTECODE).
 $(VENV)/.synced: pyproject.toml uv.lock | $(UV)
-	UV_PROJECT_ENVIRONMENT=$(VENV) $(UV) sync --locked --python $(PY_VERSION) -q
+	UV_PROJECT_ENVIRONMENT=$(VENV) $(UV) sync --locked --compile-bytecode --python $(PY_VERSION) -q
 	touch $@
 
 $(KAFKA_JARS): jvm/kafka.ivy.xml $(RESOLVE_INPUTS) | java $(VENV)/.synced
