@@ -74,7 +74,7 @@ def params_of(spec: VehicleDetector) -> Any:
     >>> params_of(ThresholdDetector(signals=["coolant_c"], above=105, label="overheating"))
     ThresholdParams(above=105.0, below=None, min_count=1, min_duration_s=0.0, max_gap_s=60.0)
     """
-    model: type[Thresholds] = {
+    models: dict[type, type[Thresholds]] = {
         ThresholdDetector: ThresholdParams,
         TrendDetector: TrendParams,
         FlatlineDetector: FlatlineParams,
@@ -82,7 +82,8 @@ def params_of(spec: VehicleDetector) -> Any:
         GpsJumpDetector: GpsJumpParams,
         BrakingDetector: BrakingParams,
         SpeedingDetector: SpeedingParams,
-    }[type(spec)]
+    }
+    model = models[type(spec)]
     return model.model_validate(spec.model_dump(include=set(model.model_fields)))
 
 
