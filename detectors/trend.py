@@ -201,7 +201,7 @@ class TrendState(SeriesState):
         """`snapshot()` with the window as columns, for a binary store (pickle): `window` is
         None and `columns` holds its times (int64 array), values (float64 array) and event
         ids (one string, `ID_SEPARATOR`-joined, or a list where an id holds the separator).
-        Restores ~3x faster than the JSON snapshot's list of rows; `columns_restore` reads it.
+        Restores faster than the JSON snapshot's list of rows; `columns_restore` reads it.
 
         >>> state = TrendState("v1", "coolant_c", TrendParams(rising_above=2.0))
         >>> _ = state.update("e1", 1_000, 90.0), state.update("e2", 2_000, 91.0)

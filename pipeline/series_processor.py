@@ -44,7 +44,7 @@ STATE_DDL = "state BINARY"
 
 
 def dump_json(data: Mapping[str, Any]) -> str:
-    """`json.dumps(data, separators=(",", ":"))` but ~3x faster (orjson) where that reads back
+    """`json.dumps(data, separators=(",", ":"))` but faster (orjson) where that reads back
     the same: orjson writes NaN and infinities as null (and tuples as lists), json as NaN and
     Infinity, so a snapshot that does not read back equal is written by json as before.
 
@@ -150,7 +150,7 @@ class BufferedRules:
 
     def to_bytes(self) -> bytes:
         """The state as the processor stores it: pickled, histories as columns (`to_json`'s
-        content; ~3-5x faster both ways on a vehicle's 10 minutes of readings)."""
+        content, and cheaper both ways)."""
         return pickle.dumps(
             {
                 "buffer": self.buffer.columns_snapshot(),
