@@ -341,6 +341,69 @@ CARD_PROFILE = EventSchema(
 #: The records on the `metrics` topic: what a finished simulator run was (keyed by scenario),
 #: and a pipeline query's progress per batch (keyed by query name). Their producers,
 #: `simulators.run_record` and `pipeline.metrics`, define their fields.
+SHIPPING_CHANNELS = ("onboard", "satellite", "shore")
+SHIPPING_ALARMS = ("none", "temperature", "door", "shock")
+PORT_EVENT_KINDS = ("arrival", "departure", "loaded", "unloaded")
+_VOYAGE = Field("voyage_id", "int", nullable=True, doc="the ship's voyage leg number")
+_CHANNEL = _string("channel", choices=SHIPPING_CHANNELS, doc="held on board, satellite, shore")
+
+SHIPPING_POSITION = event(
+    "shipping.position",
+    1,
+    "ship_id",
+    topics.SHIPPING_POSITIONS,
+    (
+        _VOYAGE,
+        _float("lat", 5),
+        _float("lon", 5),
+        _float("sog_kn", 1, signed=False, doc="speed over ground"),
+        _float("cog_deg", 0, signed=False, doc="course over ground"),
+        _string("nav_status", choices=("under_way", "moored")),
+        _string("dest_port", nullable=True, doc="UN/LOCODE"),
+        _CHANNEL,
+    ),
+    "A ship's position (AIS-like), keyed by its IMO number.",
+)
+SHIPPING_CONTAINER = event(
+    "shipping.container",
+    1,
+    "container_id",
+    topics.SHIPPING_CONTAINERS,
+    (
+        _string("ship_id", nullable=True),
+        _VOYAGE,
+        _string("port", nullable=True, doc="UN/LOCODE while in port"),
+        _string("owner"),
+        _string("cargo"),
+        _string("discharge_port", nullable=True),
+        _string("final_port", nullable=True),
+        Field("reefer", "bool"),
+        _float("setpoint_c", 1, nullable=True),
+        _float("temp_c", 2, nullable=True),
+        _float("power_kw", 2, nullable=True, signed=False),
+        Field("door_open", "bool"),
+        _float("shock_g", 2, signed=False),
+        _string("alarm", choices=SHIPPING_ALARMS),
+        _CHANNEL,
+    ),
+    "A container's sensors (reefer, door, shock), keyed by its ISO 6346 number.",
+)
+SHIPPING_PORT_EVENT = event(
+    "shipping.port-event",
+    1,
+    "port",
+    topics.SHIPPING_PORT_EVENTS,
+    (
+        _string("event", choices=PORT_EVENT_KINDS),
+        _string("ship_id"),
+        Field("voyage_id", "int"),
+        _string("container_id", nullable=True),
+        _string("owner", nullable=True),
+        _string("cargo", nullable=True),
+    ),
+    "A ship's arrival or departure, or a container loaded or unloaded, keyed by the port.",
+)
+
 SIMULATOR_RUN = "simulator.run/1"
 PIPELINE_PROGRESS = "pipeline.progress/1"
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from core.contracts.events import PORT_EVENT_KINDS, SHIPPING_ALARMS, SHIPPING_CHANNELS
 from scenarios.shipping.config import HARD_NEGATIVES, SHIPPING_INCIDENTS, ShippingDomain
 from scenarios.shipping.lanes import Lane, Port, lane, offset
 from simulators.intervals import IdCounter
@@ -32,10 +33,10 @@ POSITION, REEFER, DRY, CALL, CARGO = range(5)
 AWAY, ON_SHIP, IN_YARD, LOST = range(4)
 # port event kinds
 ARRIVAL, DEPARTURE, LOADED, UNLOADED = range(4)
-EVENT_KINDS = ("arrival", "departure", "loaded", "unloaded")
-CHANNELS = ("onboard", "satellite", "shore")
+EVENT_KINDS = PORT_EVENT_KINDS
+CHANNELS = SHIPPING_CHANNELS
 ONBOARD, SATELLITE, SHORE = range(3)
-ALARMS = ("none", "temperature", "door", "shock")
+ALARMS = SHIPPING_ALARMS
 REEFER_FAIL, LOST_OVERBOARD, DOOR_TAMPER, MISSED_UNLOAD, ROUTE_DEVIATION = (
     SHIPPING_INCIDENTS.index(x) + 1 for x in SHIPPING_INCIDENTS
 )

@@ -238,3 +238,18 @@ def test_detectors_find_every_incident_type_and_no_hard_negative(stream: Any) ->
         assert precision >= 0.9 and recall >= 0.9, (label, precision, recall)
     for a in alerts:
         assert not any(t_by_id[e]["hard_negative"] for e in a.event_ids), a
+
+
+def test_events_carry_their_contract_schemas_fields_in_order(stream: Any) -> None:
+    """Every event has exactly its schema's keys, in wire order, and validates as its model."""
+    from core.contracts.events import SHIPPING_CONTAINER, SHIPPING_PORT_EVENT, SHIPPING_POSITION
+
+    schemas = {s.id: s for s in (SHIPPING_POSITION, SHIPPING_CONTAINER, SHIPPING_PORT_EVENT)}
+    events, _, _ = stream
+    seen = set()
+    for event in events:
+        schema = schemas[event["schema"]]
+        assert tuple(event) == schema.names
+        schema.model().model_validate(event)
+        seen.add(schema.id)
+    assert seen == set(schemas)
