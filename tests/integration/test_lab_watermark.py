@@ -25,6 +25,7 @@ POINT_KEYS = [
 ]
 
 
+@pytest.mark.timeout(1800)  # two Spark runs of the whole job; ~10+ min on 2 shared cores
 def test_a_longer_watermark_drops_fewer_late_events_and_waits_longer(
     kafka_stack: StackConfig, spark: Any, tmp_path: Path
 ) -> None:
