@@ -167,7 +167,9 @@ def test_card_job_drains_every_event_in_every_query(card_drain: Any) -> None:
         assert query.batches >= -(-produced // BATCH)  # no batch above BATCH
     whole = result["throughput"]
     assert whole.events == produced
-    assert BATCH <= produced - whole.measured <= 2 * BATCH  # the warm-up batch left out
+    # the warm-up left out is one first batch: Spark may split maxOffsetsPerTrigger across
+    # partitions a record short of BATCH, never above it
+    assert BATCH // 2 < produced - whole.measured <= BATCH
     assert 0 < whole.events_per_s < 10_000_000
     assert 0 < whole.wall_s < result["wall_s"] + 1
 
