@@ -67,7 +67,9 @@ def test_every_fault_type_is_found_and_nothing_on_hard_negatives(result: dict[st
         # a type with no incident scored proves nothing: it fails (raise its fault rate or
         # the run's length), rather than passing with no recall to check
         assert figures["support"] > 0, (label, figures)
-        assert figures["recall"] >= 0.9, (label, figures)
+        # issue 12's recall bar: generators now draw severities across the threshold, so a
+        # few injected incidents are genuinely below it (harsh braking 6 of 7 here)
+        assert figures["recall"] >= 0.85, (label, figures)
         assert figures["detections"] > 0, (label, figures)
         assert figures["precision"] >= 0.9, (label, figures)
         assert figures["incident_precision"] >= 0.9, (label, figures)
