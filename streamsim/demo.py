@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -47,6 +46,7 @@ from core.ports import port_in_use
 from pipeline.config import PipelineConfig
 from pipeline.progress import BatchReport, ProgressTotals
 from streamsim.kafka.broker import local_broker
+from streamsim.stackfile import write_stack_file
 
 
 @dataclass(frozen=True)
@@ -117,18 +117,18 @@ def run_demo(
         work = Path(tmp)
         started.enter_context(local_broker(stack))
         stack_file = work / "stack.yaml"
-        stack_file.write_text(yaml.safe_dump(stack.model_dump(mode="json")))
+        env = write_stack_file(stack, stack_file)  # client secrets by environment only
         run_id = time.strftime("demo-%Y%m%d-%H%M%S")
         overrides = {**plan.overrides, "run_id": run_id, **(overrides or {})}
         if plan.endpoint:
-            url = started.enter_context(_endpoint(stack, stack_file, work))
+            url = started.enter_context(_endpoint(stack, stack_file, work, env, run_id))
             overrides["domain"] = {
                 **overrides.get("domain", {}),
                 "delivery": "http",
                 "endpoint": {"url": url},
             }
         scenario = _scenario_file(plan.scenario, overrides, speed or plan.speed, work)
-        result, cfg = _run(stack, plan, scenario, stack_file, duration_s, on_batch, run_id)
+        result, cfg = _run(stack, plan, scenario, (stack_file, env), duration_s, on_batch, run_id)
         since = result.pop("offsets_before")
         if plan.evaluation:  # while the broker is still up
             from pyspark.sql import SparkSession
@@ -143,8 +143,11 @@ def run_demo(
 
 
 @contextlib.contextmanager
-def _endpoint(stack: StackConfig, stack_file: Path, work: Path) -> Iterator[str]:
-    """`streamsim api` as a child process; yields its transactions URL once it is healthy."""
+def _endpoint(
+    stack: StackConfig, stack_file: Path, work: Path, env: dict[str, str], run_id: str
+) -> Iterator[str]:
+    """`streamsim api` as a child process; yields its transactions URL once it is healthy.
+    Its log is kept: `<dirs.data>/logs/<run_id>-api.log`."""
     host, port = stack.api.host, stack.api.port
     if port_in_use(host, port):
         raise StreamsimError(
@@ -156,15 +159,17 @@ def _endpoint(stack: StackConfig, stack_file: Path, work: Path) -> Iterator[str]
     settings = load_settings().model_copy(update={"rebuild_lookback_s": 0.0})
     settings_file = work / "api.yaml"
     settings_file.write_text(yaml.safe_dump(settings.model_dump(mode="json")))
-    log = (work / "api.log").open("wb")
+    log_path = stack.dirs.data / "logs" / f"{run_id}-api.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log = log_path.open("wb")
     command = [
         sys.executable, "-m", "streamsim", "api", "--config", str(stack_file),
         "--settings", str(settings_file), "--no-access-log",
     ]  # fmt: skip
-    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ))
+    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
     base = f"http://{host}:{port}"
     try:
-        _wait_healthy(proc, f"{base}/v1/health", work / "api.log")
+        _wait_healthy(proc, f"{base}/v1/health", log_path)
         yield f"{base}/v1/transactions"
     finally:
         proc.terminate()
@@ -208,7 +213,7 @@ def _run(
     stack: StackConfig,
     plan: DemoScenario,
     scenario: tuple[Path, float],
-    stack_file: Path,
+    child: tuple[Path, dict[str, str]],
     duration_s: float,
     on_batch: Callable[[BatchReport], None] | None,
     run_id: str,
@@ -236,7 +241,7 @@ def _run(
     queries = start_job(run_stack, cfg, totals)
     path, speed = scenario
     try:
-        simulation = _simulate(path, stack_file, duration_s * speed, speed, queries)
+        simulation = _simulate(path, child, duration_s * speed, speed, queries)
         for query in queries:
             query.processAllAvailable()
         if plan.end_of_input is not None:
@@ -312,16 +317,22 @@ def _end_of_input(
 
 
 def _simulate(
-    scenario: Path, stack_file: Path, sim_s: float, speed: float, queries: list[Any]
+    scenario: Path,
+    child: tuple[Path, dict[str, str]],
+    sim_s: float,
+    speed: float,
+    queries: list[Any],
 ) -> dict[str, Any]:
-    """The simulator as a child process (its own core), while Spark runs in this one."""
+    """The simulator as a child process (its own core), while Spark runs in this one;
+    `child`: its stack file and environment."""
+    stack_file, env = child
     command = [
         sys.executable, "-m", "streamsim", "simulate", str(scenario),
         "--duration", str(sim_s), "--speed", str(speed), "--sink", "kafka",
         "--config", str(stack_file), "--json",
     ]  # fmt: skip
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(command, stdout=out, stderr=err)
+        proc = subprocess.Popen(command, stdout=out, stderr=err, env=env)
         while proc.poll() is None:
             failed = [q for q in queries if q.exception() is not None]
             if failed:

@@ -40,7 +40,6 @@ import httpx
 import numpy as np
 import psutil
 import uvloop
-import yaml
 
 from core.config import StackConfig
 from core.errors import StreamsimError
@@ -51,6 +50,7 @@ from streamsim.loadtest.closed_loop import Saturation, saturate
 from streamsim.loadtest.config import PayloadMix
 from streamsim.loadtest.connection import post_request, request_head
 from streamsim.loadtest.payloads import PayloadSet, build_payloads
+from streamsim.stackfile import write_stack_file
 
 POOL_BODIES = 50_000
 READY_TIMEOUT_S = 90.0
@@ -179,15 +179,16 @@ def bench_api(
     with tempfile.TemporaryDirectory(prefix="streamsim-bench-api-") as tmp:
         work = Path(tmp)
         subject_port, reference_port, canned_port = (free_port(host) for _ in range(3))
-        stack_data = stack.model_dump(mode="json")
-        stack_data["api"] = {"host": host, "port": subject_port}
+        subject_stack = stack.model_copy(
+            update={"api": stack.api.model_copy(update={"port": subject_port})}
+        )
         stack_file = work / "stack.yaml"
-        stack_file.write_text(yaml.safe_dump(stack_data))
+        child_env = write_stack_file(subject_stack, stack_file)  # client secrets by env only
         settings_file = work / "api.yaml"
         topic = f"bench.cards-activity-{uuid.uuid4().hex[:8]}"
         settings_file.write_text(f"kind: api\ntopic: {topic}\nrebuild_timeout_s: 30\n")
         env = {
-            **os.environ,
+            **child_env,
             "STREAMSIM_PAN_SECRET": f"bench-api-{secrets.token_hex(16)}",
             "PYTHONUNBUFFERED": "1",
         }

@@ -60,6 +60,7 @@ from core.kafka.admin import admin_client, delete_topics
 from core.kafka.offsets import end_offsets
 from streamsim.bench.report import BenchReport
 from streamsim.bench.simulator import simulate
+from streamsim.stackfile import write_stack_file
 
 SCENARIO = Path("config/scenarios/connected_vehicles.yaml")
 PIPELINE = Path("config/pipelines/vehicle-telemetry.yaml")
@@ -283,9 +284,9 @@ def produce_input(
     data["domain"]["topic"] = topic
     scenario, stack_file = work / f"{name}.yaml", work / "stack.yaml"
     scenario.write_text(yaml.safe_dump(data))
-    stack_file.write_text(yaml.safe_dump(stack.model_dump(mode="json")))
+    env = write_stack_file(stack, stack_file)  # client secrets by environment only
     args = ["--seed", "1", "--events", str(events), "--speed", "max", "--sink", "kafka"]
-    simulate([str(scenario), "--config", str(stack_file), *args])
+    simulate([str(scenario), "--config", str(stack_file), *args], env)
     return topic_size(stack, topic)
 
 

@@ -29,6 +29,7 @@ from core.kafka import ensure_topics, producer_config
 from streamsim.bench.process import run_measured
 from streamsim.bench.producer_perf import run_producer_perf
 from streamsim.bench.report import BenchReport
+from streamsim.stackfile import write_stack_file
 
 REFERENCE_TOPIC = "bench.producer-perf"
 SAMPLE_EVENTS = 20_000
@@ -38,8 +39,9 @@ def streamsim_command() -> list[str]:
     return [sys.executable, "-m", "streamsim"]
 
 
-def simulate(args: list[str]) -> dict[str, Any]:
-    run = run_measured([*streamsim_command(), "simulate", *args, "--json"])
+def simulate(args: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
+    """`streamsim simulate ARGS --json` as a child (in `env`): its summary and peak RSS."""
+    run = run_measured([*streamsim_command(), "simulate", *args, "--json"], env)
     if run.returncode != 0:
         raise StreamsimError(f"simulate failed ({run.returncode}):\n{run.stderr[-3000:]}")
     result: dict[str, Any] = orjson.loads(run.stdout.strip().splitlines()[-1])
@@ -73,18 +75,21 @@ def bench_simulator(
     with tempfile.TemporaryDirectory(prefix="streamsim-bench-") as tmp:
         work = Path(tmp)
         stack_file = work / "stack.yaml"
-        stack_file.write_text(yaml.safe_dump(stack.model_dump(mode="json")))
+        env = write_stack_file(stack, stack_file)  # client secrets by environment only
         scenario = scenario_with(scenario, work, entities)
         common = [str(scenario), "--seed", "1", "--config", str(stack_file)]
 
-        simulate([*common, "--events", str(SAMPLE_EVENTS), "--sink", "jsonl", "--out", str(work)])
+        sample = ["--events", str(SAMPLE_EVENTS), "--sink", "jsonl", "--out", str(work)]
+        simulate([*common, *sample], env)
         payload = work / "events.jsonl"
         record_bytes = payload.stat().st_size / SAMPLE_EVENTS
         ensure_topics(stack, [REFERENCE_TOPIC])
 
         subject_rates, record_rates, reference_rates, rss = [], [], [], []
         for _ in range(rounds):
-            run = simulate([*common, "--events", str(events), "--speed", "max", "--sink", "kafka"])
+            run = simulate(
+                [*common, "--events", str(events), "--speed", "max", "--sink", "kafka"], env
+            )
             subject_rates.append(run["events_per_s"])
             record_rates.append(run["records_per_s"])
             rss.append(run["peak_rss_mb"])
