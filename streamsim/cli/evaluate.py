@@ -15,7 +15,7 @@ SUITE_KEYS = ("suite", "scenario", "split", "runs", "types", "hard_negative_rate
 
 
 def evaluate(
-    scenario: Annotated[str, typer.Argument(help="card-velocity or connected-vehicles.")],
+    scenario: Annotated[str, typer.Argument(help="card-velocity, connected-vehicles or shipping.")],
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
     suite: Annotated[

@@ -26,10 +26,13 @@ Definitions (the same for every path):
   each true-positive detection of the incident, the latest true time among the events it names
   (its evidence was complete then: for a cloned card, its second use, the first one far from
   the holder's last); the incident became detectable at the earliest of those.
+- latency_from_upload_ms (with `arrivals`: incident -> when its data first arrived, e.g. a
+  voyage's readings landing in port days late) = the same detection time minus that arrival.
 - A hard-negative alert is a detection whose events include one marked `hard_negative` and
   that is not a true positive.
 - With `horizon_ms`, an incident still running when the run ended (its last reading, sent or
-  not, within `RUNNING_MS` of the run's last reading) that started less than `horizon_ms`
+  not, within `running_ms` of the run's last reading; default `RUNNING_MS`, for 1 Hz streams;
+  a shipping logger reports every 15-60 min) that started less than `horizon_ms`
   before that is *open*: the run's end may have cut it off before it could show its signature,
   so it is left out of support and recall (and counted as `open`); a detection of it still
   counts as a true positive. Incidents running for longer than the horizon are scored.
@@ -62,7 +65,9 @@ def incidents(truth: pd.DataFrame) -> pd.DataFrame:
 RUNNING_MS = 5_000
 
 
-def open_incidents(truth: pd.DataFrame, horizon_ms: float) -> set[str]:
+def open_incidents(
+    truth: pd.DataFrame, horizon_ms: float, running_ms: float = RUNNING_MS
+) -> set[str]:
     """Incidents still running at the run's end that started within `horizon_ms` of it.
 
     >>> truth = pd.DataFrame({"incident_id": ["a", "a", None, "b", "c", "c"],
@@ -73,7 +78,7 @@ def open_incidents(truth: pd.DataFrame, horizon_ms: float) -> set[str]:
     end = truth["true_time"].max()
     times = truth.dropna(subset=["incident_id"]).groupby("incident_id")["true_time"]
     first, last = times.min(), times.max()
-    return set(last.index[(last >= end - RUNNING_MS) & (first > end - horizon_ms)])
+    return set(last.index[(last >= end - running_ms) & (first > end - horizon_ms)])
 
 
 class Judge:
@@ -121,13 +126,15 @@ def score_path(
     truth: pd.DataFrame,
     labels: list[str],
     horizon_ms: float | None = None,
+    arrivals: pd.Series | None = None,
+    running_ms: float = RUNNING_MS,
 ) -> dict[str, dict[str, Any]]:
     """Per label type: precision, incident_precision, recall, f1, support, detections and
     (when measurable) latency_ms and latency_from_detectable_ms; with `horizon_ms`, also
-    `open` (see the module docstring)."""
+    `open`; with `arrivals`, latency_from_upload_ms (see the module docstring)."""
     judge = Judge(truth)
     events = judge.events
-    cut = set() if horizon_ms is None else open_incidents(truth, horizon_ms)
+    cut = set() if horizon_ms is None else open_incidents(truth, horizon_ms, running_ms)
     scored = events[~events["incident_id"].isin(cut)]
     support = scored.groupby("label")["incident_id"].nunique()
     still_open = events[events["incident_id"].isin(cut)].groupby("label")["incident_id"].nunique()
@@ -160,6 +167,9 @@ def score_path(
             "latency_from_detectable_ms",
             [first[i] - detectable[i] for i in timed if i in detectable],
         )
+        if arrivals is not None:
+            landed = [first[i] - arrivals[i] for i in timed if i in arrivals.index]
+            _add_latency(out[label], "latency_from_upload_ms", landed)
     return out
 
 
