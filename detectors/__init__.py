@@ -11,7 +11,8 @@ and on numpy arrays, and every form below calls it:
   `threshold_alerts`, `speeding_alerts`, `flatline_alerts`, `zscore_alerts`, `trend_alerts`,
   `braking_alerts`. They sort by event time and drop duplicate event ids first.
 - **Stateful** (`transformWithStateInPandas`): `TravelState`, `VelocityState`,
-  `SpendingState`, `GpsJumpState` (per card or vehicle, `update(...)` per row) and the series
+  `SpendingState`, `GpsJumpState` (per card or vehicle, `update(...)` per row), `TerminalState`
+  (per merchant; the endpoint's) and the series
   states (`update_frame(rows, watermark_ms)`, which buffers to the watermark). Keep a state in
   one `ValueState` column `state STRING` with `to_json()` / `load_json()`.
 - **On Spark SQL aggregates** (`window()` + `count`, `sum`, `approx_count_distinct`):
@@ -52,6 +53,7 @@ from detectors.spending import (
 )
 from detectors.terminal import (
     TerminalParams,
+    TerminalState,
     check_terminal_window,
     terminal_window_alerts,
     terminal_window_features,
@@ -91,6 +93,7 @@ __all__ = [
     "SpendingParams",
     "SpendingState",
     "TerminalParams",
+    "TerminalState",
     "ThresholdParams",
     "ThresholdState",
     "Thresholds",

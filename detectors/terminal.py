@@ -9,18 +9,22 @@ thresholds it:
 The entity is the merchant. Key: the window bounds and first event id (`window_key`).
 On sliding windows given `prior_distinct_cards` (the window's cards before its last slide), a
 window fires only where that does not (`first_crossing`): once per burst.
+`TerminalState` is the per-request step form (the fraud endpoint): the window ending at the
+merchant's latest use, updated per use in O(1) amortized, firing at a burst's first crossing.
 `terminal_window_features` computes the same aggregates in pandas (a batch oracle).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import bisect
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 from pydantic import Field
 
 from detectors.alert import Alert, alerts_to_frame
+from detectors.dedup import SeenIds
 from detectors.features import (
     closing_windows,
     first_crossing,
@@ -33,6 +37,7 @@ from detectors.features import (
 )
 from detectors.frames import ENTITY, EVENT_ID, EVENT_TIME, Columns, prepare
 from detectors.params import Thresholds
+from detectors.snapshot import Snapshottable
 
 RULE = "compromised_terminal"
 LABEL = "compromised_terminal"
@@ -198,3 +203,155 @@ def terminal_closing_alerts(
         if alert is not None:
             alerts.append(alert)
     return alerts
+
+
+#: One use held by `TerminalState`: event_time, event_id, card.
+Use = tuple[int, str, str]
+
+
+class TerminalState(Snapshottable):
+    """Step form per merchant (the fraud endpoint, per request): the window
+    `(latest - window_s, latest]` ending at the merchant's latest event time, kept as a ring of
+    uses sorted by event time and a use count per card (distinct cards = cards counted).
+
+    - `check(...)`: the alert this use raises, state unchanged. It fires when the window with
+      the use holds at least `min_distinct_cards` cards while the merchant is not already in a
+      burst: once per burst, at its first crossing.
+    - `add(...)`: remember the use. A burst lasts until a whole window has passed since the
+      window last held `min_distinct_cards` cards, so a count hovering around the threshold
+      does not alert again; the next crossing after that is a new burst (on other uses).
+    - `update(...)`: both.
+
+    A use at or before `latest - window_s` (later than the window) is not counted and never
+    fires; a repeated event id is ignored. Work per use is O(1) amortized: it is inserted once
+    (by bisection, near the end unless late) and evicted once, and `check` scans only the uses
+    its own time pushes out of the window, which the following `add` drops. Memory: at most
+    `max_uses` uses (oldest dropped first: a window holding more saturates there) and the
+    last `max_seen` event ids.
+
+    >>> state = TerminalState("m-1", TerminalParams(min_distinct_cards=3))
+    >>> [state.update(f"u{i}", i * 1_000, f"card-{i % 4}") is not None for i in range(6)]
+    [False, False, True, False, False, False]
+    """
+
+    __slots__ = ("burst_ms", "counts", "entity_id", "latest", "max_uses", "params", "seen", "uses")
+
+    def __init__(
+        self,
+        entity_id: str,
+        params: TerminalParams | None = None,
+        *,
+        max_uses: int = 4096,
+        max_seen: int | None = None,
+    ) -> None:
+        self.entity_id = entity_id
+        self.params = params or TerminalParams()
+        self.max_uses = max(max_uses, self.params.min_distinct_cards)
+        self.uses: list[Use] = []  # sorted by (event_time, event_id)
+        self.counts: dict[str, int] = {}  # card -> its uses in `uses`
+        self.latest: int | None = None  # the latest event time counted
+        self.burst_ms: int | None = None  # when the window last held a burst (event time)
+        self.seen = SeenIds(max_seen or self.max_uses)
+
+    @property
+    def window_ms(self) -> int:
+        return max(1, round(self.params.window_s * 1000))
+
+    def distinct_cards(self) -> int:
+        """Distinct cards in the window now."""
+        return len(self.counts)
+
+    def __len__(self) -> int:
+        return len(self.uses)
+
+    def check(self, event_id: str, event_time: int, card: str) -> Alert | None:
+        """The alert this use raises given the stored ones; the state is unchanged."""
+        t = int(event_time)
+        if event_id in self.seen or self._late(t) or self.in_burst(t):
+            return None
+        evicted = self._evicted(t)
+        gone: dict[str, int] = {}
+        for use in self.uses[:evicted]:
+            gone[use[2]] = gone.get(use[2], 0) + 1
+        counts = self.counts
+        left = len(counts) - sum(1 for c, n in gone.items() if n == counts[c])
+        distinct = left + (counts.get(card, 0) == gone.get(card, 0))
+        if not terminal_fires(distinct, self.params):
+            return None
+        window = [*self.uses[evicted:], (t, str(event_id), card)]
+        end = max(t, self.latest if self.latest is not None else t) + 1
+        ids = sorted(use[1] for use in window)
+        return check_terminal_window(
+            self.entity_id, end - self.window_ms, end, distinct, self.params, len(window), ids, t
+        )
+
+    def add(self, event_id: str, event_time: int, card: str) -> None:
+        """Remember a use (a repeated event id, or one later than the window, is ignored)."""
+        t = int(event_time)
+        if not self.seen.add(str(event_id)) or self._late(t):
+            return
+        evicted = self._evicted(t)
+        counts = self.counts
+        for use in self.uses[:evicted]:
+            n = counts[use[2]] - 1
+            if n:
+                counts[use[2]] = n
+            else:
+                del counts[use[2]]
+        del self.uses[:evicted]
+        use = (t, str(event_id), card)
+        if not self.uses or use >= self.uses[-1]:
+            self.uses.append(use)
+        else:
+            bisect.insort(self.uses, use)
+        counts[card] = counts.get(card, 0) + 1
+        self.latest = t if self.latest is None else max(self.latest, t)
+        if terminal_fires(len(counts), self.params):
+            self.burst_ms = self.latest
+
+    def update(self, event_id: str, event_time: int, card: str) -> Alert | None:
+        """`check`, then `add`."""
+        alert = self.check(event_id, event_time, card)
+        self.add(event_id, event_time, card)
+        return alert
+
+    def in_burst(self, time_ms: int) -> bool:
+        """Whether a use at `time_ms` falls in a burst that has alerted."""
+        latest = time_ms if self.latest is None else max(self.latest, time_ms)
+        return self.burst_ms is not None and latest - self.burst_ms < self.window_ms
+
+    def idle_since(self, time_ms: int) -> bool:
+        """Whether every use held, and any burst, is a whole window before `time_ms` (the
+        state can be dropped: a new one judges the next use the same)."""
+        return self.latest is None or self.latest <= time_ms - self.window_ms
+
+    def _late(self, t: int) -> bool:
+        return self.latest is not None and t <= self.latest - self.window_ms
+
+    def _evicted(self, t: int) -> int:
+        """How many of the oldest uses a use at `t` pushes out (of the window, or the cap)."""
+        latest = t if self.latest is None else max(self.latest, t)
+        uses = self.uses
+        by_time = 0
+        cut = latest - self.window_ms
+        while by_time < len(uses) and uses[by_time][0] <= cut:
+            by_time += 1
+        return max(by_time, len(uses) + 1 - self.max_uses)
+
+    def snapshot(self) -> dict[str, Any]:
+        """A JSON-able snapshot (restore with `restore`)."""
+        return {
+            "uses": [list(u) for u in self.uses],
+            "latest": self.latest,
+            "burst_ms": self.burst_ms,
+            "seen": self.seen.to_list(),
+        }
+
+    def restore(self, data: Mapping[str, Any]) -> None:
+        self.uses = [(int(t), str(i), str(c)) for t, i, c in data["uses"]]
+        self.counts = {}
+        for use in self.uses:
+            self.counts[use[2]] = self.counts.get(use[2], 0) + 1
+        self.latest = None if data["latest"] is None else int(data["latest"])
+        self.burst_ms = None if data["burst_ms"] is None else int(data["burst_ms"])
+        self.seen = SeenIds(self.seen.capacity, data["seen"])
