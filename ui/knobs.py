@@ -1,11 +1,13 @@
 """Which sliders a scenario gets, and how their values become a run request.
 
-`knobs_for(config)` reads a resolved scenario config (GET /v1/scenarios) and returns the knobs
-that exist in it:
+`knobs_for(config, tunable)` reads a resolved scenario config and the keys its run requests
+may set (both from GET /v1/scenarios: the API's allow-list, `api.panel.models.overrides`) and
+returns a knob for each tunable key it can show, and for no other key:
 - rate: entities, speed, a cap on events/s, the simulated duration;
-- fraud or fault mix: every `rate...` number under `domain` (e.g. `fraud.card_testing.
-  rate_per_1k_card_hours`, `faults.rate_per_hour`) and every `mix` weight (`faults.mix.spike`);
-  the domain's `delivery` (kafka or http: POS mode through the endpoint) when it has one;
+- fraud or fault mix: every tunable number under `domain`, each entry of a rate keyed by type
+  included (`faults.rate_per_hour.overheating`; an entry the file leaves out is 0) and every
+  `mix` weight (`faults.mix.spike`); the domain's `delivery` (kafka or http: POS mode through
+  the endpoint) when it has one;
 - clock skew: offset and drift spread, jump probability;
 - lateness: network delay median, outages per hour and their length, duplicates, drops.
 
@@ -18,8 +20,7 @@ slider that should move the whole fleet must reach the classes too).
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -33,7 +34,6 @@ GROUP_TITLES: dict[Group, str] = {
     "lateness": "Lateness and delivery faults",
 }
 NO_CAP = "no cap"
-_RATE_KEY = re.compile(r"^rate($|_)|_rate$")
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,9 @@ def _round(value: float) -> float:
     return float(f"{value:.4g}")
 
 
-def knobs_for(config: Mapping[str, Any]) -> list[Knob]:
+def knobs_for(config: Mapping[str, Any], tunable: Collection[str]) -> list[Knob]:
+    """The knobs of the `tunable` keys (speed and duration are request fields: always)."""
+    allowed = set(tunable)
     knobs: list[Knob] = []
     entities = int(config.get("entities", 1000))
     knobs.append(
@@ -200,72 +202,60 @@ def knobs_for(config: Mapping[str, Any]) -> list[Knob]:
             options=_ladder([30, 60, 120, 300, 600, 1800, 3600, 6 * 3600, 86_400], duration),
         )
     )
-    knobs.extend(_domain_knobs(config.get("domain") or {}))
-    knobs.extend(_fleet_knobs(config))
+    knobs = [k for k in knobs if k.scope == "run" or ".".join(k.path) in allowed]
+    knobs.extend(_domain_knobs(config.get("domain") or {}, tunable))
+    classes = [str(c.get("name", "default")) for c in config.get("classes") or []]
+    knobs.extend(
+        k
+        for k in _fleet_knobs(config)
+        if k.key in allowed and all(f"classes.{name}.{k.key}" in allowed for name in classes)
+    )
     return knobs
 
 
-def _domain_knobs(domain: Mapping[str, Any]) -> list[Knob]:
+def _domain_knobs(domain: Mapping[str, Any], tunable: Collection[str]) -> list[Knob]:
+    """A knob per tunable number under `domain`, in the allow-list's order (a distribution,
+    set whole, gets none)."""
     knobs: list[Knob] = []
-    mode = domain.get("delivery")
-    if mode in ("kafka", "http"):
-        knobs.append(
-            Knob(
-                "domain.delivery",
-                "Send transactions to",
-                "mix",
-                "top",
-                ("domain", "delivery"),
-                mode,
-                kind="select",
-                options=["kafka", "http"],
-                help="kafka: straight to the topic. http: POS mode, each transaction asks the "
-                "fraud endpoint (its decisions then show on the map and in the alerts).",
-            )
-        )
-
-    def walk(node: Mapping[str, Any], path: tuple[str, ...]) -> None:
-        if "type" in node and path:  # a distribution (or the domain's own tag): not a knob
-            return
-        for key, value in node.items():
-            here = (*path, key)
-            if key == "mix" and isinstance(value, Mapping):
-                top = max([float(v) for v in value.values()] + [1.0])
-                for name, weight in value.items():
-                    knobs.append(
-                        Knob(
-                            "domain." + ".".join((*here, name)),
-                            f"{' / '.join(path).replace('_', ' ') or 'mix'} / {name} weight",
-                            "mix",
-                            "top",
-                            ("domain", *here, name),
-                            float(weight),
-                            low=0.0,
-                            high=_round(2 * top),
-                            step=_round(2 * top / 40),
-                        )
-                    )
-            elif isinstance(value, Mapping):
-                walk(value, here)
-            elif _RATE_KEY.search(key) and isinstance(value, int | float):
-                if isinstance(value, bool):
-                    continue
-                high = max(1.0, 10.0 * float(value))
-                knobs.append(
-                    Knob(
-                        "domain." + ".".join(here),
-                        " / ".join(here).replace("_", " "),
-                        "mix",
-                        "top",
-                        ("domain", *here),
-                        float(value),
-                        low=0.0,
-                        high=_round(high),
-                        step=_round(high / 100),
-                    )
+    for key in tunable:
+        if not key.startswith("domain."):
+            continue
+        here = tuple(key.split(".")[1:])
+        value = get_path(domain, here)
+        if here == ("delivery",) and value in ("kafka", "http"):
+            knobs.append(
+                Knob(
+                    key,
+                    "Send transactions to",
+                    "mix",
+                    "top",
+                    ("domain", *here),
+                    value,
+                    kind="select",
+                    options=["kafka", "http"],
+                    help="kafka: straight to the topic. http: POS mode, each transaction asks "
+                    "the fraud endpoint (its decisions then show on the map and in the alerts).",
                 )
-
-    walk(domain, ())
+            )
+            continue
+        if value is None and isinstance(get_path(domain, here[:-1]), Mapping):
+            value = 0.0  # an entry a rate keyed by type leaves out: none of that type
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        if len(here) > 1 and here[-2] == "mix":
+            weights = get_path(domain, here[:-1]) or {}
+            top = max([float(v) for v in weights.values()] + [1.0])
+            label, high, step = (
+                f"{' / '.join(here[:-2]).replace('_', ' ') or 'mix'} / {here[-1]} weight",
+                _round(2 * top),
+                _round(2 * top / 40),
+            )
+        else:
+            span = max(1.0, 10.0 * float(value))
+            label, high, step = " / ".join(here).replace("_", " "), _round(span), _round(span / 100)
+        knobs.append(
+            Knob(key, label, "mix", "top", ("domain", *here), float(value), high=high, step=step)
+        )
     return knobs
 
 

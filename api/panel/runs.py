@@ -1,8 +1,10 @@
 """Scenario runs started and stopped from the API: one `streamsim simulate` child process each.
 
 `RunManager.start(scenario, ...)`:
-- reads `<scenario_dir>/<scenario>.yaml`, deep-merges the `overrides` over it and validates the
-  result as a `ScenarioConfig` (a bad override raises `InvalidOverrides`, naming the key);
+- reads `<scenario_dir>/<scenario>.yaml`, checks the `overrides` against the scenario's
+  allow-list (`api.panel.models.overrides`), deep-merges them over the file and validates the
+  result as a `ScenarioConfig` (a key off the list or a bad value raises `InvalidOverrides`,
+  naming the key);
 - writes the merged scenario and the API's resolved stack to `<runs_dir>/<run_id>/`, the stack
   without its Kafka client secrets (`sasl.password`, ...): the child gets those in
   `$STREAMSIM_KAFKA_CLIENT`;
@@ -40,6 +42,7 @@ import orjson
 import yaml
 from pydantic import ValidationError
 
+from api.panel.models.overrides import TunableKeys
 from core.config import ConfigError, StackConfig
 from core.config.errors import key_path
 from core.config.loader import read_yaml
@@ -263,15 +266,23 @@ class RunManager:
         return {p.stem: p for p in sorted(self.scenario_dir.glob("*.yaml"))}
 
     def scenarios(self) -> list[dict[str, Any]]:
-        """Each scenario file: its name, path, resolved config (defaults filled in) or error."""
+        """Each scenario file: its name, path, resolved config (defaults filled in) or error, and
+        the keys a run's overrides may set (`tunable`, dotted)."""
         out = []
         for name, path in self.scenario_files().items():
-            entry: dict[str, Any] = {"name": name, "file": str(path), "config": None, "error": None}
+            entry: dict[str, Any] = {
+                "name": name,
+                "file": str(path),
+                "config": None,
+                "error": None,
+                "tunable": [],
+            }
             try:
                 data = read_yaml(path)
                 if data.get("kind", "scenario") != "scenario":
                     continue
                 entry["config"] = ScenarioConfig.model_validate(data).model_dump(mode="json")
+                entry["tunable"] = TunableKeys.of(entry["config"]).dotted()
             except ConfigError as exc:
                 entry["error"] = str(exc)
             except ValidationError as exc:
@@ -300,7 +311,11 @@ class RunManager:
         overrides: Mapping[str, Any] | None = None,
     ) -> Run:
         overrides = dict(overrides or {})
-        data = apply_overrides(self._scenario_data(scenario), overrides)
+        data = self._scenario_data(scenario)
+        problems = TunableKeys.of(data).check(overrides)
+        if problems:
+            raise InvalidOverrides(problems)
+        data = apply_overrides(data, overrides)
         validate_scenario(data, overrides)
         with self._lock:
             for run in self._runs.values():

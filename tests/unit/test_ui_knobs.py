@@ -9,6 +9,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
+from api.panel.models.overrides import TunableKeys
 from api.panel.runs import apply_overrides, validate_scenario
 from scenarios.catalog import ScenarioConfig
 from tests.conftest import REPO_ROOT
@@ -26,8 +27,13 @@ def resolved() -> dict[str, Any]:
     return ScenarioConfig.model_validate(raw()).model_dump(mode="json")
 
 
+def knobs_of(config: dict[str, Any]) -> list[Knob]:
+    """The knobs the panel shows: of the keys the API lists as tunable for the scenario."""
+    return knobs_for(config, TunableKeys.of(config).dotted())
+
+
 def test_the_sensor_fleet_gets_rate_mix_skew_and_lateness_knobs() -> None:
-    knobs = {k.key: k for k in knobs_for(resolved())}
+    knobs = {k.key: k for k in knobs_of(resolved())}
     assert {"entities", "speed", "max_rate", "duration_s"} <= set(knobs)
     assert knobs["entities"].default == 20000 and 20000 in knobs["entities"].options
     assert knobs["speed"].default == 1.0 and "max" in knobs["speed"].options
@@ -48,14 +54,14 @@ def test_the_sensor_fleet_gets_rate_mix_skew_and_lateness_knobs() -> None:
 
 def test_untouched_sliders_send_nothing() -> None:
     config = resolved()
-    knobs = knobs_for(config)
+    knobs = knobs_of(config)
     request = run_request(config, knobs, {k.key: k.default for k in knobs})
     assert (request.speed, request.duration_s, request.overrides) == (None, None, {})
 
 
 def test_moved_sliders_become_overrides_that_validate() -> None:
     config = resolved()
-    knobs = knobs_for(config)
+    knobs = knobs_of(config)
     values = {k.key: k.default for k in knobs}
     values.update(
         {
@@ -101,7 +107,7 @@ def test_a_fraud_domain_gets_its_rates_and_delivery_mode() -> None:
         },
         "travel": {"trips_per_day": 0.05},
     }
-    knobs = {k.key: k for k in knobs_for(config)}
+    knobs = {k.key: k for k in knobs_of(config)}
     rates = knobs["domain.fraud.impossible_travel.rate_per_1k_card_hours"]
     assert rates.default == 0.5 and rates.high == 5.0 and rates.group == "mix"
     assert "domain.fraud.card_testing.rate_per_1k_card_hours" in knobs
@@ -141,7 +147,7 @@ def test_every_knob_of_every_scenario_file_sends_a_valid_override(path: Path) ->
         config = ScenarioConfig.model_validate(data).model_dump(mode="json")
     except ValidationError as e:  # a shipped file users cannot load is a failure, not a skip
         pytest.fail(f"{path.name} does not validate:\n{e}")
-    knobs = knobs_for(config)
+    knobs = knobs_of(config)
     values = {k.key: moved(k) for k in knobs}
     request = run_request(config, knobs, values)
     assert request.speed is not None and request.duration_s is not None

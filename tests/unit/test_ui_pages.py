@@ -12,6 +12,7 @@ import pytest
 import yaml
 from streamlit.testing.v1 import AppTest
 
+from api.panel.models.overrides import TunableKeys
 from scenarios.catalog import ScenarioConfig
 from tests.conftest import REPO_ROOT, free_port
 from ui.client import ApiClient
@@ -65,7 +66,13 @@ def canned(requests: list[httpx.Request]) -> Callable[[httpx.Request], httpx.Res
         ("GET", "/v1/health"): {"status": "ok", "kafka": {"connected": True}, "state": {}},
         ("GET", "/v1/scenarios"): {
             "scenarios": [
-                {"name": "sensor_fleet", "file": "s.yaml", "config": sensor_fleet(), "error": None}
+                {
+                    "name": "sensor_fleet",
+                    "file": "s.yaml",
+                    "config": sensor_fleet(),
+                    "error": None,
+                    "tunable": TunableKeys.of(sensor_fleet()).dotted(),
+                }
             ]
         },
         ("GET", "/v1/runs"): {"runs": []},

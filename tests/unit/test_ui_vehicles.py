@@ -12,6 +12,7 @@ import pandas as pd
 import yaml
 from streamlit.testing.v1 import AppTest
 
+from api.panel.models.overrides import TunableKeys
 from scenarios.catalog import ScenarioConfig
 from tests.conftest import REPO_ROOT, free_port
 from tests.unit.test_ui_pages import page_script, texts
@@ -111,6 +112,7 @@ def canned(
                     "file": "config/scenarios/connected_vehicles.yaml",
                     "config": connected_vehicles(),
                     "error": None,
+                    "tunable": TunableKeys.of(connected_vehicles()).dotted(),
                 }
             ]
         },

@@ -58,11 +58,12 @@ def start_form(client: ApiClient, scenario: dict[str, Any]) -> None:
         st.error(f"This scenario file does not validate: {scenario['error']}")
         return
     config: dict[str, Any] = scenario["config"]
-    knobs = knobs_for(config)
+    knobs = knobs_for(config, scenario.get("tunable") or [])
     st.caption(
         f"`{scenario['file']}` — {config.get('domain', {}).get('type', '?')} domain, "
         f"{len(config.get('classes') or [])} entity classes. Sliders start at the file's values; "
-        "only the ones you move are sent as overrides (clock and delivery apply to every class)."
+        "only the ones you move are sent as overrides (clock and delivery apply to every class). "
+        "Only the keys the API allows for this scenario have sliders."
     )
     values: dict[str, Any] = {}
     with st.form(f"run-form-{name}", border=True):

@@ -52,7 +52,9 @@ class RunRequest(BaseModel):
     overrides: dict[str, JsonValue] = Field(
         default_factory=dict,
         description="Keys merged over the scenario file before validation: nested mappings "
-        "merge, lists are replaced, `classes` may map class names to their own keys.",
+        "merge, `classes` maps class names to their own keys. Only the scenario's `tunable` "
+        "keys (GET /v1/scenarios) are accepted: rates, mixes, disorder, pacing, seed, "
+        "duration and entities (at most 100,000); any other key is a 422 naming it.",
     )
 
 
@@ -92,6 +94,11 @@ class ScenarioInfo(BaseModel):
     file: str
     config: dict[str, Any] | None = Field(description="Resolved: every default filled in.")
     error: str | None = Field(description="Why the file does not validate, if it does not.")
+    tunable: list[str] = Field(
+        description="The keys POST /v1/control/runs `overrides` may set for this scenario, "
+        "dotted (`domain.faults.rate_per_hour.overheating`, `classes.truck.delivery.drops."
+        "probability`); empty when the file does not validate."
+    )
 
 
 class ScenarioList(BaseModel):
