@@ -12,6 +12,8 @@ Routes:
   `/v1/evaluations/latest`: read API for the control panel (open);
 - `GET /v1/vehicles`, `/v1/vehicles/{vehicle_id}/telemetry`: the fleet for the Vehicles page
   (open);
+- `GET /v1/shipping/containers`, `/v1/shipping/containers/{container_id}`: a customer's own
+  containers (owner token, `api.panel.owners`);
 - `/docs`, `/openapi.json`: OpenAPI.
 """
 
@@ -32,6 +34,8 @@ from api.fraud.service import FraudService
 from api.fraud.settings import load_secrets, load_settings
 from api.fraud.stats import LatencyMiddleware
 from api.panel.consumers.feeds import Feeds
+from api.panel.consumers.shipping import ShippingTail
+from api.panel.owners import OwnerTokens, load_owner_tokens
 from api.panel.routes import ROUTERS as PANEL_ROUTERS
 from api.panel.runs import RunManager
 from api.responses import OrjsonResponse
@@ -44,9 +48,16 @@ def create_app(
     run_manager: RunManager | None = None,
     feed: Feeds | None = None,
     evaluations_dir: Path | None = None,
+    owner_tokens: OwnerTokens | None = None,
+    shipping: ShippingTail | None = None,
 ) -> FastAPI:
-    """With a stack, runs, feeds and evaluations default to the stack's (None: without)."""
+    """With a stack, runs, feeds and evaluations default to the stack's (None: without).
+    Owner tokens default to the environment's (validated here); with them and a stack, the
+    shipping feed runs for the owner-scoped routes."""
     stack = service.stack
+    owner_tokens = owner_tokens or load_owner_tokens(service.secrets.api_token)
+    if shipping is None and stack is not None and owner_tokens is not None:
+        shipping = ShippingTail(stack)
     if stack is not None:
         run_manager = run_manager or RunManager.for_stack(stack)
         feed = feed or Feeds(stack, service.settings.topic)
@@ -57,9 +68,13 @@ def create_app(
         await service.start()
         if feed is not None:
             feed.start()
+        if shipping is not None:
+            shipping.start()
         try:
             yield
         finally:
+            if shipping is not None:
+                await asyncio.to_thread(shipping.stop)
             if run_manager is not None:
                 await asyncio.to_thread(run_manager.close)
             if feed is not None:
@@ -78,6 +93,8 @@ def create_app(
     app.state.runs = run_manager
     app.state.feeds = feed
     app.state.evaluations_dir = evaluations_dir
+    app.state.owner_tokens = owner_tokens
+    app.state.shipping = shipping
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     for router in (*FRAUD_ROUTERS, *PANEL_ROUTERS):
         app.include_router(router)

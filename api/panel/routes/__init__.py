@@ -1,6 +1,13 @@
 """The control panel's read and control routes, one module per resource."""
 
-from api.panel.routes import evaluations, feeds, runs, scenarios, vehicles
+from api.panel.routes import evaluations, feeds, runs, scenarios, shipping, vehicles
 
 #: In the order `api.main` includes them.
-ROUTERS = (runs.router, scenarios.router, feeds.router, evaluations.router, vehicles.router)
+ROUTERS = (
+    runs.router,
+    scenarios.router,
+    feeds.router,
+    evaluations.router,
+    vehicles.router,
+    shipping.router,
+)

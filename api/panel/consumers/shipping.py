@@ -1,0 +1,160 @@
+"""`ShippingTail`: the consumer thread that reads `shipping.containers` and
+`shipping.port-events` into a `ContainerView` (`api.panel.views.shipping`).
+
+Unlike the vehicle tail it never skips: an owner's container history must be whole, and a
+voyage's readings land days late in one burst. Every partition is read from its beginning
+(no consumer group, nothing committed); a burst is read at most `read_cap_per_s` records/s,
+so a port flush of a big fleet costs a bounded share of a core, and `lag()` says how far
+behind the topics' ends the view is meanwhile. Partitions that appear later (the first run
+after start-up creates the topics) are picked up within `refresh_s`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+
+from api.kafkalog import kafka_logger
+from api.panel.views.shipping import CONTAINERS_TOPIC, PORT_EVENTS_TOPIC, ContainerView
+from core.config import StackConfig
+from core.kafka import consumer_config
+
+
+class ShippingTail:
+    """Reads the shipping topics into `view` (see the module doc); `run(stop)` is the thread's
+    loop, `start()`/`stop()` run it on a thread of its own."""
+
+    def __init__(
+        self,
+        stack: StackConfig,
+        view: ContainerView | None = None,
+        *,
+        topics: tuple[str, ...] = (CONTAINERS_TOPIC, PORT_EVENTS_TOPIC),
+        read_cap_per_s: int = 50_000,
+        cycle_s: float = 0.5,
+        refresh_s: float = 3.0,
+    ) -> None:
+        if read_cap_per_s < 1 or cycle_s <= 0 or refresh_s <= 0:
+            raise ValueError("read_cap_per_s >= 1, cycle_s > 0 and refresh_s > 0 required")
+        self.stack = stack
+        self.view = view or ContainerView()
+        self.topics = topics
+        self.read_cap_per_s = read_cap_per_s
+        self.cycle_s = cycle_s
+        self.refresh_s = refresh_s
+        self.assigned: frozenset[tuple[str, int]] = frozenset()
+        self.records_read = 0
+        self.error: str | None = None
+        self._next: dict[tuple[str, int], int] = {}
+        self._ends: dict[tuple[str, int], int] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._guarded, name="shipping-tail", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        self._stop.set()
+        if self._thread is not None and self._thread.is_alive():
+            self._thread.join(timeout_s)
+
+    def _guarded(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.run(self._stop)
+                return
+            except Exception as exc:  # keep the API up; retry after a pause
+                self.error = f"{type(exc).__name__}: {exc}"
+                self._stop.wait(2.0)
+
+    def run(self, stop: threading.Event) -> None:
+        consumer = Consumer(
+            consumer_config(
+                self.stack,
+                f"streamsim-shipping-{uuid.uuid4().hex[:12]}",
+                **{"logger": kafka_logger(), "enable.partition.eof": False},
+            )
+        )
+        self.assigned = frozenset()
+        self._next = {}
+        try:
+            next_refresh = 0.0
+            while not stop.is_set():
+                if time.monotonic() >= next_refresh:
+                    self._refresh(consumer)
+                    next_refresh = time.monotonic() + self.refresh_s
+                if not self.assigned:
+                    stop.wait(0.5)
+                    continue
+                self._cycle(consumer, stop)
+        finally:
+            consumer.close()
+
+    def _refresh(self, consumer: Consumer) -> None:
+        """Assign new partitions from their beginning; note every partition's end offset."""
+        try:
+            metadata = consumer.list_topics(timeout=5.0).topics
+            new = []
+            for topic in self.topics:
+                meta = metadata.get(topic)
+                if meta is None or meta.error is not None:
+                    continue  # not created yet
+                for partition in meta.partitions:
+                    key = (topic, partition)
+                    if key not in self.assigned:
+                        new.append(TopicPartition(topic, partition, OFFSET_BEGINNING))
+                    _, high = consumer.get_watermark_offsets(
+                        TopicPartition(topic, partition), timeout=5.0
+                    )
+                    self._ends[key] = high
+        except KafkaException as exc:
+            self.error = str(exc.args[0]) if exc.args else "cannot reach Kafka"
+            return
+        self.error = None
+        if new:
+            consumer.incremental_assign(new)
+            self.assigned = self.assigned | {(tp.topic, tp.partition) for tp in new}
+
+    def _cycle(self, consumer: Consumer, stop: threading.Event) -> None:
+        started = time.monotonic()
+        budget = max(1, int(self.read_cap_per_s * self.cycle_s))
+        read = 0
+        while read < budget:
+            left = self.cycle_s - (time.monotonic() - started)
+            if left <= 0:
+                break
+            messages = consumer.consume(min(500, budget - read), left)
+            for msg in messages:
+                err = msg.error()
+                if err is not None:
+                    self.error = err.str()
+                    continue
+                topic = msg.topic() or ""
+                kind, at = msg.timestamp()
+                self.view.add_raw(topic, msg.value(), at if kind else None)
+                self._next[(topic, msg.partition() or 0)] = (msg.offset() or 0) + 1
+            read += len(messages)
+        self.records_read += read
+        if read >= budget:  # the budget is spent: idle until the cycle ends
+            stop.wait(max(0.0, self.cycle_s - (time.monotonic() - started)))
+
+    def lag(self) -> int:
+        """Records behind the partitions' end offsets as of the last refresh."""
+        return sum(max(0, end - self._next.get(key, 0)) for key, end in self._ends.items())
+
+    def source(self) -> dict[str, Any]:
+        return {
+            "topics": list(self.topics),
+            "partitions": len(self.assigned),
+            "records_read": self.records_read,
+            "lag": self.lag(),
+            "read_cap_per_s": self.read_cap_per_s,
+            "error": self.error,
+            **self.view.stats(),
+        }
