@@ -3,7 +3,8 @@
 `Decider.decide(request)` returns the response body and the `cards.activity` record to publish
 (None for a repeated transaction_id, which gets the stored body and is not published again).
 
-The rules are the detectors' own (`TravelState.check`, `check_velocity`); this module only
+The rules are the detectors' own (`TravelState.check`, `check_velocity`, `SpendingState`
+through the profiles, `TerminalState.check` per merchant); this module only
 gathers their evidence, turns fired rules into a score (`Scoring`) and a decision, and builds
 the record. The response body is a pure function of the record (`response_body`), so a
 restarted endpoint that rebuilt its state from the topic answers a repeat byte for byte as
@@ -21,7 +22,7 @@ import orjson
 
 from api.fraud.models import TransactionRequest
 from api.fraud.settings import ApiSettings
-from api.fraud.state import CardState, LastUseState
+from api.fraud.state import CardState, LastUseState, merchant_key
 from core.contracts import CARD_ACTIVITY
 from core.pan import PanTokenizer, last4
 from detectors import Alert, check_velocity
@@ -138,6 +139,13 @@ class Decider:
         alert = check_velocity(token, tx.transaction_id, tx.event_time, features, params, ids)
         if alert is not None:
             alerts.append(alert)
+        if self.settings.terminal is not None:
+            key = merchant_key(tx.merchant_id, tx.terminal_id, self.settings)
+            merchant = self.state.merchant(key)
+            if merchant is not None:  # a merchant's first use never crosses (>= 2 cards)
+                burst = merchant.check(tx.transaction_id, tx.event_time, token)
+                if burst is not None:
+                    alerts.append(burst)
         if self.profiles is not None:
             spent = self.profiles.check(
                 token,

@@ -11,6 +11,12 @@ Per card (`CardState`):
 - `velocity`: the detectors' `VelocityState` (recent transaction times, amounts, merchants);
 - `last_use`: the latest use in event time, any channel, with its decision.
 
+Per merchant (or terminal, `terminal_key`): the detectors' `TerminalState`, the uses inside
+the compromised-terminal window and whether its burst has alerted. Merchants are kept least
+recently used first; ones whose uses all fell out of the window behind the latest event time
+applied are dropped as requests come (a fresh state judges their next use the same), and the
+count is capped at `state.max_merchants`.
+
 All access goes through `lock`: the event loop decides, the updater thread applies.
 """
 
@@ -23,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from api.fraud.settings import ApiSettings
-from detectors import TravelState, VelocityState
+from detectors import TerminalState, TravelState, VelocityState
 
 Record = Mapping[str, Any]
 
@@ -87,12 +93,21 @@ class VerdictCache:
         return len(self.entries)
 
 
+def merchant_key(merchant_id: str, terminal_id: str | None, settings: ApiSettings) -> str:
+    """What the terminal rule counts cards at (`settings.terminal_key`)."""
+    if settings.terminal_key == "terminal" and terminal_id:
+        return terminal_id
+    return merchant_id
+
+
 class LastUseState:
     def __init__(self, settings: ApiSettings, clock: Callable[[], int]) -> None:
         self.settings = settings
         self.clock = clock
         self.lock = threading.Lock()
         self.cards: OrderedDict[str, CardState] = OrderedDict()
+        self.merchants: OrderedDict[str, TerminalState] = OrderedDict()
+        self.latest_ms: int | None = None  # the latest event time applied, for eviction
         self.verdicts = VerdictCache(
             settings.idempotency.max_entries, round(settings.idempotency.ttl_s * 1000)
         )
@@ -103,6 +118,10 @@ class LastUseState:
         if card is not None:
             self.cards.move_to_end(token)
         return card
+
+    def merchant(self, key: str) -> TerminalState | None:
+        """The merchant's terminal-rule state (call with `lock` held)."""
+        return self.merchants.get(key)
 
     def knows(self, transaction_id: str) -> bool:
         """Whether the record of this transaction is in (call with `lock` held)."""
@@ -121,10 +140,34 @@ class LastUseState:
         )
         card.travel.add(txid, event_time, record["lat"], record["lon"], card_present=anchor)
         card.velocity.add(txid, event_time, float(record["amount"]), record["merchant_id"])
+        if self.settings.terminal is not None:
+            key = merchant_key(record["merchant_id"], record.get("terminal_id"), self.settings)
+            self._add_use(key, txid, event_time, token)
         last = card.last_use
         if last is None or (event_time, txid) >= (last["event_time"], last["transaction_id"]):
             card.last_use = {k: record[k] for k in LAST_USE_FIELDS}
         self.verdicts.put(txid, body, int(record["decided_at"]), self.clock())
+
+    def _add_use(self, key: str, txid: str, event_time: int, token: str) -> None:
+        """Count a use at a merchant; drop merchants idle a whole window (amortized O(1):
+        each is dropped once) and the least recently used beyond `max_merchants`."""
+        merchants = self.merchants
+        merchant = merchants.get(key)
+        if merchant is None:
+            merchant = TerminalState(
+                key, self.settings.terminal, max_uses=self.settings.state.uses_per_merchant
+            )
+            merchants[key] = merchant
+        else:
+            merchants.move_to_end(key)
+        merchant.add(txid, event_time, token)
+        latest = event_time if self.latest_ms is None else max(self.latest_ms, event_time)
+        self.latest_ms = latest
+        cap = self.settings.state.max_merchants
+        while merchants:
+            if len(merchants) <= cap and not next(iter(merchants.values())).idle_since(latest):
+                break
+            merchants.popitem(last=False)
 
     def _new_card(self, token: str, last4: str) -> CardState:
         s = self.settings

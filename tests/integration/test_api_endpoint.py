@@ -3,7 +3,9 @@
 - decisions are published to the activity topic once per transaction_id, keyed by card token,
   with token + last 4 and no PAN anywhere in the topic or in the server's log output;
 - a restarted server rebuilds its state from the topic: it detects impossible travel against a
-  use made before the restart, and answers a pre-restart repeat byte for byte, unpublished.
+  use made before the restart, and answers a pre-restart repeat byte for byte, unpublished;
+- a burst of cards at one terminal, split by a restart, yields exactly one compromised_terminal
+  verdict and record, and a busy terminal below the threshold none.
 """
 
 from __future__ import annotations
@@ -19,13 +21,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 import orjson
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
 from core.config import StackConfig
 from core.kafka import consumer_config
-from core.pan import PanTokenizer
+from core.pan import PanTokenizer, make_pans
 from tests.conftest import REPO_ROOT, free_port
 
 pytestmark = pytest.mark.integration
@@ -321,3 +324,45 @@ def test_rebuild_lookback_bounds_what_a_restart_reads_back(
             assert verdict["reasons"] == want, verdict
         finally:
             assert server.stop() == 0, log.read_text()
+
+
+def test_a_terminal_burst_across_a_restart_yields_one_compromised_terminal_verdict(
+    kafka_stack: StackConfig, setup: tuple[Path, Path, str], tmp_path: Path
+) -> None:
+    stack_file, settings_file, topic = setup
+    log = tmp_path / "server.log"
+    pans = make_pans(np.random.default_rng(12), 44, ["4"])
+
+    def use(txid: str, pan: str, at_ms: int, terminal: str) -> dict:
+        return tx(txid, pan, at_ms, PARIS, country="FR", merchant_id=terminal, terminal_id=terminal)
+
+    # A busy till: 120 uses in 8 minutes by 19 cards. A skimmer: 25 cards in 4 minutes.
+    busy = [use(f"b{i}", pans[25 + i % 19], T0 + i * 4_000, "pos-busy") for i in range(120)]
+    skim = [use(f"s{i}", pans[i], T0 + i * 10_000, "pos-skim") for i in range(25)]
+    verdicts: dict[str, dict] = {}
+    first = Server(stack_file, settings_file, log)
+    try:
+        for body in [*busy, *skim[:12]]:
+            verdicts[body["transaction_id"]] = first.post(body).json()
+        first.wait_published(len(verdicts))
+    finally:
+        assert first.stop() == 0, log.read_text()
+
+    second = Server(stack_file, settings_file, log)
+    try:
+        assert second.http.get("/v1/stats").json()["state"]["applied_from_topic"] == 132
+        for body in skim[12:]:
+            verdicts[body["transaction_id"]] = second.post(body).json()
+        second.wait_published(len(skim) - 12)
+    finally:
+        assert second.stop() == 0, log.read_text()
+
+    flagged = [t for t, v in verdicts.items() if "compromised_terminal" in v["reasons"]]
+    assert flagged == ["s19"]  # the 20th card, counted across the restart; busy never
+    assert verdicts["s19"]["decision"] == "review"
+    records = [orjson.loads(v) for _, v, _ in read_topic(kafka_stack, topic)]
+    alerts = [
+        a for r in records for a in r["evidence"]["alerts"] if a["rule"] == "compromised_terminal"
+    ]
+    assert len(records) == len(verdicts) and len(alerts) == 1
+    assert sorted(alerts[0]["event_ids"]) == sorted(f"s{i}" for i in range(20))
