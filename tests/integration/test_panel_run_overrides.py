@@ -1,0 +1,160 @@
+"""Run control's override allow-list through the real server: `streamsim api` (uvicorn) on the
+session's broker, its scenario files in its working directory's `config/scenarios/`.
+
+A key off the allow-list (the topic, the run id, the name, 10 million entities) gets a 422
+naming it and starts nothing; allowed keys start a real `streamsim simulate` run into Kafka
+that finishes with the overrides applied. Without the token, the runs list hides them.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from core.config import StackConfig
+from tests.conftest import REPO_ROOT, free_port
+
+pytestmark = pytest.mark.integration
+
+STREAMSIM = str(Path(sys.executable).parent / "streamsim")
+TOKEN = "it-panel-control-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@dataclass
+class Api:
+    http: httpx.Client
+    scenario: str
+    topic: str
+    log: Path
+
+
+@pytest.fixture
+def api(kafka_stack: StackConfig, tmp_path: Path) -> Iterator[Api]:
+    """`streamsim api` with a control token, serving one scenario file of its own: the sensor
+    fleet on a fresh topic, under a fresh name (so its truth topic is fresh too)."""
+    suffix = uuid.uuid4().hex[:8]
+    scenario, topic = f"it_overrides_{suffix}", f"sensors.readings-it-{suffix}"
+    data = yaml.safe_load((REPO_ROOT / "config/scenarios/sensor_fleet.yaml").read_text())
+    data["name"] = scenario
+    data["domain"]["topic"] = topic
+    folder = tmp_path / "config" / "scenarios"
+    folder.mkdir(parents=True)
+    (folder / f"{scenario}.yaml").write_text(yaml.safe_dump(data))
+    port = free_port()
+    stack_file = tmp_path / "stack.yaml"
+    stack_file.write_text(
+        f"kafka:\n  bootstrap: {kafka_stack.kafka.bootstrap_servers}\n"
+        f"dirs:\n  data: {tmp_path / 'data'}\n"
+        f"api:\n  port: {port}\n"
+    )
+    settings_file = tmp_path / "api.yaml"
+    settings_file.write_text(f"kind: api\ntopic: cards.activity-it-{suffix}\n")
+    env = {**os.environ, "STREAMSIM_API_TOKEN": TOKEN, "PYTHONUNBUFFERED": "1"}
+    env["STREAMSIM_PAN_SECRET"] = "it-panel-pan-secret-0123456789"
+    log = tmp_path / "api.log"
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            [STREAMSIM, "api", "--config", str(stack_file), "--settings", str(settings_file),
+             "--no-access-log"],
+            stdout=out, stderr=subprocess.STDOUT, env=env, cwd=tmp_path,
+        )  # fmt: skip
+    http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, f"the server exited:\n{log.read_text()}"
+            assert time.monotonic() < deadline, f"the server is not up:\n{log.read_text()}"
+            try:
+                if http.get("/v1/scenarios").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        yield Api(http, scenario, topic, log)
+    finally:
+        for run in http.get("/v1/runs").json()["runs"]:
+            if run["status"] in ("running", "stopping"):
+                http.delete(f"/v1/control/runs/{run['run_id']}", headers=AUTH)
+        http.close()
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def start(api: Api, overrides: dict[str, Any], **more: Any) -> httpx.Response:
+    body = {"scenario": api.scenario, "overrides": overrides, **more}
+    return api.http.post("/v1/control/runs", json=body, headers=AUTH)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "loc"),
+    [
+        ({"domain": {"topic": "alerts"}}, ["domain", "topic"]),
+        ({"domain": {"endpoint": {"url": "http://evil.example/"}}}, ["domain", "endpoint", "url"]),
+        ({"name": "card_velocity"}, ["name"]),
+        ({"run_id": "someone-elses"}, ["run_id"]),
+        ({"entities": 10_000_000}, ["entities"]),
+    ],
+)
+def test_a_forbidden_key_gets_a_422_naming_it(
+    api: Api, overrides: dict[str, Any], loc: list[str]
+) -> None:
+    response = start(api, overrides, speed="max", duration_s=10)
+    assert response.status_code == 422, response.text
+    (item,) = response.json()["detail"]
+    assert item["loc"] == ["body", "overrides", *loc]
+    assert f"'{'.'.join(loc)}'" in item["msg"]
+    assert api.http.get("/v1/runs", headers=AUTH).json()["runs"] == []  # nothing started
+
+
+def test_allowed_keys_start_a_run_that_applies_them(api: Api) -> None:
+    (listed,) = [
+        s for s in api.http.get("/v1/scenarios").json()["scenarios"] if s["name"] == api.scenario
+    ]
+    overrides = {
+        "entities": 20,
+        "delivery": {"duplicates": {"probability": 0.2}},
+        "domain": {"faults": {"rate_per_hour": 2.0, "mix": {"spike": 1.0}}},
+        "classes": {"env_sensor": {"delivery": {"drops": {"probability": 0.0}}}},
+    }
+    assert {"entities", "delivery.duplicates.probability", "domain.faults.mix.spike"} <= set(
+        listed["tunable"]
+    )
+    response = start(api, overrides, speed="max", duration_s=60)
+    assert response.status_code == 201, response.text
+    run_id = response.json()["run_id"]
+    deadline = time.monotonic() + 180
+    run = response.json()
+    while run["status"] in ("running", "stopping"):
+        assert time.monotonic() < deadline, f"run still {run['status']}:\n{api.log.read_text()}"
+        time.sleep(0.5)
+        run = api.http.get(f"/v1/runs/{run_id}", headers=AUTH).json()
+    assert run["status"] == "finished", run["error"]
+    summary = run["summary"]
+    # 20 sensors reporting every 4 to 12 s for 60 s: a few hundred readings, a fifth resent.
+    assert 100 <= summary["events"] <= 1000 and summary["duplicates"] >= 10, summary
+    written = yaml.safe_load((Path(run["workdir"]) / "scenario.yaml").read_text())
+    assert written["entities"] == 20 and written["domain"]["topic"] == api.topic
+    assert written["run_id"] == run_id and written["name"] == api.scenario
+    # Without the token the list hides the overrides, the working directory and errors.
+    (public,) = api.http.get("/v1/runs").json()["runs"]
+    assert public["run_id"] == run_id and public["status"] == "finished"
+    assert (public["overrides"], public["workdir"], public["error"]) == (None, None, None)
+    (private,) = api.http.get("/v1/runs", headers=AUTH).json()["runs"]
+    assert private["overrides"] == overrides
