@@ -4,7 +4,6 @@ detection times follow arrivals (a voyage's readings land days late)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -12,7 +11,6 @@ import orjson
 import pandas as pd
 import pytest
 
-from core.config.loader import load_model
 from core.contracts import labels, topics
 from detectors.alert import Alert
 from scenarios.catalog import ScenarioConfig, run_scenario
@@ -27,8 +25,8 @@ from streamsim.evaluate.shipping import (
     frame_of,
     run_rules,
 )
+from tests.shipping_run import small_shipping
 
-REPO = Path(__file__).resolve().parents[2]
 KINDS = list(labels.SHIPPING_FAULTS)
 SCHEMA_TOPIC = {
     "shipping.container/1": topics.SHIPPING_CONTAINERS.name,
@@ -40,25 +38,8 @@ POSITIONS = topics.SHIPPING_POSITIONS.name
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
-    """Six simulated days of 4 ships and 400 boxes, incidents far more frequent than default."""
-    data = load_model(ScenarioConfig, REPO / "config/scenarios/shipping.yaml").model_dump(
-        mode="json"
-    )
-    data.update(
-        run_id="unit",
-        seed=11,
-        entities=4 + 400 + 30,
-        duration_s=6 * 86_400.0,
-        classes=[
-            {"name": "ship", "share": 4},
-            {"name": "container", "share": 400},
-            {"name": "port", "share": 30},
-        ],
-    )
-    data["domain"]["capacity"] = 150
-    data["domain"]["incidents"].update(
-        reefer_failure=0.2, door_tamper=0.05, missed_unload=0.1, route_deviation=0.5
-    )
+    """A small seeded run (`tests.shipping_run`), as JSONL."""
+    data = small_shipping("unit")
     out = tmp_path_factory.mktemp("ship")
     run_scenario(ScenarioConfig.model_validate(data), JsonlSink(out), speed="max")
     events = [orjson.loads(line) for line in (out / "events.jsonl").open("rb")]
@@ -82,7 +63,7 @@ def test_the_rules_find_the_injected_incidents(
     scores = score_path(
         found, truth, KINDS, HORIZON_MS, first_arrivals(truth), running_ms=RUNNING_MS
     )
-    assert scores["route_deviation"]["open"] >= 1  # seed 11 ends with a ship sailing off
+    assert scores["route_deviation"]["open"] >= 1  # the seed ends with a ship sailing off
     supported = [k for k, f in scores.items() if f["support"] > 0]
     assert {"reefer_failure", "door_tamper", "missed_unload"} <= set(supported)
     for kind in supported:
