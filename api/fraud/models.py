@@ -222,7 +222,8 @@ class TransactionResponse(BaseModel):
     decision: Literal["approve", "review", "decline"]
     score: float = Field(ge=0, le=1)
     reasons: list[str] = Field(
-        description="Rules that fired (impossible_travel, velocity), or no_history for an "
+        description="Rules that fired (impossible_travel, velocity, spending_anomaly, "
+        "compromised_terminal), or no_history for an "
         "unknown card; state_incomplete while the state is still being rebuilt."
     )
     evidence: Evidence
