@@ -40,7 +40,11 @@ TOKENS_FILE_ENV = "STREAMSIM_OWNER_TOKENS_FILE"
 OWNER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 TOKEN = re.compile(r"^[\x21-\x7e]{16,512}$")
 
-_bearer = HTTPBearer(auto_error=False, description="An owner token (STREAMSIM_OWNER_TOKENS)")
+_bearer = HTTPBearer(
+    scheme_name="OwnerToken",
+    auto_error=False,
+    description="An owner token (STREAMSIM_OWNER_TOKENS_FILE or STREAMSIM_OWNER_TOKENS)",
+)
 
 #: The statuses `require_owner` adds to a route, for its OpenAPI `responses`.
 OWNER_RESPONSES: dict[int | str, dict[str, Any]] = {
