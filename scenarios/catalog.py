@@ -48,6 +48,7 @@ from simulators.tagged import require_tag, untagged
 if TYPE_CHECKING:
     from core.config import StackConfig
     from simulators.engine import ProgressFn, RunSummary
+    from simulators.pacing import ControlFn
     from simulators.scenario import Scenario
     from simulators.sinks.base import Sink
 
@@ -228,11 +229,12 @@ def run_scenario(
     seed: int | None = None,
     progress: ProgressFn | None = None,
     stack: StackConfig | None = None,
+    control: ControlFn | None = None,
 ) -> RunSummary:
     """Build a scenario and run it into a sink: for `duration_s` simulated seconds (default: the
     config's), or until `events` event records were sent. `speed` overrides pacing.speed ('max'
     or a factor). `stack`: the stack settings, for scenarios that need them (default: built-in
-    defaults).
+    defaults). `control`: live changes of speed and max_rate (`simulators.pacing`).
 
     Example (a benchmark of the engine and JSONL writing):
         cfg = load_model(ScenarioConfig, "config/scenarios/sensor_fleet.yaml")
@@ -242,5 +244,5 @@ def run_scenario(
 
     if seed is not None:
         config = config.with_overrides(seed=seed)
-    engine = Engine(build_scenario(config, stack), config, sink, speed=speed)
+    engine = Engine(build_scenario(config, stack), config, sink, speed=speed, control=control)
     return engine.run(events=events, duration_s=duration_s, progress=progress)

@@ -36,7 +36,7 @@ from simulators.clock import DeviceClocks
 from simulators.delivery import DeliveryModel
 from simulators.emit_queue import EmitQueue
 from simulators.entities import EntityTable
-from simulators.pacing import Pacer
+from simulators.pacing import ControlFn, Pacer
 from simulators.records import Readings, group_ranks, row_dtype, to_rows
 from simulators.scenario import Scenario, Source
 from simulators.seeds import id_salt, rng_for
@@ -65,6 +65,7 @@ class RunSummary:
     backpressure_waits: int = 0
     id_prefix: str = ""  # every event id of the run starts with it
     anchor: dict[str, Any] = field(default_factory=dict)  # Pacer.anchor()
+    retunes: list[dict[str, Any]] = field(default_factory=list)  # Pacer.retunes: live changes
     details: dict[str, Any] = field(default_factory=dict)  # the sink's own figures
 
     @property
@@ -89,6 +90,7 @@ class RunSummary:
             "backpressure_waits": self.backpressure_waits,
             "id_prefix": self.id_prefix,
             "anchor": self.anchor,
+            "retunes": self.retunes,
             **self.details,
         }
 
@@ -132,8 +134,10 @@ class Engine:
         sink: Sink,
         *,
         speed: float | str | None = None,
+        control: ControlFn | None = None,
     ) -> None:
-        """`scenario`: built from `config` (the same seed and classes)."""
+        """`scenario`: built from `config` (the same seed and classes). `control`: polled for
+        live changes of speed and max_rate (`simulators.pacing.PacingControl`)."""
         self.config = config
         self.scenario = scenario
         self.sink = scenario.wrap_sink(sink)
@@ -153,7 +157,7 @@ class Engine:
         if devices is not None:
             extras.insert(0, TruthField("device_id", "dev", devices.json_ids))
         self.truth = TruthEncoder(config.name, prefix, self.table, scenario.labels, extras)
-        self.pacer = Pacer.from_settings(config.pacing, self.start_ms, speed)
+        self.pacer = Pacer.from_settings(config.pacing, self.start_ms, speed, control)
         self.topics = Topics(self.scenario.topic, topics.truth(config.name).name)
         self.summary = RunSummary(id_prefix=prefix)
         self._id_key = int(rng_for(config.seed, "event_ids").integers(0, ID_SPACE))
@@ -193,6 +197,7 @@ class Engine:
         finally:
             report = self.sink.close()
             self.summary.wall_s = time.perf_counter() - started
+            self.summary.retunes = self.pacer.retunes
         self.summary.sim_s = float(env.now)
         self.summary.outages = self.delivery.outages_seen
         self.summary.failed = report.failed

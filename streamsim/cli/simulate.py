@@ -73,6 +73,13 @@ def simulate(
     out: Annotated[
         Path | None, typer.Option(help="Directory for --sink jsonl (events.jsonl, truth.jsonl).")
     ] = None,
+    control: Annotated[
+        Path | None,
+        typer.Option(
+            help='A JSON file polled while the run goes on: {"speed": X or "max", "max_rate": '
+            "events/s or null} retunes pacing live (the control panel writes it)."
+        ),
+    ] = None,
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -88,6 +95,7 @@ def simulate(
     target = make_sink(sink, out, config)
     with _progress_bar(enabled=not as_json and sys.stderr.isatty()) as on_progress:
         from scenarios.catalog import run_scenario
+        from simulators.pacing import PacingControl
 
         summary = run_scenario(
             scenario_config,
@@ -98,6 +106,7 @@ def simulate(
             seed=seed,
             progress=on_progress,
             stack=stack,
+            control=None if control is None else PacingControl(control),
         )
     if sink == "kafka":
         from simulators.run_record import publish_run_record
