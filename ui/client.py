@@ -199,6 +199,13 @@ class ApiClient:
         ).json()
         return run
 
+    def retune_run(self, run_id: str, changes: dict[str, Any]) -> dict[str, Any]:
+        """PATCH a running run's `speed` and/or `max_rate` (None: no cap), applied live."""
+        run: dict[str, Any] = self._request(
+            "PATCH", f"/v1/control/runs/{quote(run_id, safe='')}", control=True, json=changes
+        ).json()
+        return run
+
     def stop_run(self, run_id: str) -> dict[str, Any]:
         run: dict[str, Any] = self._request(
             "DELETE", f"/v1/control/runs/{run_id}", control=True, timeout=30.0

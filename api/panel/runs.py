@@ -10,6 +10,9 @@
   `$STREAMSIM_KAFKA_CLIENT`;
 - starts `streamsim simulate SCENARIO --sink kafka --json [--speed X] [--duration S]` there
   (`streamsim simulate` in a child process, which takes SIGTERM as a clean stop that flushes Kafka);
+- `retune(run_id, {"speed": ..., "max_rate": ...})` changes a running run's pacing live: it
+  rewrites `<workdir>/pacing.json` (whole, by rename), which the child polls
+  (`streamsim simulate --control`, `simulators.pacing.PacingControl`);
 - a watcher thread records the exit: `finished` with the `--json` summary, `failed` with the
   tail of stderr, or `stopped` when `stop(run_id)` asked for it (SIGTERM, then SIGKILL after
   `stop_timeout_s`).
@@ -57,6 +60,8 @@ ACTIVE: tuple[RunStatus, ...] = ("running", "stopping")
 #: cards with the endpoint's key, so both streams join on tokens.
 SECRET_ENV = ("STREAMSIM_API_TOKEN",)
 STDERR_TAIL_CHARS = 4000
+#: The run's pacing control file in its working directory (`streamsim simulate --control`).
+CONTROL_FILE = "pacing.json"
 #: What `Run.to_dict(private=False)` shows of the fields only the control token may read.
 PRIVATE_FIELDS: dict[str, Any] = {"error": None, "workdir": None, "overrides": None}
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -74,6 +79,12 @@ class RunConflict(RuntimeError):
     def __init__(self, run: Run) -> None:
         self.run = run
         super().__init__(f"scenario {run.scenario} is already running as {run.run_id}")
+
+
+class RunNotActive(RuntimeError):
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        super().__init__(f"run {run.run_id} is {run.status}: only a running run can be retuned")
 
 
 class InvalidOverrides(ValueError):
@@ -94,12 +105,15 @@ class RunSpec:
     speed: float | str | None
     duration_s: float | None
     seed: int | None
+    control_file: Path | None = None  # live pacing changes, polled by the run
 
 
 def simulate_command(spec: RunSpec) -> list[str]:
     """`streamsim simulate` for a run, with SIGTERM as a clean stop."""
     cmd = [sys.executable, "-m", "streamsim", "simulate", str(spec.scenario_file)]
     cmd += ["--sink", "kafka", "--json"]
+    if spec.control_file is not None:
+        cmd += ["--control", str(spec.control_file)]
     if spec.stack_file is not None:
         cmd += ["--config", str(spec.stack_file)]
     if spec.speed is not None:
@@ -128,6 +142,7 @@ class Run:
     exit_code: int | None = None
     summary: dict[str, Any] | None = None
     error: str | None = None
+    live: dict[str, Any] | None = None  # pacing set while running: speed, max_rate
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     stop_requested: bool = False
     done: threading.Event = field(default_factory=threading.Event, repr=False)
@@ -146,6 +161,7 @@ class Run:
             "speed": self.speed,
             "duration_s": self.duration_s,
             "seed": self.seed,
+            "live": self.live,
             "overrides": self.overrides,
             "summary": self.summary,
             "error": self.error,
@@ -335,7 +351,8 @@ class RunManager:
                 stack_file.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
                 if client_secrets:
                     env = {**env, KAFKA_CLIENT_ENV: orjson.dumps(client_secrets).decode()}
-            spec = RunSpec(run_id, scenario_file, stack_file, speed, duration_s, seed)
+            control = workdir / CONTROL_FILE
+            spec = RunSpec(run_id, scenario_file, stack_file, speed, duration_s, seed, control)
             command = self.command(spec)
             run = Run(
                 run_id=run_id,
@@ -402,6 +419,25 @@ class RunManager:
         if not run.done.wait(wait):
             _signal(run, signal.SIGKILL)
             run.done.wait(5.0)
+        return run
+
+    def retune(self, run_id: str, changes: Mapping[str, Any]) -> Run:
+        """Change a running run's `speed` (a factor or "max") and/or `max_rate` (events/s, None:
+        no cap) live: the control file holds every value set so far, so a change the child
+        has not read yet is not lost to the next."""
+        unknown = sorted(set(changes) - {"speed", "max_rate"})
+        if unknown or not changes:
+            raise ValueError(f"retune takes speed and/or max_rate, not {unknown or 'nothing'}")
+        run = self.get(run_id)
+        with self._lock:
+            if run.status != "running":
+                raise RunNotActive(run)
+            live = {**(run.live or {}), **changes}
+            path = run.workdir / CONTROL_FILE
+            part = path.with_suffix(".part")
+            part.write_bytes(orjson.dumps(live))
+            os.replace(part, path)  # whole: the child never reads half a file
+            run.live = live
         return run
 
     def get(self, run_id: str) -> Run:

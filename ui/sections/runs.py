@@ -1,4 +1,5 @@
-"""Runs page: pick a scenario, set rate, fraud/fault mix, skew and lateness, start and stop runs.
+"""Runs page: pick a scenario, set rate, fraud/fault mix, skew and lateness, start and stop runs,
+and change a running run's speed and rate cap live.
 
 `?scenario=NAME` in the URL preselects a scenario.
 """
@@ -10,10 +11,12 @@ from typing import Any
 import streamlit as st
 
 from ui.client import ApiClient, ApiError, ApiUnavailable
-from ui.knobs import GROUP_TITLES, Knob, knobs_for, run_request
+from ui.knobs import GROUP_TITLES, NO_CAP, Knob, knobs_for, run_request
 from ui.view import REFRESH_S, api_errors, fmt_ms, fmt_num
 
 PREFERRED = ("card_velocity", "sensor_fleet")
+LIVE_SPEEDS: list[Any] = [0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, "max"]
+LIVE_CAPS: list[Any] = [NO_CAP, 10.0, 50.0, 100.0, 500.0, 1000.0, 5000.0, 10_000.0, 50_000.0]
 STATUS_ICONS = {
     "running": ":green[●]",
     "stopping": ":orange[●]",
@@ -176,12 +179,65 @@ def _runs_list(client: ApiClient) -> None:
                     st.caption(f"overrides: `{_compact(run['overrides'])}`")
                 if run.get("error"):
                     st.code(run["error"], language=None)
+                if run["status"] == "running" and client.can_control:
+                    live_form(client, run)
             with right:
                 active = run["status"] in ("running", "stopping") and client.can_control
                 if active and st.button(
                     "Stop", key=f"stop-{run['run_id']}", icon=":material/stop:"
                 ):
                     stop_run(client, run["run_id"])
+
+
+def live_form(client: ApiClient, run: dict[str, Any]) -> None:
+    """Speed and rate cap of a running run, sent live (PATCH); only what was moved is sent."""
+    live = run.get("live") or {}
+    speed = live.get("speed", run["speed"])
+    speeds = LIVE_SPEEDS if speed in LIVE_SPEEDS or speed is None else [*LIVE_SPEEDS, speed]
+    cap = live.get("max_rate") or NO_CAP
+    caps = LIVE_CAPS if cap in LIVE_CAPS else [*LIVE_CAPS, cap]
+    shown_speed = 1.0 if speed is None else speed
+    with st.form(f"live-{run['run_id']}", border=False):
+        left, middle, right = st.columns([3, 3, 1], vertical_alignment="bottom")
+        new_speed = left.select_slider(
+            "Speed (live)",
+            options=sorted(speeds, key=_order),
+            value=shown_speed,
+            key=f"live-speed-{run['run_id']}",
+            format_func=_option_label,
+        )
+        new_cap = middle.select_slider(
+            "Cap on events/s (live)",
+            options=sorted(caps, key=_order),
+            value=cap,
+            key=f"live-cap-{run['run_id']}",
+            format_func=_option_label,
+        )
+        applied = right.form_submit_button("Apply", icon=":material/speed:")
+    if applied:
+        changes: dict[str, Any] = {}
+        if new_speed != shown_speed:
+            changes["speed"] = new_speed
+        if new_cap != cap:
+            changes["max_rate"] = None if new_cap == NO_CAP else float(new_cap)
+        if not changes:
+            st.info("Nothing moved: the run keeps its pacing.")
+            return
+        try:
+            client.retune_run(run["run_id"], changes)
+        except ApiUnavailable as exc:
+            st.error(f"**API down** — {exc}")
+        except ApiError as exc:
+            st.error(f"**Could not retune {run['run_id']}** (HTTP {exc.status}): {exc}")
+        else:
+            st.toast(f"{run['run_id']}: speed {new_speed}, cap {new_cap}")
+
+
+def _order(option: Any) -> float:
+    """Numbers in order; 'max' last, 'no cap' first."""
+    if option == "max":
+        return float("inf")
+    return -1.0 if option == NO_CAP else float(option)
 
 
 def stop_run(client: ApiClient, run_id: str) -> None:

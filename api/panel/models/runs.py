@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from api.errors import ErrorBody
 from api.panel.runs import RunStatus
@@ -58,6 +58,35 @@ class RunRequest(BaseModel):
     )
 
 
+class RunTuning(BaseModel):
+    """Change a running run's pacing live; a field left out keeps its value."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        json_schema_extra={"examples": [{"speed": 10.0}, {"speed": "max", "max_rate": 2000}]},
+    )
+
+    speed: Speed | None = Field(
+        None, description="Simulated seconds per wall second from now on, or 'max'."
+    )
+    max_rate: float | None = Field(
+        None, gt=0, le=1e9, description="Cap on events per wall second; null removes the cap."
+    )
+
+    @model_validator(mode="after")
+    def _something(self) -> RunTuning:
+        if not self.model_fields_set:
+            raise ValueError("give speed and/or max_rate")
+        if "speed" in self.model_fields_set and self.speed is None:
+            raise ValueError("speed: a positive number or 'max', not null")
+        return self
+
+    def changes(self) -> dict[str, Any]:
+        """The fields the request gave (a null max_rate included: it removes the cap)."""
+        return {key: getattr(self, key) for key in sorted(self.model_fields_set)}
+
+
 class RunInfo(BaseModel):
     run_id: str
     scenario: str
@@ -71,6 +100,11 @@ class RunInfo(BaseModel):
     speed: float | str | None
     duration_s: float | None
     seed: int | None
+    live: dict[str, Any] | None = Field(
+        None,
+        description="Pacing changed while running (PATCH): the latest `speed` and `max_rate` "
+        "sent to the run; null when never changed.",
+    )
     overrides: dict[str, Any] | None = Field(description="Only with the control token.")
     summary: dict[str, Any] | None = Field(
         description="`streamsim simulate --json` of a finished run: events, truth, "
@@ -105,4 +139,12 @@ class ScenarioList(BaseModel):
     scenarios: list[ScenarioInfo]
 
 
-__all__ = ["ErrorBody", "RunInfo", "RunList", "RunRequest", "ScenarioInfo", "ScenarioList"]
+__all__ = [
+    "ErrorBody",
+    "RunInfo",
+    "RunList",
+    "RunRequest",
+    "RunTuning",
+    "ScenarioInfo",
+    "ScenarioList",
+]

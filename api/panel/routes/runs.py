@@ -2,6 +2,8 @@
 
 - `POST /v1/control/runs` -> 201 the run; 404 unknown scenario; 409 one already running;
   422 a bad body or a bad override (the key is named).
+- `PATCH /v1/control/runs/{run_id}` -> the run, its `speed` and/or `max_rate` changed live;
+  409 when it is not running.
 - `DELETE /v1/control/runs/{run_id}` -> the run, once stopped (SIGTERM, then SIGKILL).
 - `GET /v1/runs`, `GET /v1/runs/{run_id}`: open.
 """
@@ -13,8 +15,14 @@ from fastapi import APIRouter, Depends, HTTPException, Request, status
 from api.auth import TOKEN_RESPONSES, has_token, require_token
 from api.errors import BAD_BODY, safe_errors
 from api.panel.deps import RUNS_UNAVAILABLE, runs_of
-from api.panel.models.runs import ErrorBody, RunInfo, RunList, RunRequest
-from api.panel.runs import InvalidOverrides, RunConflict, UnknownRun, UnknownScenario
+from api.panel.models.runs import ErrorBody, RunInfo, RunList, RunRequest, RunTuning
+from api.panel.runs import (
+    InvalidOverrides,
+    RunConflict,
+    RunNotActive,
+    UnknownRun,
+    UnknownScenario,
+)
 from api.responses import OrjsonResponse
 from core.config import ConfigError
 
@@ -61,6 +69,34 @@ def start_run(body: RunRequest, request: Request) -> OrjsonResponse:
         detail = [{"loc": ["body", "scenario"], "msg": str(exc), "type": "invalid_scenario_file"}]
         return OrjsonResponse({"detail": safe_errors(detail)}, status_code=422)
     return OrjsonResponse(run.to_dict(), status_code=status.HTTP_201_CREATED)
+
+
+@router.patch(
+    "/v1/control/runs/{run_id}",
+    dependencies=[Depends(require_token)],
+    response_class=OrjsonResponse,
+    responses={
+        200: {"model": RunInfo, "description": "Sent to the run, which applies it within 1 s."},
+        **BAD_BODY,
+        **TOKEN_RESPONSES,
+        404: {"model": ErrorBody, "description": "No such run."},
+        409: {"model": ErrorBody, "description": "The run is not running."},
+        **RUNS_UNAVAILABLE,
+    },
+    summary="Change a running run's speed or rate cap",
+)
+def retune_run(run_id: str, body: RunTuning, request: Request) -> OrjsonResponse:
+    """The simulator polls its control file and paces what it has not sent yet at the new
+    values; the simulated time it has reached stays put."""
+    try:
+        run = runs_of(request).retune(run_id, body.changes())
+    except UnknownRun as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
+    except RunNotActive as exc:
+        raise HTTPException(
+            status.HTTP_409_CONFLICT, {"message": str(exc), "run_id": exc.run.run_id}
+        ) from None
+    return OrjsonResponse(run.to_dict())
 
 
 @router.delete(
