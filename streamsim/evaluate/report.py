@@ -86,13 +86,16 @@ def evaluate(
         )
     prefix, anchor = run["id_prefix"], run["anchor"]
     truth_topic = topics.truth(name).name
-    truth = _frame(
-        [
-            r
-            for r in read_topic(stack, truth_topic, since=since.get(truth_topic))
-            if _ours(r, prefix)
-        ]
-    )
+    if spec.get("batch"):  # weeks of a fleet: only the columns scoring needs
+        truth = shipping.read_truth(stack, truth_topic, prefix, since.get(truth_topic))
+    else:
+        truth = _frame(
+            [
+                r
+                for r in read_topic(stack, truth_topic, since=since.get(truth_topic))
+                if _ours(r, prefix)
+            ]
+        )
     if truth.empty:
         raise StreamsimError(f"{truth_topic} holds no records of the latest run ({prefix}*)")
 

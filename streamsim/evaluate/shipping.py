@@ -15,15 +15,20 @@ streaming job that processes each record the moment it lands could alert.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
+import orjson
 import pandas as pd
+from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from core.config import StackConfig
 from core.contracts import topics
-from core.kafka.reader import read_topic
+from core.kafka import consumer_config
+from core.kafka.admin import admin_client
+from core.kafka.offsets import end_offsets
 from detectors.alert import Alert
 from detectors.shipping import (
     door_tamper,
@@ -54,6 +59,16 @@ RUNNING_MS = 3_600_000
 DETECTION_COLUMNS = ("alert_id", "rule", "label", "entity_id", "event_ids", "detected_sim_ms")
 
 
+#: The truth fields scoring needs (`scoring`, and `emit_time` for when an alert could be raised).
+TRUTH_COLUMNS = (
+    "event_id", "true_time", "emit_time", "label", "incident_id", "dropped", "duplicate_of",
+    "hard_negative",
+)  # fmt: skip
+#: Records turned into a frame at a time: a run of weeks holds millions of events, and a
+#: million JSON objects as dicts take ~2.5 GB, their columns as a frame a small part of it.
+CHUNK = 100_000
+
+
 def read_run(
     stack: StackConfig, prefix: str, since: Mapping[str, Mapping[int, int]] | None = None
 ) -> dict[str, pd.DataFrame]:
@@ -61,16 +76,103 @@ def read_run(
     offsets now, each event once."""
     since = since or {}
     return {
-        topic: frame_of(
-            [
-                r
-                for r in read_topic(stack, topic, since=since.get(topic))
-                if str(r.get("event_id", "")).startswith(prefix)
-            ],
-            columns,
+        topic: read_frame(stack, topic, columns, prefix, since.get(topic)).drop_duplicates(
+            "event_id", ignore_index=True
         )
         for topic, columns in TOPIC_COLUMNS.items()
     }
+
+
+def read_truth(
+    stack: StackConfig, topic: str, prefix: str, since: Mapping[int, int] | None = None
+) -> pd.DataFrame:
+    """The run's truth records, the columns scoring needs only."""
+    return read_frame(stack, topic, TRUTH_COLUMNS, prefix, since)
+
+
+def read_frame(
+    stack: StackConfig,
+    topic: str,
+    columns: tuple[str, ...],
+    prefix: str,
+    since: Mapping[int, int] | None = None,
+) -> pd.DataFrame:
+    """`columns` of the JSON records of `topic` whose event id starts with `prefix`, from the
+    beginning (or `since`) to the end offsets now, built `CHUNK` records at a time; repeated
+    strings (ids of ships, boxes, ports, labels) are kept once. Not JSON objects: skipped."""
+    chunks: list[pd.DataFrame] = []
+    rows: list[tuple[Any, ...]] = []
+    same: dict[Any, Any] = {}
+    for values in topic_values(stack, topic, since):
+        for value in values:
+            record = orjson.loads(value or b"null")
+            if not isinstance(record, dict) or not str(record.get("event_id", "")).startswith(
+                prefix
+            ):
+                continue
+            rows.append(
+                tuple(
+                    same.setdefault(v, v) if isinstance(v, str) and c != "event_id" else v
+                    for c in columns
+                    for v in (record.get(c),)
+                )
+            )
+        if len(rows) >= CHUNK:
+            chunks.append(pd.DataFrame.from_records(rows, columns=list(columns)))
+            rows = []
+    chunks.append(pd.DataFrame.from_records(rows, columns=list(columns)))
+    if len(chunks) == 1:
+        return chunks[0]
+    # column by column: a chunk's all-null column must not decide the dtype
+    return pd.DataFrame(
+        {
+            c: pd.concat(
+                [chunk[c].astype(object) for chunk in chunks], ignore_index=True
+            ).infer_objects()
+            for c in columns
+        }
+    )
+
+
+def topic_values(
+    stack: StackConfig, topic: str, since: Mapping[int, int] | None = None, timeout_s: float = 60
+) -> Iterator[list[bytes | None]]:
+    """Batches of raw record values of `topic`, from the beginning (or the offsets `since`)
+    to its end offsets now; nothing if the topic is absent. As `core.kafka.reader.read_topic`
+    reads, without holding every record at once."""
+    if topic not in admin_client(stack).list_topics(timeout=10).topics:
+        return
+    starts = dict(since or {})
+    ends = {p: e for p, e in end_offsets(stack, topic).items() if e > starts.get(p, 0)}
+    if not ends:
+        return
+    consumer = Consumer(
+        consumer_config(stack, group_id="streamsim-evaluate", **{"enable.partition.eof": True})
+    )
+    consumer.assign([TopicPartition(topic, p, starts.get(p, 0)) for p in ends])
+    remaining, last_read = set(ends), time.monotonic()
+    try:
+        while remaining:
+            batch = consumer.consume(10_000, timeout=0.2)  # short steps: see read_topic
+            if not batch:
+                if time.monotonic() - last_read > timeout_s:
+                    raise TimeoutError(f"reading {topic} stalled; unread: {sorted(remaining)}")
+                continue
+            last_read = time.monotonic()
+            values = []
+            for msg in batch:
+                partition, offset, error = msg.partition() or 0, msg.offset() or 0, msg.error()
+                if error is not None and error.code() == KafkaError._PARTITION_EOF:
+                    remaining.discard(partition)
+                elif error is not None:
+                    raise RuntimeError(f"reading {topic}: {error}")
+                elif offset < ends[partition]:
+                    if offset + 1 == ends[partition]:
+                        remaining.discard(partition)
+                    values.append(msg.value())
+            yield values
+    finally:
+        consumer.close()
 
 
 def frame_of(records: list[dict[str, Any]], columns: tuple[str, ...]) -> pd.DataFrame:
