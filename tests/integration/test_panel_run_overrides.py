@@ -3,7 +3,8 @@ session's broker, its scenario files in its working directory's `config/scenario
 
 A key off the allow-list (the topic, the run id, the name, 10 million entities) gets a 422
 naming it and starts nothing; allowed keys start a real `streamsim simulate` run into Kafka
-that finishes with the overrides applied. Without the token, the runs list hides them.
+that finishes with the overrides applied. Without the token, the runs list hides them. A rate
+cap lifted by PATCH while the run goes on takes effect in the running simulator.
 """
 
 from __future__ import annotations
@@ -102,6 +103,16 @@ def start(api: Api, overrides: dict[str, Any], **more: Any) -> httpx.Response:
     return api.http.post("/v1/control/runs", json=body, headers=AUTH)
 
 
+def wait_ended(api: Api, run_id: str, timeout_s: float) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        run: dict[str, Any] = api.http.get(f"/v1/runs/{run_id}", headers=AUTH).json()
+        if run["status"] not in ("running", "stopping"):
+            return run
+        assert time.monotonic() < deadline, f"run still {run['status']}:\n{api.log.read_text()}"
+        time.sleep(0.25)
+
+
 @pytest.mark.parametrize(
     ("overrides", "loc"),
     [
@@ -139,12 +150,7 @@ def test_allowed_keys_start_a_run_that_applies_them(api: Api) -> None:
     response = start(api, overrides, speed="max", duration_s=60)
     assert response.status_code == 201, response.text
     run_id = response.json()["run_id"]
-    deadline = time.monotonic() + 180
-    run = response.json()
-    while run["status"] in ("running", "stopping"):
-        assert time.monotonic() < deadline, f"run still {run['status']}:\n{api.log.read_text()}"
-        time.sleep(0.5)
-        run = api.http.get(f"/v1/runs/{run_id}", headers=AUTH).json()
+    run = wait_ended(api, run_id, 180)
     assert run["status"] == "finished", run["error"]
     summary = run["summary"]
     # 20 sensors reporting every 4 to 12 s for 60 s: a few hundred readings, a fifth resent.
@@ -158,3 +164,22 @@ def test_allowed_keys_start_a_run_that_applies_them(api: Api) -> None:
     assert (public["overrides"], public["workdir"], public["error"]) == (None, None, None)
     (private,) = api.http.get("/v1/runs", headers=AUTH).json()["runs"]
     assert private["overrides"] == overrides
+
+
+def test_the_rate_cap_is_lifted_while_the_run_goes_on(api: Api) -> None:
+    # About 1,700 readings capped at 20 events/s would take 85 s; the cap goes after 3 s.
+    overrides = {"entities": 20, "pacing": {"max_rate": 20}}
+    response = start(api, overrides, speed="max", duration_s=600)
+    assert response.status_code == 201, response.text
+    run_id, started = response.json()["run_id"], time.monotonic()
+    time.sleep(3)
+    assert api.http.get(f"/v1/runs/{run_id}").json()["status"] == "running"
+    patched = api.http.patch(f"/v1/control/runs/{run_id}", json={"max_rate": None}, headers=AUTH)
+    assert patched.status_code == 200, patched.text
+    assert patched.json()["live"] == {"max_rate": None}
+    run = wait_ended(api, run_id, 60)
+    took = time.monotonic() - started
+    assert run["status"] == "finished", run["error"]
+    summary = run["summary"]
+    assert summary["events"] > 1000 and took < 30, (took, summary)
+    assert [r["max_rate"] for r in summary["retunes"]] == [None]
