@@ -50,6 +50,9 @@ def human(report: dict) -> str:
                 if latency
                 else ""
             )
+            upload = f.get("latency_from_upload_ms")  # shipping: from the port flush
+            if upload:
+                lat += f" (from upload p50 {upload['p50']:,.0f} ms)"
             opened = f", {f['open']} open" if "open" in f else ""
             lines.append(
                 f"  {path:9} {label:22} precision {_num(f['precision'])} "
