@@ -107,11 +107,12 @@ class ShippingTail:
                     continue  # not created yet
                 for partition in meta.partitions:
                     key = (topic, partition)
-                    if key not in self.assigned:
-                        new.append(TopicPartition(topic, partition, OFFSET_BEGINNING))
-                    _, high = consumer.get_watermark_offsets(
+                    low, high = consumer.get_watermark_offsets(
                         TopicPartition(topic, partition), timeout=5.0
                     )
+                    if key not in self.assigned:
+                        new.append(TopicPartition(topic, partition, OFFSET_BEGINNING))
+                        self._next.setdefault(key, low)  # retention may have removed the start
                     self._ends[key] = high
         except KafkaException as exc:
             self.error = str(exc.args[0]) if exc.args else "cannot reach Kafka"
