@@ -20,6 +20,7 @@ from streamsim.evaluate import shipping
 from streamsim.evaluate.scoring import (
     RUNNING_MS,
     hard_negative_alerts,
+    hard_negative_alerts_by_label,
     score_path,
     to_sim_ms,
     unknown_labels,
@@ -143,6 +144,9 @@ def evaluate(
     }
     if spec.get("batch"):
         report["pipeline_form"] = "batch"  # the detectors over the topics, not a live job
+        touched = hard_negative_alerts_by_label(paths["pipeline"], truth)
+        for label, figures in scores["pipeline"].items():
+            figures["hard_negative_alerts"] = touched.get(label, 0)
     if spec.get("oracle"):
         cfg = pipeline or load_model(PipelineConfig, spec["oracle"])
         parity, late_ids = _oracle(stack, cfg, spark)

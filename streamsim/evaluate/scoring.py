@@ -236,12 +236,17 @@ def hard_negative_alerts(detections: pd.DataFrame, truth: pd.DataFrame) -> int:
     A window rule that caught a real incident may also name a marked reading beside it (a GPS
     pair, a trend window); that is a correct alert, not one raised by the hard negative.
     """
-    if "hard_negative" not in truth.columns:
-        return 0
+    return sum(hard_negative_alerts_by_label(detections, truth).values())
+
+
+def hard_negative_alerts_by_label(detections: pd.DataFrame, truth: pd.DataFrame) -> Counter[str]:
+    """`hard_negative_alerts`, per detection label."""
+    if "hard_negative" not in truth.columns or detections.empty:
+        return Counter()
     marked = set(truth.loc[truth["hard_negative"].notna(), "event_id"])
     judge = Judge(truth)
-    return sum(
-        1
+    return Counter(
+        str(label)
         for label, ids in zip(detections["label"], detections["event_ids"], strict=True)
         if marked.intersection(ids) and judge.hit(label, ids) is None
     )

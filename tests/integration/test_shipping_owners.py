@@ -140,6 +140,7 @@ def test_owner_scoped_reads_and_the_evaluation_of_a_seeded_run(
         assert figures["support"] + figures["open"] == incidents
         assert figures["recall"] > 0 and figures["incident_precision"] is not None
         assert figures["latency_ms"]["p50"] >= 0
+        assert figures["hard_negative_alerts"] == 0
     assert report["hard_negative_alerts"] == 0
     assert report["pipeline_form"] == "batch"
 

@@ -15,7 +15,11 @@ from core.contracts import labels, topics
 from detectors.alert import Alert
 from scenarios.catalog import ScenarioConfig, run_scenario
 from simulators.sinks import JsonlSink
-from streamsim.evaluate.scoring import hard_negative_alerts, score_path
+from streamsim.evaluate.scoring import (
+    hard_negative_alerts,
+    hard_negative_alerts_by_label,
+    score_path,
+)
 from streamsim.evaluate.shipping import (
     HORIZON_MS,
     RUNNING_MS,
@@ -98,6 +102,7 @@ def test_a_detector_alerting_on_everything_scores_low(
     for f in score_path(giant, truth, KINDS).values():
         assert f["recall"] == 0.0 and f["precision"] == 0.0
     assert hard_negative_alerts(giant, truth) == len(KINDS)
+    assert hard_negative_alerts_by_label(giant, truth) == dict.fromkeys(KINDS, 1)
 
 
 def _alert(rule: str, ids: tuple[str, ...], event_time: int, **evidence: Any) -> Alert:
