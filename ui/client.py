@@ -202,7 +202,10 @@ class ApiClient:
     def retune_run(self, run_id: str, changes: dict[str, Any]) -> dict[str, Any]:
         """PATCH a running run's `speed` and/or `max_rate` (None: no cap), applied live."""
         run: dict[str, Any] = self._request(
-            "PATCH", f"/v1/control/runs/{quote(run_id, safe='')}", control=True, json=changes
+            "PATCH",
+            f"/v1/control/runs/{quote(run_id, safe='')}/pacing",
+            control=True,
+            json=changes,
         ).json()
         return run
 

@@ -174,7 +174,8 @@ def test_the_rate_cap_is_lifted_while_the_run_goes_on(api: Api) -> None:
     run_id, started = response.json()["run_id"], time.monotonic()
     time.sleep(3)
     assert api.http.get(f"/v1/runs/{run_id}").json()["status"] == "running"
-    patched = api.http.patch(f"/v1/control/runs/{run_id}", json={"max_rate": None}, headers=AUTH)
+    url = f"/v1/control/runs/{run_id}/pacing"
+    patched = api.http.patch(url, json={"max_rate": None}, headers=AUTH)
     assert patched.status_code == 200, patched.text
     assert patched.json()["live"] == {"max_rate": None}
     run = wait_ended(api, run_id, 60)

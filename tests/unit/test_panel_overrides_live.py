@@ -1,6 +1,6 @@
 """Live pacing of a running run: the pacer's retune, the control file the simulator polls, the
-engine taking it, `RunManager.retune` and `PATCH /v1/control/runs/{id}`, and the Runs page's
-live form."""
+engine taking it, `RunManager.retune` and `PATCH /v1/control/runs/{id}/pacing`, and the Runs
+page's live form."""
 
 from __future__ import annotations
 
@@ -237,9 +237,10 @@ def client(runs: RunManager) -> Iterator[TestClient]:
 def test_patch_retunes_a_running_run(client: TestClient, runs: RunManager) -> None:
     run_id = client.post("/v1/control/runs", json={"scenario": "sensor_fleet"}, headers=AUTH)
     run_id = run_id.json()["run_id"]
-    url = f"/v1/control/runs/{run_id}"
+    url = f"/v1/control/runs/{run_id}/pacing"
     assert client.patch(url, json={"speed": 5}).status_code == 401
-    assert client.patch("/v1/control/runs/nope", json={"speed": 5}, headers=AUTH).status_code == 404
+    nope = client.patch("/v1/control/runs/nope/pacing", json={"speed": 5}, headers=AUTH)
+    assert nope.status_code == 404
     for bad in ({}, {"speed": None}, {"speed": 0}, {"max_rate": -1}, {"entities": 5}):
         response = client.patch(url, json=bad, headers=AUTH)
         assert response.status_code == 422, (bad, response.text)
@@ -249,7 +250,7 @@ def test_patch_retunes_a_running_run(client: TestClient, runs: RunManager) -> No
     assert client.get("/v1/runs").json()["runs"][0]["live"] == {"max_rate": None, "speed": 5.0}
     control = orjson.loads((runs.get(run_id).workdir / CONTROL_FILE).read_bytes())
     assert control == {"max_rate": None, "speed": 5.0}
-    client.delete(url, headers=AUTH)
+    client.delete(f"/v1/control/runs/{run_id}", headers=AUTH)
     stopped = client.patch(url, json={"speed": 1}, headers=AUTH)
     assert stopped.status_code == 409 and stopped.json()["detail"]["run_id"] == run_id
 
@@ -295,7 +296,7 @@ def test_the_runs_page_sends_a_moved_speed_live() -> None:
     next(b for b in test.button if b.label == "Apply").click().run()
     assert not test.exception, test.exception
     (patch,) = [r for r in requests if r.method == "PATCH"]
-    assert patch.url.path == "/v1/control/runs/sensor_fleet-1"
+    assert patch.url.path == "/v1/control/runs/sensor_fleet-1/pacing"
     assert patch.headers["authorization"] == "Bearer t0k"
     assert json.loads(patch.content) == {"speed": 30.0}  # the cap was not moved: not sent
     assert "Could not" not in texts(test)

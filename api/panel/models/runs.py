@@ -58,13 +58,22 @@ class RunRequest(BaseModel):
     )
 
 
+def _tuning_schema(schema: dict[str, Any]) -> None:
+    """What the validator says, in the schema: some field, and `speed` never null."""
+    schema["minProperties"] = 1
+    schema["examples"] = [{"speed": 10.0}, {"speed": "max", "max_rate": 2000}]
+    speed = schema["properties"]["speed"]
+    speed["anyOf"] = [s for s in speed["anyOf"] if s.get("type") != "null"]
+    speed.pop("default", None)
+
+
 class RunTuning(BaseModel):
     """Change a running run's pacing live; a field left out keeps its value."""
 
     model_config = ConfigDict(
         extra="forbid",
         strict=True,
-        json_schema_extra={"examples": [{"speed": 10.0}, {"speed": "max", "max_rate": 2000}]},
+        json_schema_extra=_tuning_schema,
     )
 
     speed: Speed | None = Field(

@@ -2,8 +2,9 @@
 
 - `POST /v1/control/runs` -> 201 the run; 404 unknown scenario; 409 one already running;
   422 a bad body or a bad override (the key is named).
-- `PATCH /v1/control/runs/{run_id}` -> the run, its `speed` and/or `max_rate` changed live;
-  409 when it is not running.
+- `PATCH /v1/control/runs/{run_id}/pacing` -> the run, its `speed` and/or `max_rate` changed
+  live; 409 when it is not running. (A path of its own: one route per path keeps a 405's
+  `Allow` header exact.)
 - `DELETE /v1/control/runs/{run_id}` -> the run, once stopped (SIGTERM, then SIGKILL).
 - `GET /v1/runs`, `GET /v1/runs/{run_id}`: open.
 """
@@ -72,7 +73,7 @@ def start_run(body: RunRequest, request: Request) -> OrjsonResponse:
 
 
 @router.patch(
-    "/v1/control/runs/{run_id}",
+    "/v1/control/runs/{run_id}/pacing",
     dependencies=[Depends(require_token)],
     response_class=OrjsonResponse,
     responses={
