@@ -33,7 +33,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from api.auth import CHALLENGE
 from api.errors import ErrorBody
-from core.errors import StreamsimError
+from core.config import ConfigError
 
 TOKENS_ENV = "STREAMSIM_OWNER_TOKENS"
 TOKENS_FILE_ENV = "STREAMSIM_OWNER_TOKENS_FILE"
@@ -60,33 +60,48 @@ OWNER_RESPONSES: dict[int | str, dict[str, Any]] = {
 class OwnerTokens:
     """Owner -> token, validated (see the module doc). `owner_of(token)` finds the owner."""
 
-    def __init__(self, tokens: Mapping[str, str], *, control_token: str | None = None) -> None:
+    def __init__(
+        self,
+        tokens: Mapping[str, str],
+        *,
+        control_token: str | None = None,
+        source: str = "owner tokens",
+    ) -> None:
         if not isinstance(tokens, Mapping) or not tokens:
-            raise StreamsimError("owner tokens: expected a non-empty mapping of owner -> token")
+            raise ConfigError(source, ["expected a non-empty mapping of owner -> token"])
         seen: dict[str, str] = {}
         for owner, token in tokens.items():
             if not isinstance(owner, str) or not OWNER.match(owner):
-                raise StreamsimError(
-                    f"owner tokens: owner {str(owner)[:70]!r} is not a name (letters, digits, "
-                    "'_', '-', '.'; up to 64 characters)"
+                raise ConfigError(
+                    source,
+                    [
+                        f"key {str(owner)[:70]!r} is not an owner name (letters, digits, '_', "
+                        "'-', '.'; up to 64 characters)"
+                    ],
                 )
             if not isinstance(token, str) or not TOKEN.match(token):
-                raise StreamsimError(
-                    f"owner tokens: the token of {owner!r} must be 16 to 512 printable "
-                    "characters without spaces (e.g. `python -c 'import secrets; "
-                    "print(secrets.token_urlsafe(32))'`)"
+                raise ConfigError(
+                    source,
+                    [
+                        f"key {owner!r}: a token must be 16 to 512 printable characters without "
+                        "spaces (e.g. `python -c 'import secrets; "
+                        "print(secrets.token_urlsafe(32))'`); the value is not shown"
+                    ],
                 )
             for other, known in seen.items():
                 if secrets.compare_digest(token.encode(), known.encode()):
-                    raise StreamsimError(
-                        f"owner tokens: {other!r} and {owner!r} share a token; give each its own"
+                    raise ConfigError(
+                        source, [f"keys {other!r} and {owner!r} share a token; give each its own"]
                     )
             if control_token is not None and secrets.compare_digest(
                 token.encode(), control_token.encode()
             ):
-                raise StreamsimError(
-                    f"owner tokens: the token of {owner!r} is the control token "
-                    "(STREAMSIM_API_TOKEN); give the owner its own"
+                raise ConfigError(
+                    source,
+                    [
+                        f"key {owner!r}: the token is the control token (STREAMSIM_API_TOKEN); "
+                        "give the owner its own"
+                    ],
                 )
             seen[owner] = token
         self._tokens = tuple((owner, token.encode()) for owner, token in seen.items())
@@ -110,21 +125,24 @@ class OwnerTokens:
 
 def load_owner_tokens(control_token: str | None = None) -> OwnerTokens | None:
     """The owner tokens from `STREAMSIM_OWNER_TOKENS_FILE` or `STREAMSIM_OWNER_TOKENS`, or None
-    when neither is set (owner routes disabled). Raises `StreamsimError` on a bad one."""
+    when neither is set (owner routes disabled). Raises `ConfigError` (exit 2) on a bad one."""
     path, inline = os.environ.get(TOKENS_FILE_ENV), os.environ.get(TOKENS_ENV)
     if path and inline:
-        raise StreamsimError(f"set one of {TOKENS_FILE_ENV} and {TOKENS_ENV}, not both")
+        raise ConfigError(TOKENS_ENV, [f"set one of {TOKENS_FILE_ENV} and {TOKENS_ENV}, not both"])
     if path:
-        return OwnerTokens(_read_file(Path(path)), control_token=control_token)
+        return OwnerTokens(_read_file(Path(path)), control_token=control_token, source=path)
     if inline:
         try:
             data = json.loads(inline)
         except json.JSONDecodeError as exc:  # the message holds no part of the value
-            raise StreamsimError(
-                f"{TOKENS_ENV}: not JSON (line {exc.lineno}, column {exc.colno}); expected an "
-                'object like {"bigblue": "<token>"}'
+            raise ConfigError(
+                TOKENS_ENV,
+                [
+                    f"not JSON (line {exc.lineno}, column {exc.colno}); expected an object like "
+                    '{"bigblue": "<token>"}'
+                ],
             ) from None
-        return OwnerTokens(data, control_token=control_token)
+        return OwnerTokens(data, control_token=control_token, source=TOKENS_ENV)
     return None
 
 
@@ -133,18 +151,15 @@ def _read_file(path: Path) -> Any:
         mode = path.stat().st_mode
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise StreamsimError(f"{TOKENS_FILE_ENV}={path}: cannot read it ({exc.strerror})") from None
+        raise ConfigError(path, [f"cannot read it ({exc.strerror}; {TOKENS_FILE_ENV})"]) from None
     if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise StreamsimError(
-            f"{TOKENS_FILE_ENV}={path}: readable by others (mode {stat.S_IMODE(mode):o}); "
-            f"`chmod 600 {path}`"
+        raise ConfigError(
+            path, [f"open to others (mode {stat.S_IMODE(mode):o}); `chmod 600 {path}`"]
         )
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError:  # the error quotes the text: say where only
-        raise StreamsimError(
-            f"{TOKENS_FILE_ENV}={path}: not YAML; expected one mapping of owner -> token"
-        ) from None
+        raise ConfigError(path, ["not YAML; expected one mapping of owner -> token"]) from None
 
 
 def require_owner(

@@ -21,8 +21,7 @@ from api.panel.consumers.shipping import ShippingTail
 from api.panel.models.shipping import ContainerHistory, ContainerList
 from api.panel.owners import TOKENS_ENV, TOKENS_FILE_ENV, OwnerTokens, load_owner_tokens
 from api.panel.views.shipping import CONTAINERS_TOPIC, PORT_EVENTS_TOPIC, ContainerView
-from core.config import StackConfig
-from core.errors import StreamsimError
+from core.config import ConfigError, StackConfig
 
 A, B = "bigblue", "duckworks"
 TOKEN_A, TOKEN_B = "a-token-for-bigblue-0123456789", "b-token-for-duckworks-987654321"
@@ -93,7 +92,7 @@ def test_owner_tokens_find_their_owner_and_hide_the_secrets() -> None:
     [
         ({}, "non-empty mapping"),
         (["x"], "non-empty mapping"),
-        ({"bad owner": TOKEN_A}, "is not a name"),
+        ({"bad owner": TOKEN_A}, "is not an owner name"),
         ({A: "short-secret"}, "16 to 512"),
         ({A: "has a space in it 0123456789"}, "16 to 512"),
         ({A: 1234567890123456789}, "16 to 512"),
@@ -102,7 +101,7 @@ def test_owner_tokens_find_their_owner_and_hide_the_secrets() -> None:
     ],
 )
 def test_bad_owner_tokens_are_refused_without_echoing_them(tokens: Any, says: str) -> None:
-    with pytest.raises(StreamsimError, match=says) as caught:
+    with pytest.raises(ConfigError, match=says) as caught:
         OwnerTokens(tokens, control_token=CONTROL)
     for secret in (TOKEN_A, CONTROL, "short-secret", "has a space"):
         assert secret not in str(caught.value)
@@ -121,17 +120,17 @@ def test_owner_tokens_from_a_private_file_or_the_environment(
     loaded = load_owner_tokens()
     assert loaded is not None and loaded.owners == [A, B]
     os.chmod(path, 0o644)
-    with pytest.raises(StreamsimError, match="chmod 600"):
+    with pytest.raises(ConfigError, match="chmod 600"):
         load_owner_tokens()
     os.chmod(path, 0o600)
     monkeypatch.setenv(TOKENS_ENV, orjson.dumps({A: TOKEN_A}).decode())
-    with pytest.raises(StreamsimError, match="not both"):
+    with pytest.raises(ConfigError, match="not both"):
         load_owner_tokens()
     monkeypatch.delenv(TOKENS_FILE_ENV)
     loaded = load_owner_tokens()
     assert loaded is not None and loaded.owners == [A]
     monkeypatch.setenv(TOKENS_ENV, '{"bigblue": "' + TOKEN_A)  # broken JSON
-    with pytest.raises(StreamsimError, match="not JSON") as caught:
+    with pytest.raises(ConfigError, match="not JSON") as caught:
         load_owner_tokens()
     assert TOKEN_A not in str(caught.value)
 
@@ -267,5 +266,5 @@ def test_without_owner_tokens_the_routes_are_disabled(monkeypatch: pytest.Monkey
 def test_a_bad_token_config_stops_the_app_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(TOKENS_FILE_ENV, raising=False)
     monkeypatch.setenv(TOKENS_ENV, orjson.dumps({A: CONTROL}).decode())
-    with pytest.raises(StreamsimError, match="control token"):
+    with pytest.raises(ConfigError, match="control token"):
         create_app(service())
