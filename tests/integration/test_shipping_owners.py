@@ -141,6 +141,13 @@ def test_owner_scoped_reads_and_the_evaluation_of_a_seeded_run(
         assert figures["recall"] > 0 and figures["incident_precision"] is not None
         assert figures["latency_ms"]["p50"] >= 0
         assert figures["hard_negative_alerts"] == 0
+    # read to the end, not up to a time: incidents whose data landed a day or more late count
+    late = [scores[label]["latency_from_upload_ms"] for label in injected]
+    assert max(t["emit_time"] - t["true_time"] for t in truth) > 86_400_000
+    assert (
+        max(f["p99"] for f in late) > 0
+        and max(scores[k]["latency_ms"]["p99"] for k in injected) > 86_400_000
+    )
     assert report["hard_negative_alerts"] == 0
     assert report["pipeline_form"] == "batch"
 
