@@ -2,14 +2,22 @@
 
 It talks only to the streamsim API: STREAMSIM_API_URL (default: the stack config's api.host and
 api.port) and, for starting and stopping runs, STREAMSIM_API_TOKEN.
+
+With STREAMSIM_API_TOKEN set, the panel starts with a login: whoever opens it types the token
+into a password field, and only then sees any page. The session keeps it and sends it as the
+bearer token of its control calls; "Log out" forgets it. Without the token the panel has no
+login and is read-only.
 """
 
 from __future__ import annotations
 
+import hmac
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import NoReturn
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `streamlit run ui/app.py` puts ui/ on the path, not the repo
@@ -63,18 +71,64 @@ def sidebar_status(api: ApiClient) -> None:
     )
 
 
+#: Where a session keeps its logged-in client (the typed token inside).
+SESSION_CLIENT = "logged_in_client"
+#: A wrong token costs this long: typing tokens in a loop gets slow.
+WRONG_TOKEN_DELAY_S = 1.0
+
+
+def session_client(shared: ApiClient) -> ApiClient | None:
+    """The session's API client: `shared` when the panel has no control token; else the client
+    the user logged in with (it sends the typed token), or None before that."""
+    if not shared.token:
+        return shared
+    logged_in = st.session_state.get(SESSION_CLIENT)
+    return logged_in if isinstance(logged_in, ApiClient) else None
+
+
+def login_form(shared: ApiClient) -> NoReturn:
+    """The token in a password field, checked against the panel's; right: kept in the session
+    and the page shown again; wrong: said so, after a delay. Nothing else renders."""
+    st.title("streamsim control panel")
+    with st.form("login"):
+        typed = st.text_input(
+            "Control token", type="password", help="The API's STREAMSIM_API_TOKEN."
+        )
+        if st.form_submit_button("Log in", type="primary"):
+            if hmac.compare_digest(typed.encode(), (shared.token or "").encode()):
+                st.session_state[SESSION_CLIENT] = ApiClient(shared.base_url, token=typed)
+                st.rerun()
+            time.sleep(WRONG_TOKEN_DELAY_S)
+            st.error("Wrong token.", icon=":material/lock:")
+    st.stop()
+
+
+def log_out() -> None:
+    logged_in = st.session_state.pop(SESSION_CLIENT, None)
+    if isinstance(logged_in, ApiClient):
+        logged_in.close()
+
+
 def main() -> None:
     st.set_option("client.toolbarMode", "minimal")  # no "Deploy" button
     st.set_page_config(page_title="streamsim control panel", page_icon="🛰️", layout="wide")
-    api = client()
+    shared = client()
+    api = session_client(shared)
+    pages = [
+        st.Page(page(module, api or shared), title=title, url_path=path, icon=icon, default=i == 0)
+        for i, (module, title, path, icon) in enumerate(PAGES)
+    ]
+    # Navigation first, hidden before the login, so the page asked for (/runs) is the one shown
+    # after it; no page runs until then.
+    navigation = st.navigation(pages, position="sidebar" if api else "hidden")
+    if api is None:
+        login_form(shared)
     with st.sidebar:
         st.title("streamsim")
         sidebar_status(api)
-    pages = [
-        st.Page(page(module, api), title=title, url_path=path, icon=icon, default=i == 0)
-        for i, (module, title, path, icon) in enumerate(PAGES)
-    ]
-    st.navigation(pages).run()
+        if SESSION_CLIENT in st.session_state:
+            st.button("Log out", on_click=log_out, icon=":material/logout:")
+    navigation.run()
 
 
 main()

@@ -33,6 +33,7 @@ from tests.integration.ui_stack import (
     WebDriverWait,
     body_text,
     click_button,
+    log_in,
     nonzero_rate,
     open_page,
     shoot,
@@ -204,6 +205,7 @@ def test_control_panel_in_a_real_browser(
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "card_velocity-ui-test.json").write_bytes(orjson.dumps(EVALUATION))
     browser.refresh()
+    log_in(browser)  # a reload is a new session
     wait_text(browser, "Detection quality", "card_velocity-ui-test.json", "impossible_travel")
     WebDriverWait(browser, WAIT_S).until(
         lambda d: len(d.find_elements(By.CSS_SELECTOR, "[data-testid='stVegaLiteChart']")) >= 2

@@ -219,8 +219,19 @@ def wait_text(driver: WebDriver, *needles: str, timeout_s: float = WAIT_S) -> st
 
 
 def open_page(driver: WebDriver, url: str, heading: str) -> None:
+    """Open `url` and log in: with a control token set, the panel shows only its login form
+    until the token is typed, and each page load is a new session."""
     driver.get(url)
+    log_in(driver)
     wait_text(driver, heading)
+
+
+def log_in(driver: WebDriver, token: str = TOKEN) -> None:
+    """Type `token` into the panel's login form and submit it."""
+    wait_text(driver, "Control token")
+    field = driver.find_element(By.CSS_SELECTOR, "input[type='password']")
+    field.send_keys(token)
+    click_button(driver, "Log in", lambda d: "Control token" not in body_text(d))
 
 
 def click_button(driver: WebDriver, label: str, then: Callable[[WebDriver], bool]) -> None:
