@@ -5,8 +5,8 @@ Per container (LRU-bounded to `max_containers`, least recently updated evicted f
 - its owner, fixed by the first record seen of the run; a later record naming another owner
   is dropped and counted (`owner_conflicts`), never shown to either owner;
 - the ship's log: one leg per (ship, voyage) with its first and last event time, readings,
-  door openings at sea, alarms, and the ports it was loaded and unloaded at, so a box's
-  history runs on across ships (transshipment at a hub is one leg ending, another starting);
+  readings with the door open at sea, alarms, and the ports it was loaded and unloaded at,
+  so a box's history runs on across ships (transshipment at a hub: one leg ends, one starts);
 - the newest `history_len` readings by event time, and the last `port_events_len` loaded /
   unloaded port events.
 
@@ -53,6 +53,7 @@ READING_FIELDS = (
 )
 _SEQ = READING_FIELDS.index("seq")
 _TIME = READING_FIELDS.index("event_time")
+_SHIP = READING_FIELDS.index("ship_id")
 MAX_SEQ = 1 << 22  # a bitmap of seen sequence numbers costs at most 512 KB per box
 
 
@@ -290,7 +291,7 @@ class ContainerView:
                 for b in self.boxes.values()
                 if b.owner == owner
                 and (prefix is None or b.container_id.startswith(prefix))
-                and (ship_id is None or (b.readings and b.readings[-1][4] == ship_id))
+                and (ship_id is None or (b.readings and b.readings[-1][_SHIP] == ship_id))
             ]
             mine.sort(key=lambda b: b.container_id)
             return [self._summary(b) for b in mine[:limit]], len(mine)
