@@ -177,6 +177,8 @@ def _runs_list(client: ApiClient) -> None:
                     )
                 if run.get("overrides"):
                     st.caption(f"overrides: `{_compact(run['overrides'])}`")
+                if run.get("live"):
+                    st.caption(f"pacing set while running: `{_compact(run['live'])}`")
                 if run.get("error"):
                     st.code(run["error"], language=None)
                 if run["status"] == "running" and client.can_control:
@@ -192,9 +194,10 @@ def _runs_list(client: ApiClient) -> None:
 def live_form(client: ApiClient, run: dict[str, Any]) -> None:
     """Speed and rate cap of a running run, sent live (PATCH); only what was moved is sent."""
     live = run.get("live") or {}
-    speed = live.get("speed", run["speed"])
+    pacing = (run.get("overrides") or {}).get("pacing") or {}
+    speed = live.get("speed", run["speed"] or pacing.get("speed"))
     speeds = LIVE_SPEEDS if speed in LIVE_SPEEDS or speed is None else [*LIVE_SPEEDS, speed]
-    cap = live.get("max_rate") or NO_CAP
+    cap = live.get("max_rate", pacing.get("max_rate")) or NO_CAP
     caps = LIVE_CAPS if cap in LIVE_CAPS else [*LIVE_CAPS, cap]
     shown_speed = 1.0 if speed is None else speed
     with st.form(f"live-{run['run_id']}", border=False):
