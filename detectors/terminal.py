@@ -24,7 +24,6 @@ import pandas as pd
 from pydantic import Field
 
 from detectors.alert import Alert, alerts_to_frame
-from detectors.dedup import SeenIds
 from detectors.features import (
     closing_windows,
     first_crossing,
@@ -223,18 +222,19 @@ class TerminalState(Snapshottable):
     - `update(...)`: both.
 
     A use at or before `latest - window_s` (later than the window) is not counted and never
-    fires; a repeated event id is ignored. Work per use is O(1) amortized: it is inserted once
-    (by bisection, near the end unless late) and evicted once, and `check` scans only the uses
-    its own time pushes out of the window, which the following `add` drops. Memory: at most
-    `max_uses` uses (oldest dropped first: a window holding more saturates there) and the
-    last `max_seen` event ids.
+    fires; a repeated event id is ignored (one still in the window by its id, an evicted one by
+    being that late; only one dropped by the cap could count twice). Work per use is O(1)
+    amortized: it is inserted once (by bisection, near the end unless late) and evicted once,
+    and `check` scans only the uses its own time pushes out of the window, which the following
+    `add` drops. Memory: the uses inside the window, at most `max_uses` (oldest dropped first:
+    a window holding more saturates there), and nothing after them.
 
     >>> state = TerminalState("m-1", TerminalParams(min_distinct_cards=3))
     >>> [state.update(f"u{i}", i * 1_000, f"card-{i % 4}") is not None for i in range(6)]
     [False, False, True, False, False, False]
     """
 
-    __slots__ = ("burst_ms", "counts", "entity_id", "latest", "max_uses", "params", "seen", "uses")
+    __slots__ = ("burst_ms", "counts", "entity_id", "ids", "latest", "max_uses", "params", "uses")
 
     def __init__(
         self,
@@ -242,16 +242,15 @@ class TerminalState(Snapshottable):
         params: TerminalParams | None = None,
         *,
         max_uses: int = 4096,
-        max_seen: int | None = None,
     ) -> None:
         self.entity_id = entity_id
         self.params = params or TerminalParams()
         self.max_uses = max(max_uses, self.params.min_distinct_cards)
         self.uses: list[Use] = []  # sorted by (event_time, event_id)
         self.counts: dict[str, int] = {}  # card -> its uses in `uses`
+        self.ids: set[str] = set()  # the event ids in `uses`
         self.latest: int | None = None  # the latest event time counted
         self.burst_ms: int | None = None  # when the window last held a burst (event time)
-        self.seen = SeenIds(max_seen or self.max_uses)
 
     @property
     def window_ms(self) -> int:
@@ -267,7 +266,7 @@ class TerminalState(Snapshottable):
     def check(self, event_id: str, event_time: int, card: str) -> Alert | None:
         """The alert this use raises given the stored ones; the state is unchanged."""
         t = int(event_time)
-        if event_id in self.seen or self._late(t) or self.in_burst(t):
+        if event_id in self.ids or self._late(t) or self.in_burst(t):
             return None
         evicted = self._evicted(t)
         gone: dict[str, int] = {}
@@ -288,11 +287,12 @@ class TerminalState(Snapshottable):
     def add(self, event_id: str, event_time: int, card: str) -> None:
         """Remember a use (a repeated event id, or one later than the window, is ignored)."""
         t = int(event_time)
-        if not self.seen.add(str(event_id)) or self._late(t):
+        if event_id in self.ids or self._late(t):
             return
         evicted = self._evicted(t)
         counts = self.counts
         for use in self.uses[:evicted]:
+            self.ids.discard(use[1])
             n = counts[use[2]] - 1
             if n:
                 counts[use[2]] = n
@@ -300,6 +300,7 @@ class TerminalState(Snapshottable):
                 del counts[use[2]]
         del self.uses[:evicted]
         use = (t, str(event_id), card)
+        self.ids.add(use[1])
         if not self.uses or use >= self.uses[-1]:
             self.uses.append(use)
         else:
@@ -344,14 +345,13 @@ class TerminalState(Snapshottable):
             "uses": [list(u) for u in self.uses],
             "latest": self.latest,
             "burst_ms": self.burst_ms,
-            "seen": self.seen.to_list(),
         }
 
     def restore(self, data: Mapping[str, Any]) -> None:
         self.uses = [(int(t), str(i), str(c)) for t, i, c in data["uses"]]
+        self.ids = {use[1] for use in self.uses}
         self.counts = {}
         for use in self.uses:
             self.counts[use[2]] = self.counts.get(use[2], 0) + 1
         self.latest = None if data["latest"] is None else int(data["latest"])
         self.burst_ms = None if data["burst_ms"] is None else int(data["burst_ms"])
-        self.seen = SeenIds(self.seen.capacity, data["seen"])

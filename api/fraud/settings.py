@@ -78,7 +78,8 @@ class IdempotencySettings(Settings):
 
 class StateSettings(Settings):
     """Bounds of the last-use state. Memory, roughly: 2.5 KiB per card plus 0.4 KiB per
-    transaction held, plus 0.7 KiB per cached verdict (`idempotency.max_entries`)."""
+    transaction held, plus 0.7 KiB per cached verdict (`idempotency.max_entries`), plus
+    about 0.3 KiB per use inside the terminal window (every use of the last `window_s`)."""
 
     max_cards: int = Field(
         200_000, ge=1, description="Cards kept (least recently used evicted first)."

@@ -51,7 +51,9 @@ def test_cards_outside_the_window_are_evicted_and_do_not_count() -> None:
     state = TerminalState("m-slow", P)
     uses = [(f"u{i}", i * 3 * MIN, f"card-{i}") for i in range(200)]
     assert fired(state, uses) == []
-    assert state.distinct_cards() == len(state) == 4  # (t - 10 min, t]: 4 uses, not 200
+    assert state.distinct_cards() == len(state) == len(state.ids) == 4  # 4 uses, not 200
+    state.add("u0", 0, "card-0")  # a repeat of an evicted use is that late: ignored
+    assert len(state) == 4
 
 
 def test_the_ring_is_capped_and_a_late_use_beyond_the_window_is_ignored() -> None:
