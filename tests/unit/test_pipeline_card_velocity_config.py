@@ -33,8 +33,8 @@ def test_defaults() -> None:
     assert settings.features_topic == "aggregates.card-features"
     assert [(w.length_ms, w.slide_ms) for w in settings.feature_windows] == [
         (60_000, 60_000),
-        (600_000, 60_000),
-        (3_600_000, 600_000),
+        (600_000, 600_000),
+        (3_600_000, 3_600_000),
     ]
     assert settings.rules == [
         "velocity",
@@ -43,6 +43,10 @@ def test_defaults() -> None:
         "spending_anomaly",
     ]
     assert settings.deadletter_trigger.mode == "realtime"
+    assert (settings.features_trigger.mode, settings.features_trigger.interval) == (
+        "microbatch",
+        "10 seconds",
+    )
 
 
 def test_thresholds_are_the_detectors_own_models() -> None:

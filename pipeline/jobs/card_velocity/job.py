@@ -19,8 +19,11 @@ calls.
 
 Queries (`streamsim pipeline run card-velocity` prints each one's mode):
 - `card-velocity.deadletter`: stateless, so Real-time Mode (`card_velocity.deadletter_trigger`).
-- `card-velocity.features`: windowed aggregations, micro-batch, Kafka sink, append mode.
-- `card-velocity.alerts`: one stateful operator, micro-batch, `AlertSink` (Kafka + lake).
+- `card-velocity.features`: windowed aggregations, micro-batch (`features_trigger`), Kafka
+  sink, append mode, FAIR pool `aggregates`.
+- `card-velocity.alerts`: one stateful operator, micro-batch, `AlertSink` (Kafka + lake), FAIR
+  pool `alerts` with the dead letters: its batches take the next free core rather than queue
+  behind a features batch.
 Window results are emitted once, when the watermark closes the window, so an alert is final
 and its deterministic id never changes.
 """
@@ -55,8 +58,8 @@ from pipeline.kafka_io import (
     read_kafka,
     write_kafka,
 )
-from pipeline.session import use_rocksdb_state
-from pipeline.settings import duration_ms
+from pipeline.session import scheduler_pool, use_rocksdb_state
+from pipeline.settings import TriggerSettings, duration_ms
 from pipeline.triggers import output_mode, query_trigger, realtime_fits, start_query
 
 NAME = "card-velocity"
@@ -70,6 +73,14 @@ REQUIRED = ("card_token", "amount")
 def transactions(events: DataFrame, watermark: str) -> DataFrame:
     """Watermarked transactions, each event id once within the watermark."""
     return events.withWatermark("event_ts", watermark).dropDuplicatesWithinWatermark(["event_id"])
+
+
+def features_trigger(cfg: PipelineConfig) -> TriggerSettings:
+    """The features query's own trigger, or the job's when the job drains its input
+    (AvailableNow), so that every query of a drain ends."""
+    if cfg.trigger.mode == "available_now":
+        return cfg.trigger
+    return cfg.card_velocity.features_trigger
 
 
 def rule_params(settings: CardVelocitySettings) -> CardRuleParams:
@@ -161,6 +172,7 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
         return transactions(events, cfg.watermark)
 
     stateful = query_trigger(cfg.trigger, stateful=True)
+    windowed = query_trigger(features_trigger(cfg), stateful=True)
     stateless, note = realtime_fits(
         query_trigger(settings.deadletter_trigger, stateful=False),
         partitions=input_partitions(stack, cfg.input_topics),
@@ -193,8 +205,11 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
         .option("checkpointLocation", str(alerts_checkpoint))
         .outputMode("append")
     )
-    return [
-        start_query(deadletter, f"{NAME}.deadletter", stateless, note),
-        start_query(features, f"{NAME}.features", stateful),
-        start_query(alerts, f"{NAME}.alerts", stateful),
-    ]
+    with scheduler_pool(spark, "alerts"):
+        queries = [
+            start_query(deadletter, f"{NAME}.deadletter", stateless, note),
+            start_query(alerts, f"{NAME}.alerts", stateful),
+        ]
+    with scheduler_pool(spark, "aggregates"):
+        queries.insert(1, start_query(features, f"{NAME}.features", windowed))
+    return queries
