@@ -60,6 +60,7 @@ from core.kafka.admin import admin_client, delete_topics
 from core.kafka.offsets import end_offsets
 from streamsim.bench.report import BenchReport
 from streamsim.bench.simulator import simulate
+from streamsim.kafka.broker import MAIN_CLASS as BROKER_MAIN_CLASS
 from streamsim.stackfile import write_stack_file
 
 SCENARIO = Path("config/scenarios/connected_vehicles.yaml")
@@ -89,9 +90,18 @@ class Throughput:
 # -- measuring ------------------------------------------------------------------------------
 
 
+def is_broker(proc: psutil.Process) -> bool:
+    """Whether `proc` is a local Kafka broker (a child when the bench started it): the job's
+    RSS leaves it out."""
+    with suppress(psutil.Error):
+        return BROKER_MAIN_CLASS in proc.cmdline()
+    return False
+
+
 @contextmanager
 def peak_rss() -> Iterator[dict[str, float]]:
-    """Peak RSS (MB) of this process and its children, sampled in a thread: `["mb"]`."""
+    """Peak RSS (MB) of this process and its children but a local broker (the job: Spark's
+    JVM and its Python workers), sampled in a thread: `["mb"]`."""
     peak = {"mb": 0.0}
     stop = threading.Event()
 
@@ -100,6 +110,8 @@ def peak_rss() -> Iterator[dict[str, float]]:
         while not stop.is_set():
             total = 0
             for proc in [me, *me.children(recursive=True)]:
+                if is_broker(proc):
+                    continue
                 with suppress(psutil.Error):
                     total += proc.memory_info().rss
             peak["mb"] = max(peak["mb"], total / 2**20)
