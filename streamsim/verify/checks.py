@@ -14,7 +14,9 @@ Expected figures hold for the run's actual simulated span, including a short one
   A run ended by `--events N` stops at its N-th send (the *cut*): readings an outage still
   holds, and readings or retries still in flight, are in neither the stream nor truth. The
   outage share is then derived for the cut (`cut_outage_share`). Which way a run ended is not
-  in the stream, only suggested by it (`ended_by_duration`), so the band spans both figures.
+  in the stream, only told by it when enough backlogs would be held at the end (`run_end`:
+  a duration run flushes them after its last reading, a cut run does not); otherwise the band
+  spans both figures.
 - Delays and duplicates are measured on readings early enough that even a slow (p99.9)
   delivery or retry would have been sent before the cut.
 """
@@ -88,6 +90,25 @@ class ClassChecks:
         mine = np.zeros(len(j.truth.event_id) + 1, dtype=bool)  # last slot: NO_MATCH
         mine[self.truth_rows] = True
         self.deliveries = j.delivery[mine[j.delivery]]  # matched stream records of this class
+        #: how the run ended, "duration" or "cut", when the stream tells (`run_end`)
+        self.run_end: str | None = None
+
+    def held_at_end(self) -> float:
+        """Expected number of this class's devices holding a backlog when the run ends: offline
+        (the steady share) in an outage that is older than one reading interval (residual-life
+        law), so it holds a reading. A run ended by its duration flushes each of them after its
+        last reading."""
+        settings = self.cls.delivery.outages
+        if self.truth_rows.size == 0 or settings.rate_per_hour <= 0:
+            return 0.0
+        _, durations, steady = _offline(settings)
+        mean = float(durations.mean())
+        t = self.j.truth
+        devices = int(np.unique(self.device_of_truth[self.truth_rows]).shape[0])
+        span_s = float(t.true_time.max() - t.true_time.min()) / 1000
+        interval_s = span_s * devices / self.truth_rows.shape[0]
+        younger = float(np.minimum(durations, interval_s).mean()) / mean
+        return steady * devices * (1 - younger)
 
     def run(self) -> dict[str, Check]:
         if self.truth_rows.size == 0:
@@ -171,32 +192,44 @@ class ClassChecks:
     def outages(self) -> dict[str, Check]:
         """Share of readings an outage buffered vs. the share of time a device is offline,
         r*E[D] / (1 + r*E[D]) for a run ended by its duration, `cut_outage_share` for one cut
-        by an event count (see the module docstring); the band spans both. Outages come in
-        clusters, so the tolerance uses the variance of time offline (r*E[D^2] / (N*T)) and
-        the spread across devices, whichever is larger."""
+        by an event count (see the module docstring); when the stream does not tell which
+        (`run_end`), the band spans both. Tolerance per figure q: a device's buffered share
+        lies in [0, 1], so its variance is at most q(1-q) (Bhatia-Davis) whatever the run's
+        length; a long run averages outages out, to r*E[D^2] / T per device. The smaller of
+        the two, over N devices, or the measured spread across devices if larger."""
         t, j = self.j.truth, self.j
         _, first = np.unique(j.event_of_truth[self.truth_rows], return_index=True)
         rows = self.truth_rows[first]  # one truth record per event
         buffered = t.buffered[rows]
         settings = self.cls.delivery.outages
-        rate = settings.rate_per_hour / 3600
-        durations = _quantile_grid(settings.duration_s)
-        mean = float(durations.mean())
-        steady = rate * mean / (1 + rate * mean)
+        rate, durations, steady = _offline(settings)
         # reading times: those an outage did not hold were sent at once, whatever the cut
         times_ms = t.true_time[rows[~buffered]]
         cut = cut_outage_share(steady, durations, (last_send_ms(t) - times_ms) / 1000)
-        expected = steady if ended_by_duration(t) else cut
         entity = self.device_of_truth[rows]
         devices = np.unique(entity)
+        n = devices.shape[0]
         span_s = max(float(t.true_time.max() - t.true_time.min()) / 1000, 1.0)
-        model_var = rate * float(np.mean(durations**2)) / (devices.shape[0] * span_s)
+        model_var = rate * float(np.mean(durations**2)) / (n * span_s)
         shares = np.bincount(entity, weights=buffered)[devices] / np.bincount(entity)[devices]
-        data_var = float(shares.var()) / devices.shape[0]
-        tol = Z * math.sqrt(max(model_var, data_var)) + 1 / rows.shape[0]
+        data_var = float(shares.var()) / n
+
+        def tol(q: float) -> float:
+            return Z * math.sqrt(max(min(model_var, q * (1 - q) / n), data_var)) + 1 / rows.shape[0]
+
         measured = float(buffered.mean())
-        high = 1.0 if self.own_outages else max(steady, cut) + tol
-        return {"outage_fraction": check(expected, measured, min(steady, cut) - tol, high)}
+        if self.run_end == "duration":
+            figures = [steady]
+        elif self.run_end == "cut":
+            figures = [cut]
+        else:  # undecided: the band spans both
+            figures = [steady, cut]
+        expected = steady if self.run_end == "duration" or ended_by_duration(t) else cut
+        if self.run_end == "cut":
+            expected = cut
+        low = min(q - tol(q) for q in figures)
+        high = 1.0 if self.own_outages else max(q + tol(q) for q in figures)
+        return {"outage_fraction": check(expected, measured, low, high)}
 
     def backlog(self) -> dict[str, Check]:
         t = self.j.truth
@@ -206,6 +239,15 @@ class ClassChecks:
             return {}
         cap = self.cls.delivery.outages.buffer_cap
         return {"max_backlog": check(cap, max(sizes), 0, cap)}
+
+
+def _offline(settings: Any) -> tuple[float, np.ndarray, float]:
+    """Outages per device-second, the duration's quantile grid, and the steady share of time
+    offline r*E[D] / (1 + r*E[D])."""
+    rate = settings.rate_per_hour / 3600
+    durations = _quantile_grid(settings.duration_s)
+    mean = float(durations.mean())
+    return rate, durations, rate * mean / (1 + rate * mean)
 
 
 def _quantile_grid(dist: Any, points: int = 4000) -> np.ndarray:
@@ -227,6 +269,27 @@ def ended_by_duration(t: Any) -> bool:
     outage at its end looks cut (see the module docstring)."""
     sent = t.buffered & (t.emit_time >= 0)
     return bool(sent.any() and t.emit_time[sent].max() > t.true_time.max())
+
+
+#: Backlogs a run ended by its duration is expected to flush at its end, at least, before the
+#: stream is trusted to tell the two ends apart: a Poisson count of 40 falls below a quarter of
+#: it with probability ~1e-8, and a cut run flushes only the few outages that ended within the
+#: last deliveries' delay.
+DECIDE_AT = 40
+
+
+def run_end(t: Any, held_at_end: float) -> str | None:
+    """ "duration" or "cut" when the stream tells how the run ended, else None.
+
+    A run ended by its duration flushes every backlog still held at its end (`held_at_end`
+    expected) after its last reading's true time; a run cut by an event count flushes there
+    only outages that ended within the last deliveries' delay. Counted in distinct outages.
+    """
+    if held_at_end < DECIDE_AT:
+        return None
+    late = t.buffered & (t.emit_time > t.true_time.max())
+    flushed = len({t.outage_id[i] for i in np.flatnonzero(late).tolist()})
+    return "duration" if flushed >= held_at_end / 4 else "cut"
 
 
 def cut_outage_share(steady: float, durations: np.ndarray, left_s: np.ndarray) -> float:
@@ -300,9 +363,14 @@ def run_checks(j: Joined, measured: dict[str, Any], config: ScenarioConfig) -> d
     entity_class = np.array([class_of_id.get(e, -1) for e in j.devices or []], dtype=np.int64)
     checks = integrity_checks(measured, config)
     own_outages = scenario.own_outages
-    for c, cls in enumerate(config.classes):
-        for name, result in ClassChecks(j, entity_class, c, cls, own_outages).run().items():
-            checks[f"{cls.name}.{name}"] = result
+    classes = [
+        ClassChecks(j, entity_class, c, cls, own_outages) for c, cls in enumerate(config.classes)
+    ]
+    end = run_end(j.truth, sum(c.held_at_end() for c in classes))
+    for cc in classes:
+        cc.run_end = end
+        for name, result in cc.run().items():
+            checks[f"{cc.cls.name}.{name}"] = result
     return checks
 
 

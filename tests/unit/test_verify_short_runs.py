@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from scenarios.catalog import ScenarioConfig, run_scenario
 from simulators.sinks import JsonlSink
@@ -58,3 +59,58 @@ def test_a_short_correct_run_passes(
     else:  # every backlog was flushed at the end: steady state holds
         assert outage["expected"] == pytest.approx(STEADY, rel=1e-3), outage
         assert outage["measured"] == pytest.approx(STEADY, rel=0.5), outage
+
+
+#: The shipped sensor fleet, as issue 12 ran it: 100,000 events cover about 25 simulated s,
+#: where env_sensor's steady outage share (0.0396) has no time to show.
+SENSOR_FLEET = Path(__file__).parents[2] / "config" / "scenarios" / "sensor_fleet.yaml"
+
+
+def _fleet(env_outages_per_hour: float | None = None) -> ScenarioConfig:
+    data = yaml.safe_load(SENSOR_FLEET.read_text())
+    data["seed"] = 11
+    if env_outages_per_hour is not None:
+        (env,) = (c for c in data["classes"] if c["name"] == "env_sensor")
+        env["delivery"]["outages"]["rate_per_hour"] = env_outages_per_hour
+    return ScenarioConfig.model_validate(data)
+
+
+def _verify_fleet(
+    generated: ScenarioConfig, tmp_path: Path, events: int | None, duration_s: float | None
+) -> dict[str, Any]:
+    """Simulate `generated`, verify against the shipped config."""
+    run_scenario(generated, JsonlSink(tmp_path), speed="max", events=events, duration_s=duration_s)
+    return verify(*read_jsonl(tmp_path, None), _fleet())
+
+
+ENDS = pytest.mark.parametrize(
+    ("events", "duration_s"),
+    [(100_000, None), (None, 25.0)],
+    ids=["cut by --events", "ended by --duration"],
+)
+
+
+@ENDS
+def test_the_shipped_fleet_short_run_passes(
+    events: int | None, duration_s: float | None, tmp_path: Path
+) -> None:
+    report = _verify_fleet(_fleet(), tmp_path, events, duration_s)
+    assert report["ok"], {k: v for k, v in report["checks"].items() if not v["ok"]}
+    outage = report["checks"]["env_sensor.outage_fraction"]
+    if events is not None:  # the cut holds most backlogs back: expected well below 0.0396
+        assert 0.004 < outage["expected"] < 0.02, outage
+        assert outage["tolerance"][0] > 0, outage  # a stream without outages cannot pass
+    else:
+        assert outage["expected"] == pytest.approx(0.0396, abs=5e-4), outage
+    assert set(outage) == {"expected", "measured", "ok", "tolerance"}
+
+
+@ENDS
+@pytest.mark.parametrize("rate", [0.0, 4.0], ids=["outages removed", "outages doubled"])
+def test_a_fleet_with_wrong_outages_fails(
+    rate: float, events: int | None, duration_s: float | None, tmp_path: Path
+) -> None:
+    report = _verify_fleet(_fleet(rate), tmp_path, events, duration_s)
+    assert not report["ok"]
+    failed = {k for k, v in report["checks"].items() if not v["ok"]}
+    assert "env_sensor.outage_fraction" in failed, report["checks"]["env_sensor.outage_fraction"]
