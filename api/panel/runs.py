@@ -1,21 +1,34 @@
-"""Scenario runs started and stopped from the API: one `streamsim simulate` child process each.
+"""Scenario runs started and stopped from the API: each run is the whole scenario, its
+components child processes (`api.panel.components`: the simulator, the scenario's Spark job,
+and the fraud endpoint in POS mode).
 
 `RunManager.start(scenario, ...)`:
 - reads `<scenario_dir>/<scenario>.yaml`, checks the `overrides` against the scenario's
   allow-list (`api.panel.models.overrides`), deep-merges them over the file and validates the
   result as a `ScenarioConfig` (a key off the list or a bad value raises `InvalidOverrides`,
   naming the key);
+- plans the components (`components`: all the scenario needs by default, or a subset holding
+  the simulator; a manager without a stack starts the simulator only);
 - writes the merged scenario and the API's resolved stack to `<runs_dir>/<run_id>/`, the stack
-  without its Kafka client secrets (`sasl.password`, ...): the child gets those in
-  `$STREAMSIM_KAFKA_CLIENT`;
-- starts `streamsim simulate SCENARIO --sink kafka --json [--speed X] [--duration S]` there
-  (`streamsim simulate` in a child process, which takes SIGTERM as a clean stop that flushes Kafka);
+  without its Kafka client secrets (`sasl.password`, ...): the children get those in
+  `$STREAMSIM_KAFKA_CLIENT`. The stack's checkpoints are the run's own (`checkpoints/`), its
+  API port the run's endpoint's;
+- the job gets its own copy of the pipeline config (`pipeline.yaml`): the run's input topic,
+  read from where it ends at the start (fresh checkpoints: earlier runs are not re-read);
+- starts each component in its own process group (stopping kills the group: no orphans):
+  the endpoint, `streamsim api` on a free port, then the job, `streamsim pipeline run JOB`,
+  then the simulator, `streamsim simulate SCENARIO --sink kafka --json --control pacing.json`
+  (after the endpoint answers its health check, in POS mode);
 - `retune(run_id, {"speed": ..., "max_rate": ...})` changes a running run's pacing live: it
-  rewrites `<workdir>/pacing.json` (whole, by rename), which the child polls
+  rewrites `<workdir>/pacing.json` (whole, by rename), which the simulator polls
   (`streamsim simulate --control`, `simulators.pacing.PacingControl`);
-- a watcher thread records the exit: `finished` with the `--json` summary, `failed` with the
-  tail of stderr, or `stopped` when `stop(run_id)` asked for it (SIGTERM, then SIGKILL after
-  `stop_timeout_s`).
+- a supervisor thread per run records each component's state (starting, running, exited with
+  its code, stopped), the job's batch progress (from `progress`, the panel's view of the
+  `metrics` topic), and ends the run: when the simulator exits by itself, the job is stopped
+  once it drained (or after `drain_timeout_s`), then the endpoint: `finished` with the
+  `--json` summary; `failed` with the tail of stderr when the simulator fails or another
+  component exits first; `stopped` when `stop(run_id)` asked for it (the same order: each
+  SIGTERM, then SIGKILL after `stop_timeout_s`).
 
 At most one run per scenario is running at a time (`RunConflict` otherwise).
 
@@ -32,19 +45,35 @@ import contextlib
 import os
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
+import httpx
 import orjson
 import yaml
 from pydantic import ValidationError
 
+from api.panel.components import (
+    COMPONENTS,
+    Component,
+    ComponentState,
+    Plan,
+    drained,
+    endpoint_command,
+    job_command,
+    job_pipeline,
+    job_progress,
+    load_pipelines,
+    plan_components,
+    pos_mode,
+)
 from api.panel.models.overrides import TunableKeys
 from core.config import ConfigError, StackConfig
 from core.config.errors import key_path
@@ -64,6 +93,15 @@ STDERR_TAIL_CHARS = 4000
 CONTROL_FILE = "pacing.json"
 #: What `Run.to_dict(private=False)` shows of the fields only the control token may read.
 PRIVATE_FIELDS: dict[str, Any] = {"error": None, "workdir": None, "overrides": None}
+#: Each component's log in the run's working directory (the simulator's stdout holds its
+#: `--json` summary, so its stderr is kept apart).
+LOGS: dict[Component, str] = {
+    "simulator": "stderr.log",
+    "job": "job.log",
+    "endpoint": "endpoint.log",
+}
+#: Progress fields that count since the API started, not since the run's job did.
+API_TOTALS = ("batches_seen", "input_rows_seen", "dropped_by_watermark_seen", "late_events_seen")
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -87,6 +125,10 @@ class RunNotActive(RuntimeError):
         super().__init__(f"run {run.run_id} is {run.status}: only a running run can be retuned")
 
 
+class RunUnavailable(RuntimeError):
+    """A component cannot be prepared (Kafka unreachable for the job's offsets, no free port)."""
+
+
 class InvalidOverrides(ValueError):
     """`problems`: FastAPI-style error items, `loc` relative to the overrides mapping."""
 
@@ -95,9 +137,15 @@ class InvalidOverrides(ValueError):
         super().__init__("; ".join(p["msg"] for p in problems))
 
 
+class ProgressSource(Protocol):
+    """The latest batch report per streaming query (`api.panel.views.feeds.PipelineProgress`)."""
+
+    def queries(self, now_ms: int) -> list[dict[str, Any]]: ...
+
+
 @dataclass(frozen=True)
 class RunSpec:
-    """What a command needs to start one run."""
+    """What the commands of one run's components need."""
 
     run_id: str
     scenario_file: Path
@@ -106,6 +154,9 @@ class RunSpec:
     duration_s: float | None
     seed: int | None
     control_file: Path | None = None  # live pacing changes, polled by the run
+    job: str | None = None
+    pipeline_file: Path | None = None  # the run's copy of the job's pipeline config
+    endpoint_settings: Path | None = None  # the endpoint's `--settings` file
 
 
 def simulate_command(spec: RunSpec) -> list[str]:
@@ -125,6 +176,62 @@ def simulate_command(spec: RunSpec) -> list[str]:
     return cmd
 
 
+def pipeline_run_command(spec: RunSpec) -> list[str]:
+    assert spec.job and spec.pipeline_file and spec.stack_file
+    return job_command(spec.job, spec.pipeline_file, spec.stack_file)
+
+
+def api_command(spec: RunSpec) -> list[str]:
+    assert spec.stack_file and spec.endpoint_settings
+    return endpoint_command(spec.stack_file, spec.endpoint_settings)
+
+
+CommandOf = Callable[[RunSpec], list[str]]
+DEFAULT_COMMANDS: dict[Component, CommandOf] = {
+    "simulator": simulate_command,
+    "job": pipeline_run_command,
+    "endpoint": api_command,
+}
+
+
+@dataclass
+class Part:
+    """One component process of a run."""
+
+    name: Component
+    log: Path
+    command: list[str] = field(default_factory=list)
+    state: ComponentState = "starting"
+    pid: int | None = None
+    exit_code: int | None = None
+    started_at: int | None = None  # epoch ms, when spawned
+    ended_at: int | None = None
+    url: str | None = None  # the endpoint's
+    progress: list[dict[str, Any]] | None = None  # the job's, latest report per query
+    signalled: bool = False  # we sent it SIGTERM: its end is `stopped`
+    proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def ended(self) -> bool:
+        return self.state in ("exited", "stopped")
+
+    def to_dict(self, *, private: bool = True) -> dict[str, Any]:
+        """Without `private`: no log tail, log file or endpoint URL."""
+        body: dict[str, Any] = {
+            "name": self.name,
+            "state": self.state,
+            "pid": self.pid,
+            "exit_code": self.exit_code,
+            "started_at": self.started_at,
+            "ended_at": self.ended_at,
+            "progress": self.progress,
+            "url": self.url if private else None,
+            "log": str(self.log) if private else None,
+            "log_tail": _tail(self.log, 2000) if private else None,
+        }
+        return body
+
+
 @dataclass
 class Run:
     run_id: str
@@ -136,20 +243,23 @@ class Run:
     workdir: Path
     command: list[str]
     started_at: int  # epoch ms
-    pid: int | None = None
+    pid: int | None = None  # the simulator's
     status: RunStatus = "running"
     ended_at: int | None = None
-    exit_code: int | None = None
+    exit_code: int | None = None  # the simulator's
     summary: dict[str, Any] | None = None
     error: str | None = None
     live: dict[str, Any] | None = None  # pacing set while running: speed, max_rate
-    proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    plan: Plan = field(default_factory=lambda: Plan(("simulator",)))
+    parts: dict[Component, Part] = field(default_factory=dict)
+    spec: RunSpec | None = field(default=None, repr=False)
     stop_requested: bool = False
+    ending: bool = False  # the stop sequence has begun (by stop() or by the supervisor)
     done: threading.Event = field(default_factory=threading.Event, repr=False)
 
     def to_dict(self, *, private: bool = True) -> dict[str, Any]:
         """The run as the API shows it; without `private` (no control token), no stderr tail,
-        working directory or overrides."""
+        working directory, overrides, component logs or endpoint URL."""
         body = {
             "run_id": self.run_id,
             "scenario": self.scenario,
@@ -162,6 +272,8 @@ class Run:
             "duration_s": self.duration_s,
             "seed": self.seed,
             "live": self.live,
+            "job": self.plan.job,
+            "components": [self.parts[c].to_dict(private=private) for c in self.plan.components],
             "overrides": self.overrides,
             "summary": self.summary,
             "error": self.error,
@@ -244,6 +356,35 @@ def default_scenario_dir() -> Path:
     return here if here.is_dir() else REPO_ROOT / "config" / "scenarios"
 
 
+def default_pipeline_dir() -> Path:
+    """`config/pipelines` of the working directory, else of the repository."""
+    here = Path("config/pipelines")
+    return here if here.is_dir() else REPO_ROOT / "config" / "pipelines"
+
+
+def topic_ends(stack: StackConfig, names: Sequence[str]) -> dict[str, dict[int, int]]:
+    """Topic -> partition -> end offset, each topic created first if it is not there."""
+    from core.kafka import ensure_topics
+    from core.kafka.offsets import end_offsets
+
+    ensure_topics(stack, list(names))
+    return {name: end_offsets(stack, name, timeout_s=15.0) for name in names}
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def endpoint_healthy(url: str) -> bool:
+    """Whether the endpoint at `url` (its base) answers `/v1/health` with 200."""
+    try:
+        return httpx.get(f"{url}/v1/health", timeout=1.0).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
 class RunManager:
     def __init__(
         self,
@@ -251,26 +392,54 @@ class RunManager:
         *,
         stack: StackConfig | None = None,
         scenario_dir: Path | None = None,
-        command: Callable[[RunSpec], list[str]] = simulate_command,
+        pipeline_dir: Path | None = None,
+        command: CommandOf = simulate_command,
+        commands: Mapping[Component, CommandOf] | None = None,
         stop_timeout_s: float = 15.0,
+        drain_timeout_s: float = 30.0,
+        endpoint_timeout_s: float = 90.0,
         keep: int = 100,
         env: Mapping[str, str] | None = None,
         cwd: Path | None = None,
+        offsets: Callable[[StackConfig, Sequence[str]], Mapping[str, Mapping[int, int]]]
+        | None = None,
+        healthy: Callable[[str], bool] = endpoint_healthy,
+        poll_s: float = 0.2,
+        starts: Sequence[Component] = ("simulator",),
     ) -> None:
+        """`command` (the simulator's) and `commands` (any component's) replace the real ones
+        (tests); `offsets` replaces the Kafka lookup of the job's starting offsets and
+        `healthy` the endpoint's health check. `starts`: the components this manager may
+        start (`for_stack`: all); the job and the endpoint need a `stack`."""
         self.runs_dir = Path(runs_dir)
         self.stack = stack
         self.scenario_dir = Path(scenario_dir) if scenario_dir else default_scenario_dir()
-        self.command = command
+        self.pipeline_dir = Path(pipeline_dir) if pipeline_dir else default_pipeline_dir()
+        self.commands: dict[Component, CommandOf] = {
+            **DEFAULT_COMMANDS,
+            "simulator": command,
+            **(commands or {}),
+        }
         self.stop_timeout_s = stop_timeout_s
+        self.drain_timeout_s = drain_timeout_s
+        self.endpoint_timeout_s = endpoint_timeout_s
         self.keep = keep
         base_env = dict(os.environ if env is None else env)
         self.env = {k: v for k, v in base_env.items() if k not in SECRET_ENV}
         self.cwd = cwd
+        self.offsets = offsets or topic_ends
+        self.healthy = healthy
+        self.poll_s = poll_s
+        self.starts = tuple(starts)
+        #: The jobs' batch reports (the panel's `metrics` feed), if the API reads them.
+        self.progress: ProgressSource | None = None
         self._runs: dict[str, Run] = {}
         self._lock = threading.Lock()
 
     @classmethod
     def for_stack(cls, stack: StackConfig, **kwargs: Any) -> RunManager:
+        """Runs under `<dirs.data>/runs`, each starting all its scenario needs."""
+        kwargs.setdefault("starts", COMPONENTS)
         return cls(Path(stack.dirs.data) / "runs", stack=stack, **kwargs)
 
     # -- scenarios -------------------------------------------------------------------------
@@ -317,6 +486,22 @@ class RunManager:
 
     # -- runs ------------------------------------------------------------------------------
 
+    def available(self) -> tuple[Component, ...]:
+        """What this manager can start: the job and the endpoint need the stack."""
+        if self.stack is None:
+            return ("simulator",)
+        return tuple(c for c in COMPONENTS if c == "simulator" or c in self.starts)
+
+    def plan(self, scenario: ScenarioConfig, components: Sequence[str] | None = None) -> Plan:
+        """The components a run of `scenario` starts (see `plan_components`)."""
+        return plan_components(
+            scenario,
+            load_pipelines(self.pipeline_dir),
+            activity_topic=self._endpoint_settings()[1] if pos_mode(scenario) else "",
+            requested=components,
+            available=self.available(),
+        )
+
     def start(
         self,
         scenario: str,
@@ -325,6 +510,7 @@ class RunManager:
         duration_s: float | None = None,
         seed: int | None = None,
         overrides: Mapping[str, Any] | None = None,
+        components: Sequence[str] | None = None,
     ) -> Run:
         overrides = dict(overrides or {})
         data = self._scenario_data(scenario)
@@ -332,28 +518,33 @@ class RunManager:
         if problems:
             raise InvalidOverrides(problems)
         data = apply_overrides(data, overrides)
-        validate_scenario(data, overrides)
+        plan = self.plan(validate_scenario(data, overrides), components)
+        self._check_conflict(scenario)
+        url = None
+        if "endpoint" in plan.components:
+            # Set here, after the allow-list: the run posts to its own endpoint only.
+            url = f"http://127.0.0.1:{free_port()}"
+            domain = data.setdefault("domain", {})
+            domain["endpoint"] = {**(domain.get("endpoint") or {}), "url": f"{url}/v1/transactions"}
+        ends: Mapping[str, Mapping[int, int]] = {}
+        if plan.pipeline is not None and self.stack is not None:
+            try:
+                ends = self.offsets(self.stack, plan.job_inputs)
+            except Exception as exc:  # Kafka's errors are many; the message says which
+                raise RunUnavailable(
+                    f"cannot read where the job's input {list(plan.job_inputs)} ends: {exc}"
+                ) from None
         with self._lock:
-            for run in self._runs.values():
-                if run.scenario == scenario and run.status in ACTIVE:
-                    raise RunConflict(run)
+            self._check_conflict(scenario, locked=True)
             run_id = f"{scenario}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
             data.setdefault("run_id", run_id)  # its own ids: see ScenarioConfig.run_id
             workdir = self.runs_dir / run_id
             workdir.mkdir(parents=True, exist_ok=True)
-            scenario_file = workdir / "scenario.yaml"
-            scenario_file.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-            stack_file, env = None, self.env
-            if self.stack is not None:
-                # Kafka client secrets go to the child by environment, never into the file.
-                data, client_secrets = split_client_secrets(self.stack)
-                stack_file = workdir / "stack.yaml"
-                stack_file.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-                if client_secrets:
-                    env = {**env, KAFKA_CLIENT_ENV: orjson.dumps(client_secrets).decode()}
-            control = workdir / CONTROL_FILE
-            spec = RunSpec(run_id, scenario_file, stack_file, speed, duration_s, seed, control)
-            command = self.command(spec)
+            spec, env = self._write_files(run_id, workdir, data, plan, ends, url)
+            spec = RunSpec(
+                run_id, spec.scenario_file, spec.stack_file, speed, duration_s, seed,
+                spec.control_file, spec.job, spec.pipeline_file, spec.endpoint_settings,
+            )  # fmt: skip
             run = Run(
                 run_id=run_id,
                 scenario=scenario,
@@ -362,63 +553,281 @@ class RunManager:
                 seed=seed,
                 overrides=overrides,
                 workdir=workdir,
-                command=command,
-                started_at=time.time_ns() // 1_000_000,
+                command=self.commands["simulator"](spec),
+                started_at=_now_ms(),
+                plan=plan,
+                spec=spec,
             )
-            with (
-                (workdir / "stdout.log").open("wb") as out,
-                (workdir / "stderr.log").open("wb") as err,
-            ):
-                run.proc = subprocess.Popen(
-                    command,
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=err,
-                    env=env,
-                    cwd=self.cwd,
-                    start_new_session=True,  # Ctrl-C on the API's terminal is the API's to handle
-                )
-            run.pid = run.proc.pid
+            run.parts = {c: Part(c, workdir / LOGS[c], url=url if c == "endpoint" else None)
+                         for c in plan.components}  # fmt: skip
+            for name in plan.components:  # start order: endpoint, job, simulator
+                if name == "simulator" and "endpoint" in run.parts:
+                    break  # once the endpoint answers (the supervisor)
+                self._spawn(run, name, env)
             self._runs[run_id] = run
             self._forget_old()
-        threading.Thread(target=self._watch, args=(run,), name=f"run-{run_id}", daemon=True).start()
+        thread = threading.Thread(
+            target=self._supervise, args=(run, env), name=f"run-{run_id}", daemon=True
+        )
+        thread.start()
         return run
+
+    def _check_conflict(self, scenario: str, *, locked: bool = False) -> None:
+        with contextlib.nullcontext() if locked else self._lock:
+            for run in self._runs.values():
+                if run.scenario == scenario and run.status in ACTIVE:
+                    raise RunConflict(run)
+
+    def _endpoint_settings(self) -> tuple[dict[str, Any], str]:
+        """The run endpoints' settings (the API's, with no state rebuilt from earlier runs:
+        each run has ids of its own) and the topic they publish decisions to."""
+        from api.fraud.settings import load_settings
+
+        settings = load_settings().model_copy(update={"rebuild_lookback_s": 0.0})
+        return settings.model_dump(mode="json"), settings.topic
+
+    def _write_files(
+        self,
+        run_id: str,
+        workdir: Path,
+        data: dict[str, Any],
+        plan: Plan,
+        ends: Mapping[str, Mapping[int, int]],
+        url: str | None,
+    ) -> tuple[RunSpec, dict[str, str]]:
+        """The run's scenario, stack, pipeline and endpoint settings files; its environment."""
+        scenario_file = workdir / "scenario.yaml"
+        scenario_file.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+        stack_file, env = None, self.env
+        if self.stack is not None:
+            # Kafka client secrets go to the children by environment, never into the file.
+            stack, client_secrets = split_client_secrets(self.stack)
+            if plan.pipeline is not None:
+                stack["dirs"]["checkpoints"] = str(workdir / "checkpoints")
+            if url is not None:
+                stack["api"] = {
+                    **stack["api"],
+                    "host": "127.0.0.1",
+                    "port": int(url.rsplit(":", 1)[1]),
+                }
+            stack_file = workdir / "stack.yaml"
+            stack_file.write_text(yaml.safe_dump(stack, sort_keys=False), encoding="utf-8")
+            if client_secrets:
+                env = {**env, KAFKA_CLIENT_ENV: orjson.dumps(client_secrets).decode()}
+        pipeline_file = settings_file = None
+        if plan.pipeline is not None:
+            pipeline_file = workdir / "pipeline.yaml"
+            pipeline = job_pipeline(plan, ends)
+            pipeline_file.write_text(yaml.safe_dump(pipeline, sort_keys=False), encoding="utf-8")
+        if url is not None:
+            settings_file = workdir / "api.yaml"
+            settings = self._endpoint_settings()[0]
+            settings_file.write_text(yaml.safe_dump(settings, sort_keys=False), encoding="utf-8")
+        spec = RunSpec(
+            run_id, scenario_file, stack_file, None, None, None, workdir / CONTROL_FILE,
+            plan.job, pipeline_file, settings_file,
+        )  # fmt: skip
+        return spec, env
+
+    def _spawn(self, run: Run, name: Component, env: Mapping[str, str]) -> None:
+        """Start one component in a process group of its own (stopping kills the group)."""
+        assert run.spec is not None
+        part = run.parts[name]
+        part.command = run.command if name == "simulator" else self.commands[name](run.spec)
+        out_path = run.workdir / ("stdout.log" if name == "simulator" else LOGS[name])
+        with out_path.open("ab") as out, part.log.open("ab") as err:
+            part.proc = subprocess.Popen(
+                part.command,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                env=dict(env),
+                cwd=self.cwd,
+                start_new_session=True,  # its own group; Ctrl-C on the API's terminal is the API's
+            )
+        part.pid = part.proc.pid
+        part.started_at = _now_ms()
+        # The simulator runs once spawned; the endpoint once healthy, the job at its first
+        # batch (when the API reads the metrics feed; else once spawned).
+        ready = name == "simulator" or (name == "job" and self.progress is None)
+        part.state = "running" if ready else "starting"
+        if name == "simulator":
+            run.pid = part.pid
 
     def _forget_old(self) -> None:
         ended = [r for r in self._runs.values() if r.status not in ACTIVE]
         for run in sorted(ended, key=lambda r: r.started_at)[: max(0, len(self._runs) - self.keep)]:
             del self._runs[run.run_id]
 
-    def _watch(self, run: Run) -> None:
-        assert run.proc is not None
-        code = run.proc.wait()
+    # -- the supervisor ----------------------------------------------------------------------
+
+    def _supervise(self, run: Run, env: Mapping[str, str]) -> None:
+        """Record the components' states until every one has ended; end the run when one
+        ends by itself (the simulator done, or another failing) or the endpoint never
+        answers."""
+        while True:
+            self._reap(run)
+            if not run.ending:
+                self._advance(run, env)
+                cause = self._ended_by_itself(run)
+                if cause is not None and self._begin_ending(run):
+                    with self._lock:
+                        if cause != "simulator" or run.parts["simulator"].exit_code != 0:
+                            run.error = run.error or self._failure(run, cause)
+                    self._stop_parts(run)
+            self._update_progress(run)
+            if all(p.ended for p in run.parts.values()):
+                self._finish(run)
+                return
+            time.sleep(self.poll_s)
+
+    def _advance(self, run: Run, env: Mapping[str, str]) -> None:
+        """The endpoint to running once healthy, then the simulator started; the job to running
+        at its first batch report."""
+        endpoint = run.parts.get("endpoint")
+        if endpoint is not None and endpoint.state == "starting" and endpoint.url:
+            if self.healthy(endpoint.url):
+                with self._lock:
+                    endpoint.state = "running"
+                    if run.parts["simulator"].proc is None:
+                        self._spawn(run, "simulator", env)
+            elif endpoint.started_at and _now_ms() - endpoint.started_at > (
+                self.endpoint_timeout_s * 1000
+            ):
+                with self._lock:
+                    run.error = (
+                        f"the endpoint did not answer {endpoint.url}/v1/health within "
+                        f"{self.endpoint_timeout_s:.0f}s:\n{_tail(endpoint.log)}"
+                    )
+                if self._begin_ending(run):
+                    self._stop_parts(run)
+
+    def _ended_by_itself(self, run: Run) -> Component | None:
+        """The first component that ended without being stopped: the run ends with it."""
+        return next((p.name for p in run.parts.values() if p.state == "exited"), None)
+
+    def _failure(self, run: Run, name: Component) -> str:
+        part = run.parts[name]
+        tail = _tail(part.log)
+        if name == "simulator":
+            return tail or f"exited with code {part.exit_code}"
+        return f"the {name} exited with code {part.exit_code} while the run went on:\n{tail}"
+
+    def _update_progress(self, run: Run) -> None:
+        job = run.parts.get("job")
+        if job is None or self.progress is None or job.started_at is None or not run.plan.job:
+            return
+        try:
+            queries = self.progress.queries(_now_ms())
+        except Exception:  # a feed hiccup must not end the supervisor
+            return
+        rows = [
+            {k: v for k, v in q.items() if k not in API_TOTALS}
+            for q in job_progress(queries, run.plan.job, job.started_at)
+        ]
+        with self._lock:
+            job.progress = rows
+            if rows and job.state == "starting":
+                job.state = "running"
+
+    def _reap(self, run: Run) -> None:
+        """Record the end of every component whose process has exited, and kill what it left
+        in its group."""
+        for part in run.parts.values():
+            if part.proc is None or part.exit_code is not None:
+                continue
+            code = part.proc.poll()
+            if code is None:
+                continue
+            _kill_group(part.pid, signal.SIGKILL)  # e.g. a JVM its driver left behind
+            with self._lock:
+                part.exit_code = code
+                part.ended_at = _now_ms()
+                part.state = "stopped" if part.signalled else "exited"
+
+    def _begin_ending(self, run: Run) -> bool:
+        """True for the one caller that runs the stop sequence."""
+        with self._lock:
+            if run.ending:
+                return False
+            run.ending = True
+            run.status = "stopping"
+            return True
+
+    def _stop_parts(self, run: Run, grace_s: float | None = None) -> None:
+        """Each component in stop order: SIGTERM to its group, SIGKILL after the grace period;
+        the job only once it drained what the simulator sent (or after `drain_timeout_s`)."""
+        for name in run.plan.stop_order():
+            part = run.parts[name]
+            if part.proc is None:
+                with self._lock:
+                    part.state, part.ended_at = "stopped", _now_ms()
+                continue
+            if name == "job":
+                self._wait_drained(run, part)
+            self._terminate(part, self.stop_timeout_s if grace_s is None else grace_s)
+            self._reap(run)
+
+    def _wait_drained(self, run: Run, job: Part) -> None:
+        simulator = run.parts.get("simulator")
+        sim_end = (simulator.ended_at if simulator else None) or _now_ms()
+        deadline = time.monotonic() + self.drain_timeout_s
+        while time.monotonic() < deadline and job.proc is not None and job.proc.poll() is None:
+            self._update_progress(run)
+            if self.progress is not None and drained(job.progress or [], sim_end, _now_ms()):
+                return
+            if self.progress is None and job.state == "running" and _now_ms() - sim_end > 5000:
+                return  # nothing to tell drained by: a short grace
+            time.sleep(self.poll_s)
+
+    def _terminate(self, part: Part, grace_s: float) -> None:
+        assert part.proc is not None
+        with self._lock:
+            if part.exit_code is not None:
+                return
+            part.signalled = True
+        _kill_group(part.pid, signal.SIGTERM)
+        try:
+            part.proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(part.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                part.proc.wait(5.0)
+        deadline = time.monotonic() + grace_s
+        while _group_alive(part.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)  # the leader is gone; let the rest of its group end too
+        _kill_group(part.pid, signal.SIGKILL)
+
+    def _finish(self, run: Run) -> None:
+        simulator = run.parts.get("simulator")
         summary = _last_json_line(run.workdir / "stdout.log")
         with self._lock:
-            run.exit_code = code
-            run.ended_at = time.time_ns() // 1_000_000
+            run.exit_code = simulator.exit_code if simulator else None
+            run.ended_at = _now_ms()
             run.summary = summary
             if run.stop_requested:
                 run.status = "stopped"
-            elif code == 0:
+            elif run.error is None and run.exit_code == 0:
                 run.status = "finished"
             else:
                 run.status = "failed"
-                run.error = _tail(run.workdir / "stderr.log") or f"exited with code {code}"
+                run.error = run.error or f"exited with code {run.exit_code}"
         run.done.set()
 
     def stop(self, run_id: str, timeout_s: float | None = None) -> Run:
-        """SIGTERM the run (its process group), wait, SIGKILL if it does not end in time."""
+        """Stop every component of the run in stop order (see `_stop_parts`); returns once the
+        run has ended. `timeout_s`: each component's grace after SIGTERM, if not the
+        manager's."""
         run = self.get(run_id)
         with self._lock:
             if run.status not in ACTIVE:
                 return run
             run.stop_requested = True
             run.status = "stopping"
-        _signal(run, signal.SIGTERM)
-        wait = self.stop_timeout_s if timeout_s is None else timeout_s
-        if not run.done.wait(wait):
-            _signal(run, signal.SIGKILL)
-            run.done.wait(5.0)
+        if self._begin_ending(run):
+            self._stop_parts(run, timeout_s)
+        budget = self.drain_timeout_s + 3 * (self.stop_timeout_s + 10)
+        run.done.wait(budget)
         return run
 
     def retune(self, run_id: str, changes: Mapping[str, Any]) -> Run:
@@ -462,11 +871,25 @@ class RunManager:
             t.join()
 
 
-def _signal(run: Run, sig: signal.Signals) -> None:
-    if run.pid is None:
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _kill_group(pgid: int | None, sig: signal.Signals) -> None:
+    if pgid is None:
         return
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(run.pid, sig)
+        os.killpg(pgid, sig)
+
+
+def _group_alive(pgid: int | None) -> bool:
+    if pgid is None:
+        return False
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
 
 
 def _last_json_line(path: Path) -> dict[str, Any] | None:

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from api.errors import ErrorBody
+from api.panel.components import Component, ComponentState
 from api.panel.runs import RunStatus
 
 Speed = Annotated[float, Field(gt=0, le=1e6)] | Literal["max"]
 
 
 class RunRequest(BaseModel):
-    """Start one scenario run (`streamsim simulate` into Kafka)."""
+    """Start one scenario run: the simulator into Kafka, the scenario's Spark job, and the
+    fraud endpoint in POS mode (`components`)."""
 
     model_config = ConfigDict(
         extra="forbid",
@@ -56,6 +58,21 @@ class RunRequest(BaseModel):
         "keys (GET /v1/scenarios) are accepted: rates, mixes, disorder, pacing, seed, "
         "duration and entities (at most 100,000); any other key is a 422 naming it.",
     )
+    components: list[Component] | None = Field(
+        None,
+        min_length=1,
+        description="What to start: `simulator`, `job` (the scenario's Spark job) and "
+        "`endpoint` (the fraud endpoint, card scenarios in POS mode). Default: all the "
+        "scenario needs. Must hold the simulator; a component the scenario does not need is "
+        "a 422.",
+    )
+
+    @field_validator("components")
+    @classmethod
+    def _unique(cls, value: list[Component] | None) -> list[Component] | None:
+        if value is not None and len(set(value)) != len(value):
+            raise ValueError("components must not repeat")
+        return value
 
 
 def _tuning_schema(schema: dict[str, Any]) -> None:
@@ -96,6 +113,42 @@ class RunTuning(BaseModel):
         return {key: getattr(self, key) for key in sorted(self.model_fields_set)}
 
 
+class QueryProgress(BaseModel):
+    """The latest batch report of one of the job's streaming queries (`metrics` topic)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    query: str
+    batch_id: int | None = Field(None, description="Counts from 0: the run's own checkpoints.")
+    input_rows: int | None = None
+    input_rows_per_s: float | None = None
+    processed_rows_per_s: float | None = None
+    watermark: str | None = None
+    watermark_delay_s: float | None = Field(None, description="Report time minus watermark.")
+    late_events: int | None = Field(None, description="Dropped as too late in that batch.")
+    at: int | None = Field(None, description="Epoch ms of the report.")
+    report_age_s: float | None = None
+
+
+class ComponentInfo(BaseModel):
+    name: Component
+    state: ComponentState = Field(
+        description="starting (the endpoint until healthy, the job until its first batch), "
+        "running, exited (by itself: see exit_code), stopped (by the run's stop)."
+    )
+    pid: int | None = Field(description="Its process group too.")
+    exit_code: int | None
+    started_at: int | None = Field(description="Epoch ms.")
+    ended_at: int | None = Field(description="Epoch ms.")
+    progress: list[QueryProgress] | None = Field(
+        description="The job's: the latest batch report per query since it started, when "
+        "the API reads the metrics feed."
+    )
+    url: str | None = Field(description="The endpoint's. Only with the control token.")
+    log: str | None = Field(description="Its log file. Only with the control token.")
+    log_tail: str | None = Field(description="Its log's tail. Only with the control token.")
+
+
 class RunInfo(BaseModel):
     run_id: str
     scenario: str
@@ -114,6 +167,8 @@ class RunInfo(BaseModel):
         description="Pacing changed while running (PATCH): the latest `speed` and `max_rate` "
         "sent to the run; null when never changed.",
     )
+    job: str | None = Field(description="The scenario's Spark job, if the run starts it.")
+    components: list[ComponentInfo] = Field(description="In start order.")
     overrides: dict[str, Any] | None = Field(description="Only with the control token.")
     summary: dict[str, Any] | None = Field(
         description="`streamsim simulate --json` of a finished run: events, truth, "
@@ -149,7 +204,9 @@ class ScenarioList(BaseModel):
 
 
 __all__ = [
+    "ComponentInfo",
     "ErrorBody",
+    "QueryProgress",
     "RunInfo",
     "RunList",
     "RunRequest",

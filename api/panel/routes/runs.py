@@ -1,11 +1,14 @@
 """Scenario runs: start and stop (control, bearer token), list them (read).
 
-- `POST /v1/control/runs` -> 201 the run; 404 unknown scenario; 409 one already running;
-  422 a bad body or a bad override (the key is named).
+- `POST /v1/control/runs` -> 201 the run (simulator, Spark job, and endpoint in POS mode, or
+  the `components` asked for); 404 unknown scenario; 409 one already running; 422 a bad body,
+  a bad override (the key is named) or a component the scenario does not have; 503 when the
+  job's input cannot be read (Kafka down).
 - `PATCH /v1/control/runs/{run_id}/pacing` -> the run, its `speed` and/or `max_rate` changed
   live; 409 when it is not running. (A path of its own: one route per path keeps a 405's
   `Allow` header exact.)
-- `DELETE /v1/control/runs/{run_id}` -> the run, once stopped (SIGTERM, then SIGKILL).
+- `DELETE /v1/control/runs/{run_id}` -> the run, once every component stopped: simulator,
+  job (once drained), endpoint; each SIGTERM, then SIGKILL.
 - `GET /v1/runs`, `GET /v1/runs/{run_id}`: open.
 """
 
@@ -15,12 +18,16 @@ from fastapi import APIRouter, Depends, HTTPException, Request, status
 
 from api.auth import TOKEN_RESPONSES, has_token, require_token
 from api.errors import BAD_BODY, safe_errors
-from api.panel.deps import RUNS_UNAVAILABLE, runs_of
+from api.panel.components import InvalidComponents
+from api.panel.deps import RUNS_UNAVAILABLE
+from api.panel.deps import runs_of as _runs_of
 from api.panel.models.runs import ErrorBody, RunInfo, RunList, RunRequest, RunTuning
 from api.panel.runs import (
     InvalidOverrides,
     RunConflict,
+    RunManager,
     RunNotActive,
+    RunUnavailable,
     UnknownRun,
     UnknownScenario,
 )
@@ -28,6 +35,15 @@ from api.responses import OrjsonResponse
 from core.config import ConfigError
 
 router = APIRouter(tags=["runs"])
+
+
+def runs_of(request: Request) -> RunManager:
+    """The app's run manager, reading its jobs' progress from the app's metrics feed."""
+    manager = _runs_of(request)
+    feeds = getattr(request.app.state, "feeds", None)
+    if manager.progress is None and feeds is not None:
+        manager.progress = feeds.progress
+    return manager
 
 
 @router.post(
@@ -41,13 +57,18 @@ router = APIRouter(tags=["runs"])
         **TOKEN_RESPONSES,
         404: {"model": ErrorBody, "description": "No such scenario."},
         409: {"model": ErrorBody, "description": "The scenario is already running."},
-        422: {"model": ErrorBody, "description": "Invalid body or overrides, key by key."},
+        422: {
+            "model": ErrorBody,
+            "description": "Invalid body, overrides (key by key) or components.",
+        },
         **RUNS_UNAVAILABLE,
     },
     summary="Start a scenario run",
 )
 def start_run(body: RunRequest, request: Request) -> OrjsonResponse:
-    """Runs `streamsim simulate` into Kafka with the overrides merged over the scenario file."""
+    """Runs `streamsim simulate` into Kafka with the overrides merged over the scenario file,
+    the scenario's Spark job on the run's own checkpoints, and in POS mode the fraud endpoint
+    the simulator posts to. 503 (run control not set up, or Kafka unreachable for the job)."""
     manager = runs_of(request)
     try:
         run = manager.start(
@@ -56,6 +77,7 @@ def start_run(body: RunRequest, request: Request) -> OrjsonResponse:
             duration_s=body.duration_s,
             seed=body.seed,
             overrides=body.overrides,
+            components=body.components,
         )
     except UnknownScenario as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
@@ -66,6 +88,11 @@ def start_run(body: RunRequest, request: Request) -> OrjsonResponse:
     except InvalidOverrides as exc:
         detail = [{**p, "loc": ["body", "overrides", *p["loc"]]} for p in exc.problems]
         return OrjsonResponse({"detail": safe_errors(detail)}, status_code=422)
+    except InvalidComponents as exc:
+        detail = [{"loc": ["body", "components"], "msg": str(exc), "type": "invalid_components"}]
+        return OrjsonResponse({"detail": safe_errors(detail)}, status_code=422)
+    except RunUnavailable as exc:
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, str(exc)) from None
     except ConfigError as exc:  # the scenario file itself cannot be read
         detail = [{"loc": ["body", "scenario"], "msg": str(exc), "type": "invalid_scenario_file"}]
         return OrjsonResponse({"detail": safe_errors(detail)}, status_code=422)
@@ -113,7 +140,9 @@ def retune_run(run_id: str, body: RunTuning, request: Request) -> OrjsonResponse
     summary="Stop a run",
 )
 def stop_run(run_id: str, request: Request) -> OrjsonResponse:
-    """SIGTERM (the simulator flushes what it holds to Kafka), SIGKILL if it does not end."""
+    """Simulator first (SIGTERM: it flushes what it holds to Kafka), then the job once it
+    drained what was sent (or after a timeout), then the endpoint; each SIGKILLed (its whole
+    process group) if it does not end in time."""
     try:
         run = runs_of(request).stop(run_id)
     except UnknownRun as exc:
