@@ -1,5 +1,7 @@
 """Runs page: pick a scenario, set rate, fraud/fault mix, skew and lateness, start and stop runs,
-and change a running run's speed and rate cap live.
+and change a running run's speed and rate cap live. Each run shows its components (simulator,
+Spark job, fraud endpoint) with their states, the job's batch progress per query, and (with the
+control token) each component's log tail.
 
 `?scenario=NAME` in the URL preselects a scenario.
 """
@@ -24,6 +26,13 @@ STATUS_ICONS = {
     "failed": ":red[●]",
     "stopped": ":gray[●]",
 }
+COMPONENT_ICONS = {
+    "starting": ":orange[◌]",
+    "running": ":green[●]",
+    "exited": ":blue[■]",
+    "stopped": ":gray[■]",
+}
+COMPONENT_TITLES = {"simulator": "Simulator", "job": "Spark job", "endpoint": "Fraud endpoint"}
 
 
 def render(client: ApiClient) -> None:
@@ -181,6 +190,7 @@ def _runs_list(client: ApiClient) -> None:
                     st.caption(f"pacing set while running: `{_compact(run['live'])}`")
                 if run.get("error"):
                     st.code(run["error"], language=None)
+                components_view(run)
                 if run["status"] == "running" and client.can_control:
                     live_form(client, run)
             with right:
@@ -189,6 +199,58 @@ def _runs_list(client: ApiClient) -> None:
                     "Stop", key=f"stop-{run['run_id']}", icon=":material/stop:"
                 ):
                     stop_run(client, run["run_id"])
+
+
+def component_line(run: dict[str, Any], component: dict[str, Any]) -> str:
+    """`● Spark job card-velocity: running · pid 42` (exit code once it ended)."""
+    name = component.get("name", "?")
+    title = COMPONENT_TITLES.get(name, name)
+    if name == "job" and run.get("job"):
+        title += f" `{run['job']}`"
+    state = component.get("state", "?")
+    text = f"{COMPONENT_ICONS.get(state, '')} {title}: **{state}**"
+    if component.get("exit_code") is not None:
+        text += f" (code {component['exit_code']})"
+    if component.get("pid") is not None:
+        text += f" · pid {component['pid']}"
+    return text
+
+
+def progress_rows(component: dict[str, Any]) -> list[dict[str, Any]]:
+    """The job's latest batch per query, as table rows."""
+    return [
+        {
+            "query": q.get("query"),
+            "batch": q.get("batch_id"),
+            "rows": q.get("input_rows"),
+            "rows/s": q.get("processed_rows_per_s"),
+            "watermark": q.get("watermark"),
+            "watermark delay s": q.get("watermark_delay_s"),
+            "late dropped": q.get("late_events"),
+            "report age s": q.get("report_age_s"),
+        }
+        for q in component.get("progress") or []
+    ]
+
+
+def components_view(run: dict[str, Any]) -> None:
+    """Each component's state; the job's batch progress; log tails (control token only)."""
+    components = run.get("components") or []
+    if not components:
+        return
+    st.markdown("  \n".join(component_line(run, c) for c in components))
+    for component in components:
+        rows = progress_rows(component)
+        if component.get("name") == "job" and rows:
+            st.dataframe(rows, hide_index=True, width="stretch")
+        elif component.get("name") == "job" and component.get("state") in ("starting", "running"):
+            st.caption("No batch from the job yet (Spark takes a while to start).")
+    tails = [c for c in components if c.get("log_tail")]
+    if tails:
+        with st.expander("Component logs"):
+            for component in tails:
+                st.markdown(f"**{COMPONENT_TITLES.get(component['name'], component['name'])}**")
+                st.code(component["log_tail"], language=None)
 
 
 def live_form(client: ApiClient, run: dict[str, Any]) -> None:
