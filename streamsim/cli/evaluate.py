@@ -15,7 +15,9 @@ SUITE_KEYS = ("suite", "scenario", "split", "runs", "types", "hard_negative_rate
 
 
 def evaluate(
-    scenario: Annotated[str, typer.Argument(help="card-velocity, connected-vehicles or shipping.")],
+    scenario: Annotated[
+        str, typer.Argument(help="card-velocity, connected-vehicles, shipping or sensor-fleet.")
+    ],
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
     suite: Annotated[

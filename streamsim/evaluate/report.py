@@ -16,7 +16,7 @@ from core.contracts.events import PIPELINE_PROGRESS
 from core.errors import StreamsimError
 from core.kafka.reader import latest_run, read_topic
 from pipeline.config import PipelineConfig
-from streamsim.evaluate import shipping
+from streamsim.evaluate import sensors, shipping
 from streamsim.evaluate.scoring import (
     RUNNING_MS,
     hard_negative_alerts,
@@ -33,8 +33,9 @@ if TYPE_CHECKING:
 #: batch oracle applies (parity, and the late drops per label); `horizon_ms`: see
 #: `scoring.open_incidents` (an overheating takes up to 10 minutes to pass 105 °C for 60 s);
 #: `running_ms`: see `open_incidents` too; `batch`: the pipeline path is the detectors' batch
-#: form over the run's topics, read to their end (`streamsim.evaluate.shipping`: a voyage's
-#: readings land days late).
+#: form over the run's topics, read to their end, by this function (`streamsim.evaluate.
+#: shipping`: a voyage's readings land days late; `streamsim.evaluate.sensors`);
+#: `arrivals`: incident -> when its data first arrived, from truth.
 SCENARIOS: dict[str, dict[str, Any]] = {  # label types come from the contracts
     "card_velocity": {
         "labels": list(labels.CARD_FRAUDS),
@@ -51,7 +52,15 @@ SCENARIOS: dict[str, dict[str, Any]] = {  # label types come from the contracts
         "endpoint_topic": None,
         "horizon_ms": shipping.HORIZON_MS,
         "running_ms": shipping.RUNNING_MS,
-        "batch": True,
+        "batch": shipping.batch_detections,
+        "arrivals": shipping.first_arrivals,
+    },
+    "sensor_fleet": {
+        "labels": list(labels.SENSOR_FAULTS),
+        "endpoint_topic": None,
+        "horizon_ms": sensors.HORIZON_MS,
+        "running_ms": sensors.RUNNING_MS,
+        "batch": sensors.batch_detections,
     },
 }
 ALERTS_TOPIC = topics.ALERTS.name
@@ -110,8 +119,8 @@ def evaluate(
             paths["endpoint"] = _endpoint_detections(decisions, anchor)
     arrivals = None
     if spec.get("batch"):
-        paths["pipeline"] = shipping.batch_detections(stack, prefix, truth, since)
-        arrivals = shipping.first_arrivals(truth)
+        paths["pipeline"] = spec["batch"](stack, prefix, truth, since)
+        arrivals = spec["arrivals"](truth) if spec.get("arrivals") else None
     else:
         alerts = [
             a
