@@ -18,6 +18,7 @@ commands, the order and the drain check; `api.panel.runs` runs the processes.
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,6 +37,15 @@ COMPONENTS: tuple[Component, ...] = get_args(Component)
 START_ORDER: tuple[Component, ...] = ("endpoint", "job", "simulator")
 STOP_ORDER: tuple[Component, ...] = ("simulator", "job", "endpoint")
 ComponentState = Literal["starting", "running", "exited", "stopped"]
+#: Each component's clean stop, sent to its process group (SIGKILL follows after a grace
+#: period). The job's is its Ctrl-C: `pipeline run` then stops its queries and flushes its
+#: metrics, and its JVM (which ignores SIGINT) exits when the driver's pipe closes; a SIGTERM
+#: would end the driver at once, its queries unstopped.
+STOP_SIGNALS: dict[Component, signal.Signals] = {
+    "simulator": signal.SIGTERM,  # `simulate` flushes what it holds to Kafka
+    "job": signal.SIGINT,
+    "endpoint": signal.SIGTERM,  # uvicorn's graceful shutdown
+}
 POS_DOMAIN = "card_velocity"
 
 
@@ -221,6 +231,7 @@ def drained(
 
 __all__ = [
     "COMPONENTS",
+    "STOP_SIGNALS",
     "Component",
     "ComponentState",
     "InvalidComponents",

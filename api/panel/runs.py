@@ -28,7 +28,8 @@ and the fraud endpoint in POS mode).
   once it drained (or after `drain_timeout_s`), then the endpoint: `finished` with the
   `--json` summary; `failed` with the tail of stderr when the simulator fails or another
   component exits first; `stopped` when `stop(run_id)` asked for it (the same order: each
-  SIGTERM, then SIGKILL after `stop_timeout_s`).
+  group gets its stop signal, SIGTERM or the job's SIGINT, then SIGKILL after
+  `stop_timeout_s`).
 
 At most one run per scenario is running at a time (`RunConflict` otherwise).
 
@@ -62,6 +63,7 @@ from pydantic import ValidationError
 
 from api.panel.components import (
     COMPONENTS,
+    STOP_SIGNALS,
     Component,
     ComponentState,
     Plan,
@@ -208,7 +210,7 @@ class Part:
     ended_at: int | None = None
     url: str | None = None  # the endpoint's
     progress: list[dict[str, Any]] | None = None  # the job's, latest report per query
-    signalled: bool = False  # we sent it SIGTERM: its end is `stopped`
+    signalled: bool = False  # we sent it its stop signal: its end is `stopped`
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     @property
@@ -755,7 +757,8 @@ class RunManager:
             return True
 
     def _stop_parts(self, run: Run, grace_s: float | None = None) -> None:
-        """Each component in stop order: SIGTERM to its group, SIGKILL after the grace period;
+        """Each component in stop order: its stop signal to its group (`STOP_SIGNALS`), SIGKILL
+        after the grace period;
         the job only once it drained what the simulator sent (or after `drain_timeout_s`)."""
         for name in run.plan.stop_order():
             part = run.parts[name]
@@ -786,7 +789,7 @@ class RunManager:
             if part.exit_code is not None:
                 return
             part.signalled = True
-        _kill_group(part.pid, signal.SIGTERM)
+        _kill_group(part.pid, STOP_SIGNALS[part.name])
         try:
             part.proc.wait(grace_s)
         except subprocess.TimeoutExpired:
@@ -816,7 +819,7 @@ class RunManager:
 
     def stop(self, run_id: str, timeout_s: float | None = None) -> Run:
         """Stop every component of the run in stop order (see `_stop_parts`); returns once the
-        run has ended. `timeout_s`: each component's grace after SIGTERM, if not the
+        run has ended. `timeout_s`: each component's grace after its stop signal, if not the
         manager's."""
         run = self.get(run_id)
         with self._lock:

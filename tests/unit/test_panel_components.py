@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import sys
 import threading
 import time
@@ -25,6 +26,7 @@ from api.fraud.settings import ApiSecrets, ApiSettings
 from api.main import create_app
 from api.panel.components import (
     COMPONENTS,
+    STOP_SIGNALS,
     InvalidComponents,
     Plan,
     drained,
@@ -118,6 +120,14 @@ def test_requested_components_are_checked() -> None:
     assert plan("sensor_fleet", available=["simulator"]).components == ("simulator",)
 
 
+def test_the_job_stops_on_its_ctrl_c_the_others_on_sigterm() -> None:
+    assert STOP_SIGNALS == {
+        "simulator": signal.SIGTERM,
+        "job": signal.SIGINT,
+        "endpoint": signal.SIGTERM,
+    }
+
+
 def test_start_and_stop_order() -> None:
     assert start_order(COMPONENTS) == ("endpoint", "job", "simulator")
     assert stop_order(["endpoint", "simulator", "job"]) == ("simulator", "job", "endpoint")
@@ -177,9 +187,11 @@ def term(*_):
         f.write(name + "\n")
     sys.exit(0)
 signal.signal(signal.SIGTERM, term)
-if mode == "grandchild":  # left in the group, deaf to SIGTERM: only the group's SIGKILL ends it
-    subprocess.Popen([sys.executable, "-c",
-        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(120)"])
+signal.signal(signal.SIGINT, term)  # the job's stop
+if mode == "grandchild":  # left in the group, deaf to stops: only the group's SIGKILL ends it
+    subprocess.Popen([sys.executable, "-c", "import signal, time; "
+        "[signal.signal(s, signal.SIG_IGN) for s in (signal.SIGTERM, signal.SIGINT)]; "
+        "time.sleep(120)"])
 if mode == "exit3":
     time.sleep(0.5)
     sys.stderr.write("error: the job broke\n")

@@ -8,7 +8,7 @@
   live; 409 when it is not running. (A path of its own: one route per path keeps a 405's
   `Allow` header exact.)
 - `DELETE /v1/control/runs/{run_id}` -> the run, once every component stopped: simulator,
-  job (once drained), endpoint; each SIGTERM, then SIGKILL.
+  job (once drained), endpoint; each its stop signal (the job: SIGINT), then SIGKILL.
 - `GET /v1/runs`, `GET /v1/runs/{run_id}`: open.
 """
 
