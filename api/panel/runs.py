@@ -910,8 +910,12 @@ def _last_json_line(path: Path) -> dict[str, Any] | None:
 
 
 def _tail(path: Path, chars: int = STDERR_TAIL_CHARS) -> str:
+    """The last `chars` bytes of a log, read from its end (a Spark job's log grows large)."""
     try:
-        data = path.read_bytes()
+        with path.open("rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, size - chars))
+            data = handle.read(chars)
     except OSError:
         return ""
-    return data[-chars:].decode("utf-8", "replace").strip()
+    return data.decode("utf-8", "replace").strip()

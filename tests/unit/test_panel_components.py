@@ -38,7 +38,7 @@ from api.panel.components import (
     stop_order,
 )
 from api.panel.models.runs import RunInfo
-from api.panel.runs import Run, RunManager, RunSpec, apply_overrides
+from api.panel.runs import Part, Run, RunManager, RunSpec, apply_overrides
 from core.config import StackConfig
 from core.config.loader import read_yaml
 from scenarios.catalog import ScenarioConfig
@@ -435,3 +435,13 @@ def test_the_simulator_only_and_private_component_fields(
     stopped = http.delete(f"/v1/control/runs/{run.run_id}", headers=AUTH).json()
     assert stopped["status"] == "stopped"
     assert stopped["components"][0]["state"] == "stopped"
+
+
+def test_a_component_log_tail_is_its_end(tmp_path: Path) -> None:
+    log = tmp_path / "job.log"
+    log.write_bytes(b"x" * 100_000 + b"\nthe last line\n")
+    part = Part("job", log)
+    tail = part.to_dict()["log_tail"]
+    assert tail.endswith("the last line") and len(tail) <= 2000
+    assert part.to_dict(private=False)["log_tail"] is None
+    assert Part("job", tmp_path / "missing.log").to_dict()["log_tail"] == ""
