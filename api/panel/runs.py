@@ -43,6 +43,7 @@ own clock and delivery keys win over the top-level ones.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import secrets
 import signal
@@ -543,10 +544,7 @@ class RunManager:
             workdir = self.runs_dir / run_id
             workdir.mkdir(parents=True, exist_ok=True)
             spec, env = self._write_files(run_id, workdir, data, plan, ends, url)
-            spec = RunSpec(
-                run_id, spec.scenario_file, spec.stack_file, speed, duration_s, seed,
-                spec.control_file, spec.job, spec.pipeline_file, spec.endpoint_settings,
-            )  # fmt: skip
+            spec = dataclasses.replace(spec, speed=speed, duration_s=duration_s, seed=seed)
             run = Run(
                 run_id=run_id,
                 scenario=scenario,
