@@ -27,6 +27,7 @@ from pyspark.sql import SparkSession
 from core.config import StackConfig
 from core.errors import StreamsimError
 from core.jvm import RESOLVE_HINT, spark_kafka_jars
+from core.kafka.clients import CLIENT_LOGGER
 
 LOG4J2 = Path(__file__).with_name("log4j2.properties")
 FAIR_POOLS = Path(__file__).with_name("fairscheduler.xml")
@@ -95,8 +96,8 @@ def _jvm_output_to(log: Path) -> Iterator[None]:
         os.close(saved[1])
 
 
-def _py4j_log_to(log: Path) -> None:
-    logger = logging.getLogger("py4j")
+def _log_to(log: Path, name: str) -> None:
+    logger = logging.getLogger(name)
     if not any(getattr(h, "baseFilename", None) == str(log) for h in logger.handlers):
         handler = logging.FileHandler(log)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
@@ -117,7 +118,8 @@ def spark_session(stack: StackConfig, app: str) -> SparkSession:
     log = spark_log_file(stack)
     with _jvm_output_to(log):
         session = builder.getOrCreate()
-    _py4j_log_to(log)
+    for name in ("py4j", CLIENT_LOGGER):  # the driver's Kafka clients (alert sinks, metrics)
+        _log_to(log, name)
     session.sparkContext.setLogLevel(stack.spark.log_level)
     return session
 

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from core.config import StackConfig
 
+#: In-process clients log through this Python logger, not librdkafka's stderr: a broker that
+#: stops before its clients would otherwise print "Connection refused" lines to the terminal.
+#: `pipeline.session` routes it to the Spark log; unrouted, Python prints warnings and errors.
+CLIENT_LOGGER = "streamsim.kafka"
+
 
 def base_config(stack: StackConfig) -> dict[str, Any]:
-    return {"bootstrap.servers": stack.kafka.bootstrap_servers, **stack.kafka.client}
+    return {
+        "bootstrap.servers": stack.kafka.bootstrap_servers,
+        "logger": logging.getLogger(CLIENT_LOGGER),
+        **stack.kafka.client,
+    }
 
 
 def producer_config(stack: StackConfig, **overrides: Any) -> dict[str, Any]:
