@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 from streamlit.testing.v1 import AppTest
 
-from tests.unit.test_ui_pages import NOW, page_script, texts
+from tests.unit.test_ui_pages import NOW, page_script, sensor_fleet, texts
 from ui.client import ApiClient
 from ui.sections.runs import component_line, progress_rows
 
@@ -72,3 +72,24 @@ def test_component_helpers() -> None:
     assert progress_rows(component("simulator", "running")) == []
     (row,) = progress_rows(component("job", "running", progress=[QUERY]))
     assert row["batch"] == 3 and row["rows/s"] == 800.0
+
+
+def test_starting_a_run_names_its_components() -> None:
+    scenario = {"name": "sensor_fleet", "file": "s.yaml", "config": sensor_fleet(),
+                "error": None, "tunable": []}  # fmt: skip
+    started = {**RUN, "pid": None}
+    routes: dict[tuple[str, str], Any] = {
+        ("GET", "/v1/scenarios"): {"scenarios": [scenario]},
+        ("GET", "/v1/runs"): {"runs": []},
+        ("POST", "/v1/control/runs"): started,
+    }
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json=routes[(request.method, request.url.path)])
+
+    client = ApiClient("http://api", token="t0k", transport=httpx.MockTransport(handle))
+    test = AppTest.from_function(page_script, args=("runs", client), default_timeout=30)
+    test.run()
+    test.button[0].click().run()
+    assert not test.exception, test.exception
+    assert "Starting: Spark job, Simulator." in texts(test)

@@ -111,7 +111,11 @@ def start_form(client: ApiClient, scenario: dict[str, Any]) -> None:
         except ApiError as exc:
             st.error(f"**Could not start {name}** (HTTP {exc.status}): {exc}")
         else:
-            st.success(f"Started run `{run['run_id']}` (pid {run['pid']}).")
+            names = [
+                COMPONENT_TITLES.get(c["name"], c["name"]) for c in run.get("components") or []
+            ]
+            started = f" Starting: {', '.join(names)}." if names else ""
+            st.success(f"Started run `{run['run_id']}` (pid {run['pid']}).{started}")
         with st.expander("Request sent"):
             st.json(
                 {
