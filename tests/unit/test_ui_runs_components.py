@@ -75,7 +75,7 @@ def test_component_helpers() -> None:
 
 
 def test_starting_a_run_names_its_components() -> None:
-    scenario = {"name": "sensor_fleet", "file": "s.yaml", "config": sensor_fleet(),
+    scenario: dict[str, Any] = {"name": "sensor_fleet", "file": "s.yaml", "config": sensor_fleet(),
                 "error": None, "tunable": []}  # fmt: skip
     started = {**RUN, "pid": None}
     routes: dict[tuple[str, str], Any] = {
