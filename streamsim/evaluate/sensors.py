@@ -13,8 +13,12 @@ Parameters come from physical reasoning, not from the generator's injected fault
   off the sensor's own baseline is a spike. The baseline is a slow EWMA (alpha 0.01, about
   100 readings), so a spike lasting minutes barely moves it and its end does not look like
   a second spike; 10 readings (under a minute) warm it up.
-The injected spike size, stuck durations and fault rates were not consulted; the figures
-were looked at on seeds 1-3 and are reported on seeds 11-13.
+The injected spike size, stuck durations and fault rates were not consulted, and nothing was
+tuned: the parameters above were set first, looked at on seed 1 and kept. On seeds 11-13 (the
+shipped config: 20,000 sensors, 600 s) stuck_sensor scores incident precision 1.0 and recall
+0.83-0.86 (faults shorter than ~25 s are missed); spike 0.66-0.78 and 0.68-0.77: the fault
+schedule starts stationary, so some sensors are mid-spike at their first reading, with no
+baseline to stand out from, and the spike's end then reads as one.
 """
 
 from __future__ import annotations
