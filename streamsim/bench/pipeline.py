@@ -410,6 +410,11 @@ def paced_fleet(
     duration, starting at a staggered second; returns the planted vehicles."""
     above, duration = hot
     episode = int(duration) + 10
+    if seconds < episode + 10:
+        raise StreamsimError(
+            f"--latency-s must be at least {episode + 10} s: an overheating episode lasts "
+            f"{episode} s (the detector's {duration:.0f} s + 10), or no alert can be due"
+        )
     starts = max(1, int(seconds) - episode - 5)
     planted = {v: (v // PLANTED_EVERY * 7) % starts for v in range(0, vehicles, PLANTED_EVERY)}
     producer = Producer(producer_config(stack, **{"linger.ms": 5}))
