@@ -54,7 +54,9 @@ def demo(
     stack = stack_from(config)
     if not as_json:
         console.print(f"demo: {scenario} for {duration:g} s")
-        console.print(f"Spark, JVM and Kafka client logs: {_shown(spark_log_file(stack))}", highlight=False)
+        console.print(
+            f"Spark, JVM and Kafka client logs: {_shown(spark_log_file(stack))}", highlight=False
+        )
     result = run_demo(stack, scenario, duration, speed, on_batch=show)
     emit(result, as_json, _human(result))
 
