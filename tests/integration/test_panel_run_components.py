@@ -1,0 +1,219 @@
+"""One run = the whole scenario, through the real server: `streamsim api` (uvicorn) on the
+session's broker starts a sensor-fleet run with all its components, the simulator and the real
+`window-counts` Spark job (a `streamsim pipeline run` child with its JVM). Once the run's page
+shows a batch of the job (its metrics, read back from the `metrics` topic), DELETE stops the
+run: every component is `stopped` and no process of the run is left, neither the children nor
+anything in their process groups (the JVM included).
+
+A card run in POS mode, asked for its simulator and endpoint only, starts a real `streamsim
+api` on a port of its own that the simulator posts to, and stops the simulator before it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psutil
+import pytest
+import yaml
+
+from core.config import StackConfig
+from tests.conftest import REPO_ROOT, free_port
+
+pytestmark = pytest.mark.integration
+
+STREAMSIM = str(Path(sys.executable).parent / "streamsim")
+TOKEN = "it-run-components-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+JOB_TIMEOUT_S = 300
+
+
+@pytest.fixture
+def api(kafka_stack: StackConfig, tmp_path: Path) -> Iterator[tuple[httpx.Client, str, Path]]:
+    """`streamsim api` with a control token and two scenario files on fresh topics under fresh
+    names: a small sensor fleet (`<name>`) and a small card scenario (`cards_<name>`)."""
+    suffix = uuid.uuid4().hex[:8]
+    scenario = f"it_components_{suffix}"
+    folder = tmp_path / "config" / "scenarios"
+    folder.mkdir(parents=True)
+    for name, source, entities in [
+        (scenario, "sensor_fleet", 300),
+        (f"cards_{scenario}", "card_velocity", 2000),
+    ]:
+        data = yaml.safe_load((REPO_ROOT / f"config/scenarios/{source}.yaml").read_text())
+        data.update(name=name, entities=entities, duration_s=86_400)
+        data["domain"]["topic"] = f"{data['domain']['topic']}-it-{suffix}"
+        (folder / f"{name}.yaml").write_text(yaml.safe_dump(data))
+    port = free_port()
+    stack_file = tmp_path / "stack.yaml"
+    stack_file.write_text(
+        yaml.safe_dump(
+            {
+                "kafka": {"bootstrap": kafka_stack.kafka.bootstrap_servers},
+                "spark": {"shuffle_partitions": 2},
+                "dirs": {"cache": str(REPO_ROOT / ".cache"), "data": str(tmp_path / "data")},
+                "api": {"port": port},
+            }
+        )
+    )
+    settings_file = tmp_path / "api.yaml"
+    settings_file.write_text(f"kind: api\ntopic: cards.activity-it-{suffix}\n")
+    env = {**os.environ, "STREAMSIM_API_TOKEN": TOKEN, "PYTHONUNBUFFERED": "1"}
+    env["STREAMSIM_PAN_SECRET"] = "it-components-pan-secret-0123456789"
+    log = tmp_path / "api.log"
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            [STREAMSIM, "api", "--config", str(stack_file), "--settings", str(settings_file),
+             "--no-access-log"],
+            stdout=out, stderr=subprocess.STDOUT, env=env, cwd=tmp_path,
+        )  # fmt: skip
+    http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=180)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, f"the server exited:\n{log.read_text()}"
+            assert time.monotonic() < deadline, f"the server is not up:\n{log.read_text()}"
+            try:
+                if http.get("/v1/health").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            time.sleep(0.3)
+        yield http, scenario, log
+    finally:
+        http.close()
+        proc.terminate()
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def processes_of(groups: set[int]) -> list[psutil.Process]:
+    """Live processes in any of `groups`."""
+    alive = []
+    for proc in psutil.process_iter():
+        try:
+            if os.getpgid(proc.pid) in groups and proc.status() != psutil.STATUS_ZOMBIE:
+                alive.append(proc)
+        except (psutil.Error, ProcessLookupError):
+            continue
+    return alive
+
+
+def test_a_run_starts_and_stops_its_simulator_and_spark_job(
+    api: tuple[httpx.Client, str, Path],
+) -> None:
+    http, scenario, log = api
+    started = http.post(
+        "/v1/control/runs", json={"scenario": scenario, "speed": 60.0}, headers=AUTH
+    )
+    assert started.status_code == 201, started.text
+    run: dict[str, Any] = started.json()
+    run_id = run["run_id"]
+    assert run["job"] == "window-counts"
+    assert [c["name"] for c in run["components"]] == ["job", "simulator"]
+    try:
+        deadline = time.monotonic() + JOB_TIMEOUT_S
+        while True:
+            run = http.get(f"/v1/runs/{run_id}", headers=AUTH).json()
+            states = {c["name"]: c for c in run["components"]}
+            assert run["status"] == "running", run
+            progress = states["job"]["progress"] or []
+            if any((q.get("input_rows") or 0) > 0 for q in progress):
+                break
+            assert time.monotonic() < deadline, f"no batch of the job:\n{run}\n{log.read_text()}"
+            time.sleep(1.0)
+        assert states["job"]["state"] == "running" and states["simulator"]["state"] == "running"
+        query = next(q for q in progress if q["input_rows"])
+        assert query["job"] == "window-counts" and query["batch_id"] >= 0
+        # Every process the run started: the children, their groups, the job's JVM.
+        groups = {c["pid"] for c in run["components"]}
+        job = psutil.Process(states["job"]["pid"])
+        descendants = {p.pid for p in job.children(recursive=True)}
+        assert any("java" in " ".join(p.cmdline()) for p in job.children(recursive=True))
+        assert len(processes_of(groups)) >= 3  # simulator, job driver, JVM
+        # Without the token: states and progress, no logs.
+        public = http.get(f"/v1/runs/{run_id}").json()
+        assert all(c["log_tail"] is None and c["log"] is None for c in public["components"])
+        assert public["components"][0]["progress"]
+    finally:
+        stopped = http.delete(f"/v1/control/runs/{run_id}", headers=AUTH)
+    assert stopped.status_code == 200, stopped.text
+    body = stopped.json()
+    assert body["status"] == "stopped", body
+    assert {c["name"]: c["state"] for c in body["components"]} == {
+        "job": "stopped",
+        "simulator": "stopped",
+    }
+    assert processes_of(groups) == []
+    assert [pid for pid in descendants if alive(pid)] == []
+
+
+def alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def test_a_pos_run_starts_its_endpoint_and_stops_it_after_the_simulator(
+    api: tuple[httpx.Client, str, Path],
+) -> None:
+    http, scenario, log = api
+    started = http.post(
+        "/v1/control/runs",
+        json={
+            "scenario": f"cards_{scenario}",
+            "speed": 60.0,
+            "overrides": {"domain": {"delivery": "http"}},
+            "components": ["simulator", "endpoint"],
+        },
+        headers=AUTH,
+    )
+    assert started.status_code == 201, started.text
+    run: dict[str, Any] = started.json()
+    run_id = run["run_id"]
+    assert run["job"] is None
+    assert [c["name"] for c in run["components"]] == ["endpoint", "simulator"]
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            run = http.get(f"/v1/runs/{run_id}", headers=AUTH).json()
+            assert run["status"] == "running", run
+            states = {c["name"]: c for c in run["components"]}
+            url = states["endpoint"]["url"]
+            if states["simulator"]["state"] == "running":
+                stats = httpx.get(f"{url}/v1/stats", timeout=10).json()
+                if stats["requests"] > 0:
+                    break
+            assert time.monotonic() < deadline, f"none reached {url}:\n{run}\n{log.read_text()}"
+            time.sleep(1.0)
+        assert url.startswith("http://127.0.0.1:") and url != str(http.base_url).rstrip("/")
+        groups = {c["pid"] for c in run["components"]}
+        assert len(processes_of(groups)) >= 2
+    finally:
+        stopped = http.delete(f"/v1/control/runs/{run_id}", headers=AUTH)
+    assert stopped.status_code == 200, stopped.text
+    body = stopped.json()
+    assert body["status"] == "stopped", body
+    ends = {c["name"]: c for c in body["components"]}
+    assert {name: c["state"] for name, c in ends.items()} == {
+        "endpoint": "stopped",
+        "simulator": "stopped",
+    }
+    assert ends["simulator"]["ended_at"] <= ends["endpoint"]["ended_at"]
+    # A clean stop: uvicorn shuts down, then re-raises the SIGTERM it caught (exit -15).
+    assert ends["endpoint"]["exit_code"] == -signal.SIGTERM
+    assert "Application shutdown complete" in ends["endpoint"]["log_tail"]
+    assert processes_of(groups) == []
