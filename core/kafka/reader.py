@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import orjson
@@ -28,19 +28,35 @@ def read_topic(
     A record that is not a JSON object is skipped here: evaluation reads only the outputs of
     streamsim's own components, which the dead-letter paths already police.
     """
+    records: list[dict[str, Any]] = []
+    for values in topic_values(stack, topic, since, timeout_s):
+        for raw in values:
+            value = orjson.loads(raw or b"null")
+            if isinstance(value, dict):
+                records.append(value)
+    return records
+
+
+def topic_values(
+    stack: StackConfig,
+    topic: str,
+    since: Mapping[int, int] | None = None,
+    timeout_s: float = 60.0,
+) -> Iterator[list[bytes | None]]:
+    """Batches of the raw record values of `topic`, from the beginning (or the offsets
+    `since`, per partition) to its end offsets now; nothing if the topic is absent. A reader
+    that must not hold every record at once parses them batch by batch."""
     if topic not in admin_client(stack).list_topics(timeout=10).topics:
-        return []
+        return
     starts = dict(since or {})
     ends = {p: e for p, e in end_offsets(stack, topic).items() if e > starts.get(p, 0)}
     if not ends:
-        return []
+        return
     consumer = Consumer(
         consumer_config(stack, group_id="streamsim-evaluate", **{"enable.partition.eof": True})
     )
     consumer.assign([TopicPartition(topic, p, starts.get(p, 0)) for p in ends])
-    records: list[dict[str, Any]] = []
-    remaining = set(ends)
-    last_read = time.monotonic()
+    remaining, last_read = set(ends), time.monotonic()
     try:
         while remaining:
             # consume() waits its whole timeout unless the batch fills: poll in short steps
@@ -51,6 +67,7 @@ def read_topic(
                     raise TimeoutError(f"reading {topic} stalled with partitions {unread} unread")
                 continue
             last_read = time.monotonic()
+            values = []
             for msg in batch:
                 partition, offset, error = msg.partition() or 0, msg.offset() or 0, msg.error()
                 if error is not None and error.code() == KafkaError._PARTITION_EOF:
@@ -60,12 +77,10 @@ def read_topic(
                 elif offset < ends[partition]:
                     if offset + 1 == ends[partition]:
                         remaining.discard(partition)
-                    value = orjson.loads(msg.value() or b"null")
-                    if isinstance(value, dict):
-                        records.append(value)
+                    values.append(msg.value())
+            yield values
     finally:
         consumer.close()
-    return records
 
 
 def latest_run(metrics: list[dict[str, Any]], scenario: str) -> dict[str, Any] | None:

@@ -15,20 +15,16 @@ streaming job that processes each record the moment it lands could alert.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import orjson
 import pandas as pd
-from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from core.config import StackConfig
 from core.contracts import topics
-from core.kafka import consumer_config
-from core.kafka.admin import admin_client
-from core.kafka.offsets import end_offsets
+from core.kafka.reader import topic_values
 from detectors.alert import Alert
 from detectors.shipping import (
     door_tamper,
@@ -132,47 +128,6 @@ def read_frame(
             for c in columns
         }
     )
-
-
-def topic_values(
-    stack: StackConfig, topic: str, since: Mapping[int, int] | None = None, timeout_s: float = 60
-) -> Iterator[list[bytes | None]]:
-    """Batches of raw record values of `topic`, from the beginning (or the offsets `since`)
-    to its end offsets now; nothing if the topic is absent. As `core.kafka.reader.read_topic`
-    reads, without holding every record at once."""
-    if topic not in admin_client(stack).list_topics(timeout=10).topics:
-        return
-    starts = dict(since or {})
-    ends = {p: e for p, e in end_offsets(stack, topic).items() if e > starts.get(p, 0)}
-    if not ends:
-        return
-    consumer = Consumer(
-        consumer_config(stack, group_id="streamsim-evaluate", **{"enable.partition.eof": True})
-    )
-    consumer.assign([TopicPartition(topic, p, starts.get(p, 0)) for p in ends])
-    remaining, last_read = set(ends), time.monotonic()
-    try:
-        while remaining:
-            batch = consumer.consume(10_000, timeout=0.2)  # short steps: see read_topic
-            if not batch:
-                if time.monotonic() - last_read > timeout_s:
-                    raise TimeoutError(f"reading {topic} stalled; unread: {sorted(remaining)}")
-                continue
-            last_read = time.monotonic()
-            values = []
-            for msg in batch:
-                partition, offset, error = msg.partition() or 0, msg.offset() or 0, msg.error()
-                if error is not None and error.code() == KafkaError._PARTITION_EOF:
-                    remaining.discard(partition)
-                elif error is not None:
-                    raise RuntimeError(f"reading {topic}: {error}")
-                elif offset < ends[partition]:
-                    if offset + 1 == ends[partition]:
-                        remaining.discard(partition)
-                    values.append(msg.value())
-            yield values
-    finally:
-        consumer.close()
 
 
 def frame_of(records: list[dict[str, Any]], columns: tuple[str, ...]) -> pd.DataFrame:
