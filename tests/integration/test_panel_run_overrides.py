@@ -99,7 +99,9 @@ def api(kafka_stack: StackConfig, tmp_path: Path) -> Iterator[Api]:
 
 
 def start(api: Api, overrides: dict[str, Any], **more: Any) -> httpx.Response:
-    body = {"scenario": api.scenario, "overrides": overrides, **more}
+    """A run of the simulator only: these tests are about its overrides and pacing (a run
+    also starts the scenario's Spark job by default)."""
+    body = {"scenario": api.scenario, "overrides": overrides, "components": ["simulator"], **more}
     return api.http.post("/v1/control/runs", json=body, headers=AUTH)
 
 
