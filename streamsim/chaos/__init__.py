@@ -3,9 +3,14 @@
 - `report`: the `chaos --json` shape.
 - `ledger`: what reached the topics, counted against the run's truth.
 - `broker`: the broker faults (`broker`, `broker-of-3`) on a private local broker or cluster.
+- `checkpoint`, `alerts`, `driver`: the `driver` fault (kill -9 a Spark job's driver mid-batch).
+- `acks`, `endpoint`: the `endpoint` fault (kill -9 the fraud endpoint under load).
 """
 
 from streamsim.chaos.broker import BROKER_FAULTS, run_broker_fault
 from streamsim.chaos.report import ChaosReport
 
-__all__ = ["BROKER_FAULTS", "ChaosReport", "run_broker_fault"]
+#: Every `--fault` value.
+FAULTS = (*BROKER_FAULTS, "driver", "endpoint")
+
+__all__ = ["BROKER_FAULTS", "FAULTS", "ChaosReport", "run_broker_fault"]

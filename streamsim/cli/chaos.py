@@ -12,6 +12,13 @@ from streamsim.cli.common import ConfigOpt, JsonOpt, emit, err_console, fail, st
 from streamsim.cli.simulate import load_scenario, parse_speed
 
 SCENARIO_DIR = Path("config/scenarios")
+#: What `recovery_s` measures, per fault (the human line).
+RECOVERED = {
+    "broker": "writes acknowledged again",
+    "broker-of-3": "writes acknowledged again",
+    "driver": "the restarted job committed the killed batch",
+    "endpoint": "the restarted endpoint was live (state rebuilt)",
+}
 
 
 def scenario_path(scenario: str) -> Path:
@@ -33,13 +40,26 @@ def chaos(
     fault: Annotated[
         str,
         typer.Option(
-            help="broker: kill -9 the single broker; broker-of-3: kill -9 one of 3 brokers."
+            help="broker: kill -9 the single broker; broker-of-3: kill -9 one of 3 brokers; "
+            "driver: kill -9 the card-velocity Spark driver mid-batch (card scenarios); "
+            "endpoint: kill -9 the fraud endpoint under load."
         ),
     ] = "broker",
-    events: Annotated[int, typer.Option(help="Event records to simulate.", min=100)] = 20_000,
-    speed: Annotated[str, typer.Option(help="Simulated seconds per wall second, or 'max'.")] = "1",
+    events: Annotated[
+        int, typer.Option(help="Event records to simulate (endpoint: requests).", min=100)
+    ] = 20_000,
+    speed: Annotated[
+        str | None,
+        typer.Option(
+            help="Simulated seconds per wall second, or 'max'. Default: 1 (broker faults), "
+            "300 (driver: the job must see several batches while the simulator produces)."
+        ),
+    ] = None,
+    entities: Annotated[
+        int | None, typer.Option(help="Override the scenario's entity count.", min=1)
+    ] = None,
     outage_s: Annotated[
-        float, typer.Option("--outage-s", help="Seconds the killed broker stays down.", min=0)
+        float, typer.Option("--outage-s", help="Seconds the killed process stays down.", min=0)
     ] = 5.0,
     seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.", min=0)] = None,
     keep: Annotated[
@@ -48,32 +68,53 @@ def chaos(
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Kill a component of the real stack mid-simulation, restart it, and report what was lost.
+    """Kill a component of the real stack mid-run, restart it, and report what was lost.
 
-    Exit status 1 when anything was lost or duplicated beyond truth.
+    Exit status 1 when anything was lost or duplicated beyond truth (driver: an alert of the
+    uninterrupted run missing or written twice; endpoint: an acknowledged decision missing
+    from cards.activity beyond the publish linger's window, or a replay answered differently).
     """
-    from streamsim.chaos import BROKER_FAULTS, run_broker_fault
+    from streamsim.chaos import BROKER_FAULTS, FAULTS, run_broker_fault
+    from streamsim.chaos.driver import run_driver_fault
+    from streamsim.chaos.endpoint import run_endpoint_fault
 
-    if fault not in BROKER_FAULTS:
-        raise typer.BadParameter(
-            f"{fault!r}: one of {', '.join(BROKER_FAULTS)}", param_hint="--fault"
+    if fault not in FAULTS:
+        raise typer.BadParameter(f"{fault!r}: one of {', '.join(FAULTS)}", param_hint="--fault")
+    scenario_config = load_scenario(scenario_path(scenario)).with_overrides(entities=entities)
+    stack = stack_from(config)
+    rate = None if speed is None else parse_speed(speed)
+    if fault in BROKER_FAULTS:
+        report = run_broker_fault(
+            scenario_config,
+            fault,
+            stack,
+            events=events,
+            speed=1.0 if rate is None else rate,
+            outage_s=outage_s,
+            seed=seed,
+            keep=keep,
         )
-    report = run_broker_fault(
-        load_scenario(scenario_path(scenario)),
-        fault,
-        stack_from(config),
-        events=events,
-        speed=parse_speed(speed),
-        outage_s=outage_s,
-        seed=seed,
-        keep=keep,
-    )
+    elif fault == "driver":
+        report = run_driver_fault(
+            scenario_config,
+            stack,
+            events=events,
+            speed=300.0 if rate is None else rate,
+            outage_s=outage_s,
+            seed=seed,
+            keep=keep,
+        )
+    else:
+        report = run_endpoint_fault(
+            scenario_config, stack, events=events, outage_s=outage_s, seed=seed, keep=keep
+        )
     verdict = "[green]ok[/]" if report.ok else "[red]FAILED[/]"
     human = "\n".join(
         [
             f"{verdict}: {report.fault} fault on {report.scenario}: {report.sent:,} events sent, "
-            f"{report.lost:,} lost, {report.unexpected_duplicates:,} unexpected duplicates; "
-            f"writes acknowledged again {report.recovery_s:.1f}s after the kill",
+            f"{report.lost:,} lost, {report.unexpected_duplicates:,} unexpected duplicates, "
+            f"{report.duplicate_alert_ids:,} duplicate alert ids; "
+            f"{RECOVERED[report.fault]} {report.recovery_s:.1f}s after the kill",
             *(f"  {note}" for note in report.notes),
         ]
     )

@@ -1,0 +1,81 @@
+"""The pure parts of `streamsim chaos --fault driver|endpoint`: reading a Spark checkpoint's
+batches, counting alert ids against an uninterrupted run, counting acknowledged decisions
+against the topic, and the CLI's checks before anything starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from core.errors import StreamsimError
+from streamsim.chaos.acks import Answer, tally_acks
+from streamsim.chaos.alerts import tally_alerts
+from streamsim.chaos.checkpoint import BatchState, batch_state, covers, source_offsets
+from streamsim.cli import app
+
+CLI = CliRunner(env={"COLUMNS": "240"})  # error panels on one line
+
+
+def write_batch(checkpoint: Path, folder: str, batch: int, *sources: str) -> None:
+    path = checkpoint / folder / str(batch)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(["v1", '{"batchWatermarkMs":0}', *sources]))
+    (checkpoint / folder / f".{batch}.crc").write_bytes(b"crc")  # Spark's checksums: ignored
+
+
+def test_batch_state_finds_the_running_batch_after_a_commit(tmp_path: Path) -> None:
+    assert batch_state(tmp_path) == BatchState(None, None)
+    assert not batch_state(tmp_path).mid_batch
+    write_batch(tmp_path, "offsets", 0, '{"t":{"0":5}}')
+    state = batch_state(tmp_path)
+    assert state.running == 0 and not state.mid_batch  # the first batch: nothing done yet
+    write_batch(tmp_path, "commits", 0)
+    assert batch_state(tmp_path).running is None and not batch_state(tmp_path).mid_batch
+    for batch in (1, 10):  # numeric order, not by name
+        write_batch(tmp_path, "offsets", batch, '{"t":{"0":9}}')
+    state = batch_state(tmp_path)
+    assert state == BatchState(planned=10, committed=0)
+    assert state.running == 10 and state.mid_batch
+
+
+def test_source_offsets_and_covers(tmp_path: Path) -> None:
+    write_batch(tmp_path, "offsets", 3, '{"t":{"0":5,"1":7}}', '{"u":{"0":1}}')
+    read = source_offsets(tmp_path, 3)
+    assert read == {"t": {0: 5, 1: 7}, "u": {0: 1}}
+    assert covers(read, "t", {0: 5, 1: 7, 2: 0})  # an empty partition needs nothing
+    assert not covers(read, "t", {0: 5, 1: 8})
+    assert not covers(read, "t", {0: 5, 1: 7, 2: 1})  # a partition not read yet
+    assert not covers(read, "v", {0: 1})
+
+
+def test_tally_alerts_counts_each_sink_on_its_own() -> None:
+    clean = tally_alerts(["a", "b"], ["b", "a"], ["a", "b"])
+    assert (clean.expected, clean.lost, clean.duplicate_ids, clean.unexpected) == (2, 0, 0, 0)
+    # "b" missing from the lake only, "a" twice in the topic and three times in the lake
+    bad = tally_alerts(["a", "b"], ["a", "a", "b"], ["a", "a", "a"])
+    assert bad.lost == 1
+    assert bad.duplicate_ids == 2
+    assert bad.extra_copies == 3
+    assert tally_alerts(["a"], ["a", "z"], ["a"]).unexpected == 1
+
+
+def test_tally_acks_measures_the_loss_window_and_replays() -> None:
+    answers = [Answer("t1", b"A", 1.0), Answer("t2", b"B", 9.75), Answer("t3", b"C", 9.9)]
+    tally = tally_acks(answers, {"t1", "t3"}, 10.0, {"t1": b"A", "t3": b"changed"})
+    assert tally.acknowledged == 3
+    assert tally.lost == 1 and tally.lost_max_age_s == pytest.approx(0.25)
+    assert tally.replayed == 2 and tally.replay_mismatches == 1
+    none_lost = tally_acks(answers, {"t1", "t2", "t3"}, 10.0, {})
+    assert none_lost.lost == 0 and none_lost.lost_max_age_s == 0.0 and none_lost.replayed == 0
+
+
+def test_cli_rejects_an_unknown_fault_and_a_non_card_scenario_for_driver_faults() -> None:
+    unknown = CLI.invoke(app, ["chaos", "card_velocity", "--fault", "disk"])
+    assert unknown.exit_code == 2
+    assert "one of broker, broker-of-3, driver, endpoint" in unknown.output
+    for fault in ("driver", "endpoint"):
+        wrong = CLI.invoke(app, ["chaos", "sensor_fleet", "--fault", fault])
+        assert isinstance(wrong.exception, StreamsimError)  # before any broker or process starts
+        assert "needs a card_velocity scenario with domain.delivery: kafka" in str(wrong.exception)
