@@ -3,68 +3,21 @@ restarted; every event truth says was sent is in the topic, exactly as often as 
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.conftest import REPO_ROOT
+from tests.integration.chaos_cli import run_chaos
 
 pytestmark = pytest.mark.integration
-
-KEYS = [
-    "scenario",
-    "fault",
-    "sent",
-    "lost",
-    "unexpected_duplicates",
-    "duplicate_alert_ids",
-    "recovery_s",
-    "ok",
-]
 
 
 @pytest.mark.parametrize("fault", ["broker", "broker-of-3"])
 def test_chaos_broker_kill_loses_nothing(fault: str, tmp_path: Path) -> None:
-    stack = tmp_path / "stack.yaml"
-    stack.write_text(
-        yaml.safe_dump(
-            {
-                "kafka": {"local": {"heap": "384m"}},
-                "dirs": {"cache": str(REPO_ROOT / ".cache"), "data": str(tmp_path)},
-            }
-        )
-    )
     events = 12_000
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "streamsim",
-            "chaos",
-            "sensor_fleet",
-            "--fault",
-            fault,
-            "--events",
-            str(events),
-            "--outage-s",
-            "3",
-            "--config",
-            str(stack),
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        timeout=600,
-        check=False,
+    report, done = run_chaos(
+        tmp_path, "sensor_fleet", fault, ["--events", str(events), "--outage-s", "3"], 600
     )
-    report = json.loads(done.stdout.strip().splitlines()[-1])
-    assert list(report) == KEYS
-    assert report["scenario"] == "sensor_fleet" and report["fault"] == fault
     assert report["sent"] == events
     assert report["lost"] == 0, done.stderr[-3000:]
     assert report["unexpected_duplicates"] == 0

@@ -6,62 +6,23 @@ publish linger's window before it (the endpoint answers before the broker acknow
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from api.fraud.publisher import LINGER_MS
 from streamsim.chaos.endpoint import LOSS_WINDOW_S
-from tests.conftest import REPO_ROOT
-from tests.integration.test_chaos_driver import KEYS, processes_mentioning
+from tests.integration.chaos_cli import processes_mentioning, run_chaos
 
 pytestmark = pytest.mark.integration
 
 
 def test_chaos_endpoint_kill_keeps_verdicts_and_acknowledged_decisions(tmp_path: Path) -> None:
-    stack = tmp_path / "stack.yaml"
-    stack.write_text(
-        yaml.safe_dump(
-            {
-                "kafka": {"local": {"heap": "384m"}},
-                "dirs": {"cache": str(REPO_ROOT / ".cache"), "data": str(tmp_path)},
-            }
-        )
-    )
     requests = 4_000
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "streamsim",
-            "chaos",
-            "card_velocity",
-            "--fault",
-            "endpoint",
-            "--events",
-            str(requests),
-            "--outage-s",
-            "1",
-            "--config",
-            str(stack),
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        timeout=900,
-        check=False,
+    report, done = run_chaos(
+        tmp_path, "card_velocity", "endpoint", ["--events", str(requests), "--outage-s", "1"], 900
     )
-    assert done.stdout.strip(), done.stderr[-3000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
-    print(report, done.stderr[-2000:])
-    assert list(report) == KEYS
-    assert report["scenario"] == "card_velocity" and report["fault"] == "endpoint"
     assert report["sent"] == requests
     killed = re.search(
         r"killed after (\d+) answers .*?; (\d+) acknowledged decisions missing from "
