@@ -1,4 +1,4 @@
-"""Local TCP ports: whether one is already taken."""
+"""Local TCP ports: whether one is already taken, and a free one."""
 
 from __future__ import annotations
 
@@ -13,3 +13,10 @@ def port_in_use(host: str, port: int) -> bool:
         except OSError:
             return True
     return False
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port free on `host` now (the OS picks it), for a child server of our own."""
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])

@@ -47,7 +47,6 @@ import dataclasses
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -83,6 +82,7 @@ from core.config.errors import key_path
 from core.config.loader import read_yaml
 from core.config.stack import KAFKA_CLIENT_ENV, split_client_secrets
 from core.pan import scrub_text
+from core.ports import free_port
 from scenarios.catalog import ScenarioConfig, deep_merge
 
 RunStatus = Literal["running", "stopping", "finished", "failed", "stopped"]
@@ -372,12 +372,6 @@ def topic_ends(stack: StackConfig, names: Sequence[str]) -> dict[str, dict[int, 
 
     ensure_topics(stack, list(names))
     return {name: end_offsets(stack, name, timeout_s=15.0) for name in names}
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 def endpoint_healthy(url: str) -> bool:

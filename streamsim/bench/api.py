@@ -44,6 +44,7 @@ import uvloop
 from core.config import StackConfig
 from core.errors import StreamsimError
 from core.kafka.admin import delete_topics
+from core.ports import free_port
 from streamsim.bench.bare_app import PATH
 from streamsim.bench.report import BenchReport
 from streamsim.loadtest.closed_loop import Saturation, saturate
@@ -54,14 +55,6 @@ from streamsim.stackfile import write_stack_file
 
 POOL_BODIES = 50_000
 READY_TIMEOUT_S = 90.0
-
-
-def free_port(host: str) -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 class ServerProcess:

@@ -44,7 +44,8 @@ from core.contracts import topics
 from core.errors import StreamsimError
 from core.kafka.admin import ensure_topics
 from core.kafka.reader import read_topic
-from streamsim.bench.api import ServerProcess, free_port, wait_ready
+from core.ports import free_port
+from streamsim.bench.api import ServerProcess, wait_ready
 from streamsim.chaos.acks import Answer, tally_acks
 from streamsim.chaos.broker import private_stack
 from streamsim.chaos.driver import require_card_scenario
