@@ -366,10 +366,14 @@ def default_pipeline_dir() -> Path:
 
 
 def topic_ends(stack: StackConfig, names: Sequence[str]) -> dict[str, dict[int, int]]:
-    """Topic -> partition -> end offset, each topic created first if it is not there."""
+    """Topic -> partition -> end offset, each topic created first if it is not there. Fails
+    within seconds when the cluster does not answer (the start request gets its 503 at once)."""
     from core.kafka import ensure_topics
+    from core.kafka.admin import is_reachable
     from core.kafka.offsets import end_offsets
 
+    if not is_reachable(stack, timeout_s=5.0):
+        raise ConnectionError(f"Kafka at {stack.kafka.bootstrap_servers} does not answer")
     ensure_topics(stack, list(names))
     return {name: end_offsets(stack, name, timeout_s=15.0) for name in names}
 

@@ -45,9 +45,23 @@ def test_runs_show_private_fields_only_with_the_token(tmp_path: Path) -> None:
     settings_file.write_text("kind: api\nrebuild_timeout_s: 1\nflush_timeout_s: 1\n")
     server = Server(stack_file, settings_file, tmp_path / "server.log", "starting")
     try:
+        # The whole scenario needs its job's input offsets: a 503 at once, nothing started.
+        asked = time.monotonic()
+        unavailable = server.http.post(
+            "/v1/control/runs",
+            json={"scenario": "sensor_fleet", "duration_s": 30},
+            headers={"Authorization": f"Bearer {API_TOKEN}"},
+        )
+        assert unavailable.status_code == 503, unavailable.text
+        assert "does not answer" in unavailable.text and time.monotonic() - asked < 20
         started = server.http.post(
             "/v1/control/runs",
-            json={"scenario": "sensor_fleet", "duration_s": 30, "overrides": OVERRIDES},
+            json={
+                "scenario": "sensor_fleet",
+                "duration_s": 30,
+                "overrides": OVERRIDES,
+                "components": ["simulator"],  # the run this test judges: one that fails
+            },
             headers={"Authorization": f"Bearer {API_TOKEN}"},
         )
         assert started.status_code == 201, started.text
