@@ -26,7 +26,7 @@ tokens `tok_<hex>`, UUIDs, hashes), whose digit runs do: these are blanked first
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -134,10 +134,11 @@ class Scanner:
                 texts.append(raw.decode("utf-8", "replace"))
         return [h for h in (self.text(where, t) for t in texts) if h is not None]
 
-    def log(self, path: Path) -> tuple[list[Hit], int]:
-        """A log file's hits, and its line count."""
+    def log(self, path: Path, start: int = 0) -> tuple[list[Hit], int]:
+        """A log file's hits from byte `start` on, and its line count there."""
         hits, n = [], 0
         with path.open(encoding="utf-8", errors="replace") as lines:
+            lines.seek(start)
             for n, line in enumerate(lines, 1):
                 hit = self.text(f"{path}:{n}", line)
                 if hit is not None:
@@ -166,8 +167,11 @@ class Scanner:
                         hits.append(hit)
         return hits, n
 
-    def topics(self, stack: StackConfig) -> tuple[list[Hit], dict[str, int]]:
-        """Every record of every topic: the hits, and records read per topic."""
+    def topics(
+        self, stack: StackConfig, since: Mapping[str, Mapping[int, int]] | None = None
+    ) -> tuple[list[Hit], dict[str, int]]:
+        """Every record of every topic (from the offsets `since`, per topic and partition, when
+        given): the hits, and records read per topic."""
         from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
         config = consumer_config(stack, "pan-scan", **{"enable.partition.eof": True})
@@ -175,15 +179,16 @@ class Scanner:
         try:
             meta = consumer.list_topics(timeout=30)
             names = [t for t in meta.topics if not t.startswith("__")]
+            starts = {t: dict((since or {}).get(t, {})) for t in names}
             parts = [
-                TopicPartition(t, p, OFFSET_BEGINNING)
+                TopicPartition(t, p, starts[t].get(p, OFFSET_BEGINNING))
                 for t in names
                 for p in meta.topics[t].partitions
             ]
             left = set()
             for tp in parts:
                 low, high = consumer.get_watermark_offsets(tp, timeout=30)
-                if high > low:
+                if high > max(low, tp.offset):
                     left.add((tp.topic, tp.partition))
             consumer.assign(parts)
             hits: list[Hit] = []
@@ -232,3 +237,12 @@ def log_files(root: Path, skip: tuple[Path, ...] = ()) -> list[Path]:
         for p in root.rglob("*")
         if p.is_file() and LOG_NAME.match(p.name) and not any(p.is_relative_to(s) for s in skip)
     )
+
+
+def topic_ends(stack: StackConfig) -> dict[str, dict[int, int]]:
+    """Every topic's end offsets now, per partition: where a later scan of new records starts."""
+    from core.kafka.admin import admin_client
+    from core.kafka.offsets import end_offsets
+
+    names = admin_client(stack).list_topics(timeout=30).topics
+    return {t: end_offsets(stack, t) for t in names if not t.startswith("__")}

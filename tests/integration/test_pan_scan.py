@@ -11,6 +11,7 @@ string in them holds a card number, and no digits in them hold one the simulator
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from scenarios.cards.scenario import CardVelocity
 from scenarios.catalog import ScenarioConfig
 from streamsim.demo import SCENARIOS, run_demo
 from tests.conftest import free_port
-from tests.pan_scan import Hit, Scanner, log_files
+from tests.pan_scan import Hit, Scanner, log_files, topic_ends
 
 pytestmark = pytest.mark.integration
 
@@ -89,20 +90,26 @@ def demo(kafka_stack: StackConfig, spark: object) -> dict[str, Any]:
         if not codes:  # once, while the endpoint runs
             codes.extend(_hostile(url))
 
+    # What the demo wrote: the session's broker and data dir also hold other tests' records.
+    data = Path(stack.dirs.data)
+    topics_before = topic_ends(stack)
+    logs_before = {p: p.stat().st_size for p in log_files(data)}
+    started = time.time()
     overrides = {"seed": SEED, "entities": 2000, "domain": {"fraud": FRAUD}}
     result = run_demo(stack, "card-velocity", 20, 90.0, on_batch=on_batch, overrides=overrides)
-    data = Path(stack.dirs.data)
     pans = _issued_pans(stack, overrides)
     scanner = Scanner(known=[*pans, *HOSTILE_DIGITS])
-    topic_hits, records = scanner.topics(stack)
+    topic_hits, records = scanner.topics(stack, since=topics_before)
     log_hits: list[Hit] = []
     lines: dict[str, int] = {}
     for path in log_files(data, skip=(data / "kafka" / "data",)):
-        hits, lines[str(path.relative_to(data))] = scanner.log(path)
+        hits, lines[str(path.relative_to(data))] = scanner.log(path, logs_before.get(path, 0))
         log_hits += hits
     lake_hits: list[Hit] = []
     strings: dict[str, int] = {}
     for path in sorted(Path(stack.dirs.lake).rglob("*.parquet")):
+        if path.stat().st_mtime < started:
+            continue
         hits, strings[str(path)] = scanner.parquet(path)
         lake_hits += hits
     return {
