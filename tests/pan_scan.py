@@ -41,14 +41,15 @@ from core.pan import find_pan, mask, scrub_text
 
 #: What is written like digits but is no card number: dates and times as loggers write them
 #: (log4j, Python logging, ISO 8601, librdkafka's epoch seconds), and hexadecimal ids (card
-#: tokens, UUIDs, hashes of 32+ hex digits), whose digit runs pass Luhn by chance.
+#: tokens, UUIDs, alert ids of 16 hex digits, hashes of 32+), whose digit runs pass Luhn by
+#: chance (an alert id like fd76745552895624 did, in CI).
 _NOT_A_PAN = re.compile(
     r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
     r"|\b\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?"
     r"|(?<![0-9.])1\d{9}\.\d{3,6}(?![0-9.])"
     r"|tok_[0-9a-f]{8,64}"
     r"|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-    r"|\b(?=[0-9a-f]*[a-f])[0-9a-f]{32,}\b",
+    r"|\b(?=[0-9a-f]*[a-f])(?:[0-9a-f]{16}|[0-9a-f]{32,})\b",
     re.IGNORECASE,
 )
 _NON_DIGIT = re.compile(r"[^0-9]+")

@@ -125,6 +125,12 @@ def test_a_record_with_tokens_and_epoch_numbers_is_clean() -> None:
     assert SCAN.record("t[0]@0", b"tok_3f2a9c1b", orjson.dumps(value), None) == []
 
 
+def test_an_alert_id_is_no_card_number_but_a_pan_glued_to_letters_is() -> None:
+    # 16 hex digits (an alert id) whose digits pass Luhn: an id, as tokens and hashes are.
+    assert SCAN.text("t[0]@0", orjson.dumps({"alert_id": "fd76745552895624"}).decode()) is None
+    assert SCAN.text("t[0]@0", orjson.dumps({"id": "ab4111111111111111"}).decode()) is not None
+
+
 def test_json_in_a_string_column_is_read_as_json(tmp_path: Path) -> None:
     """Evidence is a JSON string: its epoch numbers are not card numbers, its strings are."""
     clean = orjson.dumps({"window_end": 1767226920000, "window_start": 1767226320000}).decode()
