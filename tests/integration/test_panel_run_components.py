@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -27,11 +25,11 @@ import pytest
 import yaml
 
 from core.config import StackConfig
-from tests.conftest import REPO_ROOT, free_port
+from tests.conftest import REPO_ROOT
+from tests.integration.panel_api import panel_api
 
 pytestmark = pytest.mark.integration
 
-STREAMSIM = str(Path(sys.executable).parent / "streamsim")
 TOKEN = "it-run-components-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 JOB_TIMEOUT_S = 300
@@ -53,50 +51,14 @@ def api(kafka_stack: StackConfig, tmp_path: Path) -> Iterator[tuple[httpx.Client
         data.update(name=name, entities=entities, duration_s=86_400)
         data["domain"]["topic"] = f"{data['domain']['topic']}-it-{suffix}"
         (folder / f"{name}.yaml").write_text(yaml.safe_dump(data))
-    port = free_port()
-    stack_file = tmp_path / "stack.yaml"
-    stack_file.write_text(
-        yaml.safe_dump(
-            {
-                "kafka": {"bootstrap": kafka_stack.kafka.bootstrap_servers},
-                "spark": {"shuffle_partitions": 2},
-                "dirs": {"cache": str(REPO_ROOT / ".cache"), "data": str(tmp_path / "data")},
-                "api": {"port": port},
-            }
-        )
-    )
-    settings_file = tmp_path / "api.yaml"
-    settings_file.write_text(f"kind: api\ntopic: cards.activity-it-{suffix}\n")
-    env = {**os.environ, "STREAMSIM_API_TOKEN": TOKEN, "PYTHONUNBUFFERED": "1"}
-    env["STREAMSIM_PAN_SECRET"] = "it-components-pan-secret-0123456789"
-    log = tmp_path / "api.log"
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            [STREAMSIM, "api", "--config", str(stack_file), "--settings", str(settings_file),
-             "--no-access-log"],
-            stdout=out, stderr=subprocess.STDOUT, env=env, cwd=tmp_path,
-        )  # fmt: skip
-    http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=180)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, f"the server exited:\n{log.read_text()}"
-            assert time.monotonic() < deadline, f"the server is not up:\n{log.read_text()}"
-            try:
-                if http.get("/v1/health").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            time.sleep(0.3)
+    stack = {
+        "kafka": {"bootstrap": kafka_stack.kafka.bootstrap_servers},
+        "spark": {"shuffle_partitions": 2},
+        "dirs": {"cache": str(REPO_ROOT / ".cache"), "data": str(tmp_path / "data")},
+    }
+    activity = f"cards.activity-it-{suffix}"
+    with panel_api(tmp_path, stack, activity, TOKEN, 180) as (http, log):
         yield http, scenario, log
-    finally:
-        http.close()
-        proc.terminate()
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def processes_of(groups: set[int]) -> list[psutil.Process]:

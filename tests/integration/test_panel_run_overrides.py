@@ -9,10 +9,6 @@ cap lifted by PATCH while the run goes on takes effect in the running simulator.
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -25,11 +21,11 @@ import pytest
 import yaml
 
 from core.config import StackConfig
-from tests.conftest import REPO_ROOT, free_port
+from tests.conftest import REPO_ROOT
+from tests.integration.panel_api import panel_api
 
 pytestmark = pytest.mark.integration
 
-STREAMSIM = str(Path(sys.executable).parent / "streamsim")
 TOKEN = "it-panel-control-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
@@ -54,48 +50,17 @@ def api(kafka_stack: StackConfig, tmp_path: Path) -> Iterator[Api]:
     folder = tmp_path / "config" / "scenarios"
     folder.mkdir(parents=True)
     (folder / f"{scenario}.yaml").write_text(yaml.safe_dump(data))
-    port = free_port()
-    stack_file = tmp_path / "stack.yaml"
-    stack_file.write_text(
-        f"kafka:\n  bootstrap: {kafka_stack.kafka.bootstrap_servers}\n"
-        f"dirs:\n  data: {tmp_path / 'data'}\n"
-        f"api:\n  port: {port}\n"
-    )
-    settings_file = tmp_path / "api.yaml"
-    settings_file.write_text(f"kind: api\ntopic: cards.activity-it-{suffix}\n")
-    env = {**os.environ, "STREAMSIM_API_TOKEN": TOKEN, "PYTHONUNBUFFERED": "1"}
-    env["STREAMSIM_PAN_SECRET"] = "it-panel-pan-secret-0123456789"
-    log = tmp_path / "api.log"
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            [STREAMSIM, "api", "--config", str(stack_file), "--settings", str(settings_file),
-             "--no-access-log"],
-            stdout=out, stderr=subprocess.STDOUT, env=env, cwd=tmp_path,
-        )  # fmt: skip
-    http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, f"the server exited:\n{log.read_text()}"
-            assert time.monotonic() < deadline, f"the server is not up:\n{log.read_text()}"
-            try:
-                if http.get("/v1/scenarios").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            time.sleep(0.2)
-        yield Api(http, scenario, topic, log)
-    finally:
-        for run in http.get("/v1/runs").json()["runs"]:
-            if run["status"] in ("running", "stopping"):
-                http.delete(f"/v1/control/runs/{run['run_id']}", headers=AUTH)
-        http.close()
-        proc.send_signal(signal.SIGINT)
+    stack = {
+        "kafka": {"bootstrap": kafka_stack.kafka.bootstrap_servers},
+        "dirs": {"data": str(tmp_path / "data")},
+    }
+    with panel_api(tmp_path, stack, f"cards.activity-it-{suffix}", TOKEN, 30) as (http, log):
         try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            yield Api(http, scenario, topic, log)
+        finally:
+            for run in http.get("/v1/runs").json()["runs"]:
+                if run["status"] in ("running", "stopping"):
+                    http.delete(f"/v1/control/runs/{run['run_id']}", headers=AUTH)
 
 
 def start(api: Api, overrides: dict[str, Any], **more: Any) -> httpx.Response:
