@@ -40,6 +40,7 @@ def test_a_cap_moved_on_the_page_reaches_the_running_run(
         "speed": "max",
         "duration_s": 3600,
         "overrides": {"entities": 20, "pacing": {"max_rate": 20}},
+        "components": ["simulator"],  # the subject is pacing: no Spark job to drain and stop
     }
     started = http.post("/v1/control/runs", json=body, headers=AUTH)
     assert started.status_code == 201, started.text
