@@ -6,6 +6,7 @@ CACHE := .cache
 VENV := .venv
 UV := $(CACHE)/uv/bin/uv
 KAFKA_JARS := $(CACHE)/jars/kafka/.resolved
+MIRROR_JARS := $(CACHE)/jars/kafka-mirror/.resolved
 SPARK_JARS := $(CACHE)/jars/spark-kafka/.resolved
 # The jars come from Maven Central through the Ivy inside PySpark, checked against jvm/jars.lock.
 RESOLVE := $(VENV)/bin/python jvm/resolve.py
@@ -13,7 +14,7 @@ RESOLVE_INPUTS := jvm/resolve.py jvm/ivysettings.xml jvm/jars.lock
 
 .PHONY: setup java demo test test-unit lint format typecheck clean
 
-setup: java $(VENV)/.synced $(KAFKA_JARS) $(SPARK_JARS)
+setup: java $(VENV)/.synced $(KAFKA_JARS) $(MIRROR_JARS) $(SPARK_JARS)
 
 # Java 17+ (JAVA_HOME, else PATH); installed with apt as root on Debian/Ubuntu, else named.
 java:
@@ -31,6 +32,10 @@ $(VENV)/.synced: pyproject.toml uv.lock | $(UV)
 
 $(KAFKA_JARS): jvm/kafka.ivy.xml $(RESOLVE_INPUTS) | java $(VENV)/.synced
 	$(RESOLVE) kafka
+
+# MirrorMaker 2 (`streamsim kafka mirror`): two jars, run on the kafka set's classpath.
+$(MIRROR_JARS): jvm/kafka-mirror.ivy.xml $(RESOLVE_INPUTS) | java $(VENV)/.synced
+	$(RESOLVE) kafka-mirror
 
 $(SPARK_JARS): jvm/spark-kafka.ivy.xml $(RESOLVE_INPUTS) | java $(VENV)/.synced
 	$(RESOLVE) spark-kafka

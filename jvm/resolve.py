@@ -2,12 +2,13 @@
 
     .venv/bin/python jvm/resolve.py [SET ...] [--out DIR] [--update-lock]
 
-Each SET (`kafka`, `spark-kafka`; both by default) is described by `jvm/SET.ivy.xml`. Ivy
-resolves it from Maven Central (`jvm/ivysettings.xml`), checking every download against the
-repository's `.sha1`, and retrieves the jars into a staging directory. The staged files must then
-be exactly the ones `jvm/jars.lock` pins for the set, with the same SHA-1s, or nothing is changed
-and the run fails. Only then does the staging directory replace `DIR/SET` (default
-`.cache/jars/SET`) and get its `.resolved` stamp, so a working set is in place at all times.
+Each SET (`kafka`, `kafka-mirror`, `spark-kafka`; all by default) is described by
+`jvm/SET.ivy.xml`. Ivy resolves it from Maven Central (`jvm/ivysettings.xml`), checking every
+download against the repository's `.sha1`, and retrieves the jars into a staging directory. The
+staged files must then be exactly the ones `jvm/jars.lock` pins for the set, with the same
+SHA-1s, or nothing is changed and the run fails. Only then does the staging directory replace
+`DIR/SET` (default `.cache/jars/SET`) and get its `.resolved` stamp, so a working set is in place
+at all times.
 
 `jvm/jars.lock` is in `sha1sum` format (`cd .cache/jars && sha1sum -c ../../jvm/jars.lock`).
 `--update-lock` rewrites it from a fresh resolution after checking each file's SHA-1 against the
@@ -35,7 +36,7 @@ from pathlib import Path
 
 JVM = Path(__file__).resolve().parent
 ROOT = JVM.parent
-SETS = ("kafka", "spark-kafka")
+SETS = ("kafka", "kafka-mirror", "spark-kafka")
 LOCK = JVM / "jars.lock"
 SETTINGS = JVM / "ivysettings.xml"
 RETRIEVE = "[artifact]-[revision](-[classifier]).[ext]"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import stat
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from types import ModuleType
 
@@ -84,3 +85,20 @@ def test_lock_check_names_every_difference(tmp_path: Path) -> None:
     assert resolver.check_against_lock("kafka", tmp_path, {}) != []
     exact = {p.name: resolver.sha1(p) for p in tmp_path.iterdir()}
     assert resolver.check_against_lock("kafka", tmp_path, exact) == []
+
+
+def test_mirror_set_is_connect_mirror_at_the_broker_version() -> None:
+    """MirrorMaker 2 runs on the kafka set's classpath, so its two jars must match the broker."""
+
+    def revs(set_name: str) -> dict[str, str]:
+        tree = ET.parse(REPO / "jvm" / f"{set_name}.ivy.xml")
+        return {d.attrib["name"]: d.attrib["rev"] for d in tree.iter("dependency")}
+
+    broker = revs("kafka")["kafka_2.13"]
+    assert revs("kafka-mirror") == {"connect-mirror": broker, "connect-mirror-client": broker}
+    pinned = load_resolver().read_lock()
+    assert set(pinned["kafka-mirror"]) == {
+        f"connect-mirror-{broker}.jar",
+        f"connect-mirror-client-{broker}.jar",
+    }
+    assert f"connect-runtime-{broker}.jar" in pinned["kafka"]
