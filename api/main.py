@@ -14,6 +14,8 @@ Routes:
   (open);
 - `GET /v1/shipping/containers`, `/v1/shipping/containers/{container_id}`: a customer's own
   containers (owner token, `api.panel.owners`);
+- `GET /v1/shipping/fleet`, `/v1/shipping/alerts`: ships, ports, the backlog on board and the
+  shipping alerts for the Shipping page (open; no container ids or owners);
 - `/docs`, `/openapi.json`: OpenAPI.
 """
 
@@ -38,6 +40,7 @@ from api.panel.consumers.shipping import ShippingTail
 from api.panel.owners import OwnerTokens, load_owner_tokens
 from api.panel.routes import ROUTERS as PANEL_ROUTERS
 from api.panel.runs import RunManager
+from api.panel.views.fleet import FleetView
 from api.responses import OrjsonResponse
 from core.config import StackConfig
 
@@ -52,12 +55,12 @@ def create_app(
     shipping: ShippingTail | None = None,
 ) -> FastAPI:
     """With a stack, runs, feeds and evaluations default to the stack's (None: without).
-    Owner tokens default to the environment's (validated here); with them and a stack, the
-    shipping feed runs for the owner-scoped routes."""
+    Owner tokens default to the environment's (validated here). With a stack, the shipping
+    feed runs: for the fleet (open) and, with owner tokens, the owner-scoped routes."""
     stack = service.stack
     owner_tokens = owner_tokens or load_owner_tokens(service.secrets.api_token)
-    if shipping is None and stack is not None and owner_tokens is not None:
-        shipping = ShippingTail(stack)
+    if shipping is None and stack is not None:
+        shipping = ShippingTail(stack, fleet=FleetView())
     if stack is not None:
         run_manager = run_manager or RunManager.for_stack(stack)
         feed = feed or Feeds(stack, service.settings.topic)

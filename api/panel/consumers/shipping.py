@@ -1,5 +1,7 @@
 """`ShippingTail`: the consumer thread that reads `shipping.containers` and
-`shipping.port-events` into a `ContainerView` (`api.panel.views.shipping`).
+`shipping.port-events` into a `ContainerView` (`api.panel.views.shipping`), and with a
+`FleetView` (`api.panel.views.fleet`) `shipping.positions` too, feeding it all three: one read
+of the topics for both views.
 
 Unlike the vehicle tail it never skips: an owner's container history must be whole, and a
 voyage's readings land days late in one burst. Every partition is read from its beginning
@@ -19,6 +21,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
 from api.kafkalog import kafka_logger
+from api.panel.views.fleet import POSITIONS_TOPIC, FleetView
 from api.panel.views.shipping import CONTAINERS_TOPIC, PORT_EVENTS_TOPIC, ContainerView
 from core.config import StackConfig
 from core.kafka import consumer_config
@@ -33,7 +36,8 @@ class ShippingTail:
         stack: StackConfig,
         view: ContainerView | None = None,
         *,
-        topics: tuple[str, ...] = (CONTAINERS_TOPIC, PORT_EVENTS_TOPIC),
+        fleet: FleetView | None = None,
+        topics: tuple[str, ...] | None = None,
         read_cap_per_s: int = 50_000,
         cycle_s: float = 0.5,
         refresh_s: float = 3.0,
@@ -42,7 +46,12 @@ class ShippingTail:
             raise ValueError("read_cap_per_s >= 1, cycle_s > 0 and refresh_s > 0 required")
         self.stack = stack
         self.view = view or ContainerView()
-        self.topics = topics
+        self.fleet = fleet
+        self.topics = topics or (
+            (CONTAINERS_TOPIC, PORT_EVENTS_TOPIC)
+            if fleet is None
+            else (CONTAINERS_TOPIC, PORT_EVENTS_TOPIC, POSITIONS_TOPIC)
+        )
         self.read_cap_per_s = read_cap_per_s
         self.cycle_s = cycle_s
         self.refresh_s = refresh_s
@@ -138,7 +147,11 @@ class ShippingTail:
                     continue
                 topic = msg.topic() or ""
                 kind, at = msg.timestamp()
-                self.view.add_raw(topic, msg.value(), at if kind else None)
+                emitted_at = at if kind else None
+                if topic != POSITIONS_TOPIC:
+                    self.view.add_raw(topic, msg.value(), emitted_at)
+                if self.fleet is not None:
+                    self.fleet.add_raw(topic, msg.value(), emitted_at)
                 self._next[(topic, msg.partition() or 0)] = (msg.offset() or 0) + 1
             read += len(messages)
         self.records_read += read

@@ -1,6 +1,6 @@
 """The control panel's read and control routes, one module per resource."""
 
-from api.panel.routes import evaluations, feeds, runs, scenarios, shipping, vehicles
+from api.panel.routes import evaluations, feeds, fleet, runs, scenarios, shipping, vehicles
 
 #: In the order `api.main` includes them.
 ROUTERS = (
@@ -10,4 +10,5 @@ ROUTERS = (
     evaluations.router,
     vehicles.router,
     shipping.router,
+    fleet.router,
 )
