@@ -19,6 +19,9 @@ A second sink can stand behind a first one (`vehicle-telemetry`'s late rescoring
 `also_known=first.known_ids` it leaves out the ids the first one wrote, `extra` adds fields to
 its records (`late: true`), `folder` names its own lake folder, and `wait_for` is called with
 the latest event time of its new alerts before it decides (to let the first one judge them).
+`carry` names batch columns copied into each record beside the alert's (`shipping`'s per-alert
+`late` and `late_by_ms`), and `split` sees the collected rows first and returns the alert rows
+(`shipping` takes its late-drop counts out of the same rows: a stateful batch is computed once).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -137,8 +140,11 @@ class AlertSink:
         extra: Mapping[str, Any] | None = None,
         also_known: Callable[[], set[str]] | None = None,
         wait_for: Callable[[int], None] | None = None,
+        carry: Sequence[str] = (),
+        split: Callable[[pd.DataFrame], pd.DataFrame] | None = None,
     ) -> None:
         self.stack, self.topic, self.job = stack, topic, job
+        self.carry, self.split = tuple(carry), split
         self.checkpoint = checkpoint
         self.folder = lake / "alerts" / (folder or job)
         self.extra = dict(extra or {})
@@ -159,7 +165,9 @@ class AlertSink:
         query_id = checkpoint_query_id(self.checkpoint)
         target = self.folder / query_id / f"batch-{batch_id:09d}.parquet"
         # Always run the whole batch: its stateful operators commit their state only then.
-        rows = cast(pd.DataFrame, batch.select(*ALERT_COLUMNS).toPandas())
+        rows = cast(pd.DataFrame, batch.select(*ALERT_COLUMNS, *self.carry).toPandas())
+        if self.split is not None:
+            rows = self.split(rows)
         with self._lock:
             self.batches += 1
             if target.exists():
@@ -180,7 +188,11 @@ class AlertSink:
                 return
             detected_at = int(time.time() * 1000)
             records = [
-                {**alert_record(r, self.job, detected_at), **self.extra}
+                {
+                    **alert_record(r, self.job, detected_at),
+                    **self.extra,
+                    **{c: _plain(r[c]) for c in self.carry},
+                }
                 for r in fresh.to_dict("records")
             ]
             self._publish(records)
@@ -245,6 +257,13 @@ class AlertSink:
         if self._producer is not None:
             self._producer.flush(30)
             self._producer = None
+
+
+def _plain(value: Any) -> Any:
+    """A pandas cell as a JSON value (numpy scalars as Python ones, NaN as null)."""
+    if value is None or (isinstance(value, float) and value != value):
+        return None
+    return value.item() if hasattr(value, "item") else value
 
 
 def sink_of(query: StreamingQuery) -> AlertSink | None:

@@ -12,6 +12,7 @@ from core.errors import StreamsimError
 from core.kafka import ensure_topics
 from pipeline.config import PipelineConfig
 from pipeline.jobs.card_velocity import job as card_velocity
+from pipeline.jobs.shipping import job as shipping
 from pipeline.jobs.vehicle_telemetry import job as vehicle_telemetry
 from pipeline.jobs.window_counts import job as window_counts
 from pipeline.session import spark_session
@@ -22,6 +23,7 @@ JOBS: dict[str, Job] = {
     window_counts.NAME: window_counts.start,
     card_velocity.NAME: card_velocity.start,
     vehicle_telemetry.NAME: vehicle_telemetry.start,
+    shipping.NAME: shipping.start,
 }
 
 

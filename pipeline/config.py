@@ -10,6 +10,7 @@ from pydantic import Field, field_validator, model_validator
 from core.config.base import Settings
 from core.contracts import topics
 from pipeline.jobs.card_velocity.config import CardVelocitySettings
+from pipeline.jobs.shipping.config import ShippingSettings
 from pipeline.jobs.vehicle_telemetry.config import VehicleTelemetrySettings
 from pipeline.settings import Duration, TriggerSettings, duration_ms
 
@@ -39,6 +40,9 @@ class PipelineConfig(Settings):
     vehicle_telemetry: VehicleTelemetrySettings = Field(
         VehicleTelemetrySettings(), description="Settings of job vehicle-telemetry (only)."
     )
+    shipping: ShippingSettings = Field(
+        ShippingSettings(), description="Settings of job shipping (only)."
+    )
 
     @field_validator("starting_offsets")
     @classmethod
@@ -61,6 +65,8 @@ class PipelineConfig(Settings):
             raise ValueError(
                 f"vehicle_telemetry configures job vehicle-telemetry, not {self.job!r}"
             )
+        if "shipping" in self.model_fields_set and self.job != "shipping":
+            raise ValueError(f"shipping configures job shipping, not {self.job!r}")
         late = self.vehicle_telemetry.late
         if late.mode == "rescore" and duration_ms(late.watermark) <= duration_ms(self.watermark):
             raise ValueError(

@@ -22,7 +22,23 @@ from detectors.shipping.reefer import ReeferParams, reefer_failure
 from detectors.shipping.route import RouteParams, route_deviation
 from detectors.shipping.unload import missed_unload
 
+#: The fields of each kind of shipping event the rules read (a frame with these columns, even
+#: empty, is what every rule accepts).
+CONTAINER_COLUMNS = (
+    "event_id", "container_id", "event_time", "ship_id", "voyage_id", "port",
+    "discharge_port", "temp_c", "setpoint_c", "power_kw", "door_open", "shock_g",
+)  # fmt: skip
+POSITION_COLUMNS = (
+    "event_id", "ship_id", "event_time", "voyage_id", "lat", "lon", "sog_kn", "nav_status",
+)  # fmt: skip
+PORT_EVENT_COLUMNS = (
+    "event_id", "event", "ship_id", "voyage_id", "port", "event_time", "container_id",
+)  # fmt: skip
+
 __all__ = [
+    "CONTAINER_COLUMNS",
+    "PORT_EVENT_COLUMNS",
+    "POSITION_COLUMNS",
     "DoorParams",
     "OverboardParams",
     "ReeferParams",

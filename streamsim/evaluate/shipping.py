@@ -27,6 +27,9 @@ from core.contracts import topics
 from core.kafka.reader import topic_values
 from detectors.alert import Alert
 from detectors.shipping import (
+    CONTAINER_COLUMNS,
+    PORT_EVENT_COLUMNS,
+    POSITION_COLUMNS,
     door_tamper,
     lost_overboard,
     missed_unload,
@@ -37,15 +40,10 @@ from detectors.shipping import (
 #: The topics the rules read, with the columns each rule needs (so an empty topic still
 #: yields a frame the rules accept).
 TOPIC_COLUMNS: dict[str, tuple[str, ...]] = {
-    topics.SHIPPING_CONTAINERS.name: (
-        "event_id", "container_id", "event_time", "ship_id", "voyage_id", "port",
-        "discharge_port", "temp_c", "setpoint_c", "power_kw", "door_open", "shock_g",
-    ),
-    topics.SHIPPING_POSITIONS.name: (
-        "event_id", "ship_id", "event_time", "voyage_id", "lat", "lon", "sog_kn", "nav_status",
-    ),
-    topics.SHIPPING_PORT_EVENTS.name: ("event_id", "event", "ship_id", "voyage_id", "port"),
-}  # fmt: skip
+    topics.SHIPPING_CONTAINERS.name: CONTAINER_COLUMNS,
+    topics.SHIPPING_POSITIONS.name: POSITION_COLUMNS,
+    topics.SHIPPING_PORT_EVENTS.name: PORT_EVENT_COLUMNS,
+}
 #: Incidents still running at the run's end (last reading within `RUNNING_MS` of it: loggers
 #: report every 10-60 min) that began less than `HORIZON_MS` before it are open, not scored
 #: (`scoring.open_incidents`): a ship sailing off its lane at 12 kn may take ~11 h to reach

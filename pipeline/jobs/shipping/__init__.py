@@ -1,0 +1,1 @@
+"""Job `shipping`: container histories across ships, the shipping rules, days-late voyages."""

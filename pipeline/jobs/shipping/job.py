@@ -1,0 +1,256 @@
+"""Container shipping: per-container histories across ships, ship logs, the shipping rules, and
+voyages that land days late.
+
+source: `shipping.positions` (key ship), `shipping.containers` (key box),
+        `shipping.port-events` (key port), one Kafka stream
+  -> parse each record once with its topic's schema; malformed -> dead-letter topic
+  -> route (`logs.route_key`): a reading to its box's log and, while aboard, its ship's log;
+     positions and port events to their ship's log
+  -> per log, `transformWithStateInPandas` in processing time (`ShippingProcessor`): keep
+     `history` of event time, re-run the `detectors.shipping` rules over it once the log has
+     been quiet for `settle`, raise the alerts not raised before
+                                                  -> `alerts` topic + `<lake>/alerts/shipping/`
+     each with `late` and `late_by_ms`; rows older than `history` are dropped and counted
+                                                  -> `metrics` (query `shipping.late-drops`)
+
+Why not Spark's event-time watermark: a ship at sea holds its log and flushes the voyage in
+port, days late, in bulk, while the satellite slice and the shore keep the stream's event time
+current; a global watermark short enough for the live data would drop every voyage, one long
+enough would hold every alert for days. So lateness is judged per log: the job's `watermark`
+is the live horizon (an alert further behind its log's newest event is `late: true`, with the
+delay), and a voyage that lands is the backfill, re-scored whole. Queries:
+`shipping.deadletter` (stateless) and `shipping.alerts` (state per log, micro-batch).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pandas as pd
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming.stateful_processor import (
+    ExpiredTimerInfo,
+    StatefulProcessor,
+    StatefulProcessorHandle,
+    TimerValues,
+)
+from pyspark.sql.types import StructType
+
+from core.config import StackConfig
+from core.contracts import topics
+from core.contracts.events import SHIPPING_CONTAINER, SHIPPING_PORT_EVENT, SHIPPING_POSITION
+from core.kafka import ensure_topics
+from detectors import ALERT_COLUMNS, ALERT_SPARK_DDL, alerts_to_frame
+from pipeline.alerts_sink import AlertSink
+from pipeline.config import PipelineConfig
+from pipeline.jobs.shipping.logs import KINDS, EntityLog, Scored, rows_by_kind
+from pipeline.jobs.vehicle_telemetry.job import FIRST_BATCH_WAIT_S, first_batch
+from pipeline.kafka_io import deadletter_records, parse_events, read_kafka, write_kafka
+from pipeline.metrics import MetricsPublisher
+from pipeline.progress import BatchReport
+from pipeline.session import scheduler_pool, use_rocksdb_state
+from pipeline.settings import duration_ms
+from pipeline.triggers import output_mode, query_trigger, start_query
+
+NAME = "shipping"
+ALERTS_QUERY = f"{NAME}.alerts"
+DEADLETTER_QUERY = f"{NAME}.deadletter"
+DROPS_QUERY = f"{NAME}.late-drops"  # the metrics records of the late drops
+#: Each input topic: the kind of row, its schema, and the fields a record must have.
+SOURCES: dict[str, tuple[str, StructType, tuple[str, ...]]] = {
+    topics.SHIPPING_CONTAINERS.name: (
+        "container", SHIPPING_CONTAINER.spark_schema(), ("container_id",)
+    ),
+    topics.SHIPPING_POSITIONS.name: ("position", SHIPPING_POSITION.spark_schema(), ("ship_id",)),
+    topics.SHIPPING_PORT_EVENTS.name: (
+        "port_event", SHIPPING_PORT_EVENT.spark_schema(), ("event", "ship_id")
+    ),
+}  # fmt: skip
+#: The routed rows' columns: every kind's (`logs.KINDS`), null where a kind has none.
+ROW_COLUMNS = tuple(dict.fromkeys(c for cols in KINDS.values() for c in cols))
+#: The processor's output: alert rows, plus rows counting late drops (alert_id null).
+OUTPUT_DDL = f"{ALERT_SPARK_DDL}, late BOOLEAN, late_by_ms BIGINT, dropped BIGINT"
+CARRY = ("late", "late_by_ms")
+
+
+def _column_types() -> dict[str, str]:
+    types: dict[str, str] = {}
+    for _kind, schema, _required in SOURCES.values():
+        for f in schema.fields:
+            types.setdefault(f.name, f.dataType.simpleString())
+    return types
+
+
+def routed(events: DataFrame, kind: str) -> DataFrame:
+    """One kind's events as the processor's rows: `key` (the log, one row per log it goes
+    to), `kind`, and `ROW_COLUMNS` (null where the kind has none)."""
+    types = _column_types()
+    present = set(events.columns)
+    cols: list[Column] = [
+        (F.col(c) if c in present else F.lit(None)).cast(types[c]).alias(c) for c in ROW_COLUMNS
+    ]
+    box = F.concat(F.lit("c:"), F.col("container_id"))
+    ship = F.concat(F.lit("s:"), F.col("ship_id"))
+    if kind == "container":
+        keys = F.when(F.col("ship_id").isNull(), F.array(box)).otherwise(F.array(box, ship))
+    else:
+        keys = F.array(ship)
+    return events.select(F.explode(keys).alias("key"), F.lit(kind).alias("kind"), *cols)
+
+
+def rows_stream(events: dict[str, DataFrame]) -> DataFrame:
+    """Every kind's routed rows, one stream."""
+    frames = [routed(events[topic], SOURCES[topic][0]) for topic in SOURCES]
+    out = frames[0]
+    for frame in frames[1:]:
+        out = out.unionByName(frame)
+    return out
+
+
+class ShippingProcessor(StatefulProcessor):
+    """An `EntityLog` per key (see `logs`): rows pushed as they land, the rules re-run once
+    the log has been quiet for `settle_ms` of processing time (at once when 0)."""
+
+    def __init__(self, watermark_ms: int, history_ms: int, settle_ms: int) -> None:
+        self.watermark_ms, self.history_ms, self.settle_ms = watermark_ms, history_ms, settle_ms
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.handle = handle
+        self.state = handle.getValueState("log", "state BINARY")
+
+    def _load(self, key: str) -> EntityLog:
+        stored = self.state.get()
+        return EntityLog(key) if stored is None else EntityLog.from_bytes(key, bytes(stored[0]))
+
+    def handleInputRows(
+        self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
+    ) -> Iterator[pd.DataFrame]:
+        log = self._load(str(key[0]))
+        frame = pd.concat(list(rows), ignore_index=True)
+        dropped = sum(log.push(kind, part, self.history_ms) for kind, part in rows_by_kind(frame))
+        scored: list[Scored] = []
+        if self.settle_ms <= 0:
+            scored = log.score(self.watermark_ms)
+        else:
+            if log.timer_ms is not None:
+                self.handle.deleteTimer(log.timer_ms)
+            log.timer_ms = timerValues.getCurrentProcessingTimeInMs() + self.settle_ms
+            self.handle.registerTimer(log.timer_ms)
+        self.state.update((log.to_bytes(),))
+        return output(scored, dropped)
+
+    def handleExpiredTimer(
+        self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
+    ) -> Iterator[pd.DataFrame]:
+        if self.state.get() is None:
+            return iter([])
+        log = self._load(str(key[0]))
+        log.timer_ms = None
+        scored = log.score(self.watermark_ms) if log.dirty else []
+        self.state.update((log.to_bytes(),))
+        return output(scored, 0)
+
+    def close(self) -> None:
+        pass
+
+
+def output(scored: list[Scored], dropped: int) -> Iterator[pd.DataFrame]:
+    """The processor's rows (`OUTPUT_DDL`): the alerts, then a drop count if any.
+
+    >>> next(output([], 3))[["alert_id", "dropped"]].to_dict("records")
+    [{'alert_id': None, 'dropped': 3}]
+    """
+    frames = []
+    if scored:
+        alerts = alerts_to_frame([s.alert for s in scored]).loc[:, list(ALERT_COLUMNS)]
+        flags = {s.alert.alert_id: s for s in scored}
+        alerts["late"] = [flags[i].late for i in alerts["alert_id"]]
+        alerts["late_by_ms"] = [flags[i].late_by_ms for i in alerts["alert_id"]]
+        alerts["dropped"] = 0
+        frames.append(alerts)
+    if dropped:
+        row = {c: None for c in ALERT_COLUMNS} | {"event_ids": [], "dropped": dropped}
+        frames.append(pd.DataFrame([row | {"late": None, "late_by_ms": None}]))
+    return iter(frames)
+
+
+class LateDrops:
+    """`AlertSink.split`: takes the drop counts out of a batch's rows and publishes them as
+    `late_events` of query `shipping.late-drops` on the metrics topic (never silent)."""
+
+    def __init__(self, stack: StackConfig) -> None:
+        self.stack = stack
+        self.total = 0
+        self._metrics: MetricsPublisher | None = None
+        self._batch = 0
+
+    def __call__(self, rows: pd.DataFrame) -> pd.DataFrame:
+        counts = rows[rows["alert_id"].isna()]
+        dropped = int(counts["dropped"].sum()) if not counts.empty else 0
+        if dropped:
+            self.total += dropped
+            if self._metrics is None:
+                self._metrics = MetricsPublisher(self.stack, NAME, "microbatch")
+            self._metrics(
+                BatchReport(
+                    DROPS_QUERY, self._batch, 0, 0.0, 0.0, None, dropped, 0, late_events=dropped
+                )
+            )
+            self._metrics.close()  # flushed: a late drop is reported before the batch ends
+            self._batch += 1
+        return rows[rows["alert_id"].notna()].reset_index(drop=True)
+
+
+def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[StreamingQuery]:
+    settings = cfg.shipping
+    checkpoints = stack.dirs.checkpoints / NAME
+    ensure_topics(stack, [cfg.output_topic, cfg.deadletter_topic])
+    use_rocksdb_state(spark)
+
+    raw = read_kafka(spark, stack, list(SOURCES), cfg.starting_offsets, cfg.max_offsets_per_trigger)
+    events: dict[str, DataFrame] = {}
+    rejects: list[DataFrame] = []
+    for topic, (_kind, schema, required) in SOURCES.items():
+        parsed, bad = parse_events(raw.where(F.col("topic") == topic), schema, required)
+        events[topic] = parsed
+        rejects.append(bad)
+    bad_rows = rejects[0].unionByName(rejects[1]).unionByName(rejects[2])
+
+    stateless = query_trigger(cfg.trigger, stateful=True)  # micro-batches beside the alerts
+    deadletter = write_kafka(
+        deadletter_records(bad_rows, NAME),
+        stack,
+        cfg.deadletter_topic,
+        str(checkpoints / "deadletter"),
+        output_mode(stateless),
+    )
+    processor = ShippingProcessor(
+        duration_ms(cfg.watermark), duration_ms(settings.history), duration_ms(settings.settle)
+    )
+    alerts_checkpoint = checkpoints / "alerts"
+    sink = AlertSink(
+        stack,
+        cfg.output_topic,
+        NAME,
+        alerts_checkpoint,
+        stack.dirs.lake,
+        carry=CARRY,
+        split=LateDrops(stack),
+    )
+    alerts = (
+        rows_stream(events)
+        .groupBy("key")
+        .transformWithStateInPandas(processor, OUTPUT_DDL, "Append", "ProcessingTime")
+        .writeStream.foreachBatch(sink)
+        .option("checkpointLocation", str(alerts_checkpoint))
+        .outputMode("append")
+    )
+    trigger = query_trigger(cfg.trigger, stateful=True)
+    with scheduler_pool(spark, "alerts"):
+        main = start_query(alerts, ALERTS_QUERY, trigger)
+        first_batch(main, FIRST_BATCH_WAIT_S)  # its Python worker first (see first_batch)
+        first = start_query(deadletter, DEADLETTER_QUERY, stateless)
+    return [main, first]
