@@ -34,6 +34,15 @@ def kafka_classpath(stack: StackConfig) -> str:
     return str(jars.resolve() / "*")
 
 
+def mirror_classpath(stack: StackConfig) -> str:
+    """MirrorMaker 2's classpath: the broker's jars plus `connect-mirror` (jvm/kafka-mirror.ivy.xml
+    lists only the two jars the kafka set lacks)."""
+    mirror = stack.dirs.cache / "jars" / "kafka-mirror"
+    if not any(mirror.glob("connect-mirror-*.jar")):
+        raise FileNotFoundError(f"no MirrorMaker 2 jars in {mirror}: {RESOLVE_HINT}")
+    return f"{kafka_classpath(stack)}{os.pathsep}{mirror.resolve() / '*'}"
+
+
 @dataclass(frozen=True)
 class Java:
     """The Java that Spark's launcher would run, and why that one."""

@@ -9,6 +9,12 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator
 
 from core.config.base import Settings
+from core.contracts.topics import (
+    SHIPPING_CONTAINERS,
+    SHIPPING_PORT_EVENTS,
+    SHIPPING_POSITIONS,
+    truth,
+)
 
 Port = Annotated[int, Field(ge=1, le=65535)]
 
@@ -18,6 +24,8 @@ ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
     "STREAMSIM_KAFKA_PORT": ("kafka", "local", "port"),
     "STREAMSIM_KAFKA_CONTROLLER_PORT": ("kafka", "local", "controller_port"),
     "STREAMSIM_KAFKA_BROKERS": ("kafka", "local", "brokers"),
+    "STREAMSIM_PORT_KAFKA_PORT": ("kafka", "port_cluster", "port"),
+    "STREAMSIM_PORT_KAFKA_CONTROLLER_PORT": ("kafka", "port_cluster", "controller_port"),
     "STREAMSIM_SPARK_MASTER": ("spark", "master"),
     "STREAMSIM_API_PORT": ("api", "port"),
     "STREAMSIM_UI_PORT": ("ui", "port"),
@@ -89,12 +97,79 @@ class LocalKafka(Settings):
         return value
 
 
+class PortKafka(LocalKafka):
+    """The port's own local KRaft cluster (`streamsim kafka up --cluster port`), beside the main
+    one: its own ports, data, pid and log."""
+
+    port: Port = Field(9094, description="Client (PLAINTEXT) port (node 2: +100, node 3: +200).")
+    controller_port: Port = Field(
+        9095, description="KRaft controller port (node 2: +100, node 3: +200)."
+    )
+    heap: str = Field("512m", pattern=r"^\d+[mMgG]$", description="JVM -Xmx per node.")
+
+
+#: The topics a port's cluster replicates to headquarters by default: its shipping streams and
+#: their truth, so HQ can score what it receives.
+PORT_TOPICS = (
+    SHIPPING_POSITIONS.name,
+    SHIPPING_CONTAINERS.name,
+    SHIPPING_PORT_EVENTS.name,
+    truth("shipping").name,
+)
+_ALIAS = r"^[A-Za-z0-9_-]{1,40}$"
+
+
+class MirrorSettings(Settings):
+    """MirrorMaker 2 (`streamsim kafka mirror`): the port cluster's topics, copied to the main
+    (headquarters) cluster."""
+
+    topics: list[str] = Field(
+        list(PORT_TOPICS),
+        min_length=1,
+        description="Port-cluster topics to replicate (exact names).",
+    )
+    source_alias: str = Field(
+        "port",
+        pattern=_ALIAS,
+        description="MM2 alias of the port cluster: HQ names its copies `<alias>.<topic>`.",
+    )
+    target_alias: str = Field("hq", pattern=_ALIAS, description="MM2 alias of the main cluster.")
+    replication_policy: Literal["prefix", "identity"] = Field(
+        "prefix",
+        description="prefix: HQ topic `port.shipping.port-events` (MM2's default policy); "
+        "identity: the same name on HQ (IdentityReplicationPolicy).",
+    )
+    refresh_s: int = Field(
+        5, ge=1, description="How often MM2 looks for new topics and partitions on the port."
+    )
+    heap: str = Field("384m", pattern=r"^\d+[mMgG]$", description="JVM -Xmx for MirrorMaker.")
+    ready_timeout_s: float = Field(
+        90.0, gt=0, description="How long `kafka mirror up` waits for MM2 to start."
+    )
+
+    @field_validator("topics")
+    @classmethod
+    def _plain_names(cls, value: list[str]) -> list[str]:
+        bad = [t for t in value if not re.fullmatch(r"[A-Za-z0-9._-]{1,249}", t)]
+        if bad:
+            raise ValueError(f"not Kafka topic names: {bad}")
+        return value
+
+
 class KafkaSettings(Settings):
     bootstrap: str | None = Field(
         None, description="External cluster, host:port[,host:port]. Unset: the local broker."
     )
     local: LocalKafka = Field(
         LocalKafka(), description="The embedded broker, when no bootstrap is set."
+    )
+    port_cluster: PortKafka = Field(
+        PortKafka(),
+        description="A second local KRaft cluster standing for a port's own cluster "
+        "(`kafka up --cluster port`); always local, whatever `bootstrap` says.",
+    )
+    mirror: MirrorSettings = Field(
+        MirrorSettings(), description="MirrorMaker 2 from the port cluster to the main one."
     )
     topics: TopicSettings = Field(
         TopicSettings(), description="Defaults for topics streamsim creates."

@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Literal
 
 import psutil
 from confluent_kafka import KafkaException
@@ -36,6 +37,42 @@ from core.ports import port_in_use
 
 MAIN_CLASS = "kafka.Kafka"
 STORAGE_TOOL = "kafka.tools.StorageTool"
+#: `main`: the cluster every command uses (headquarters); `port`: a port's own cluster, which
+#: MirrorMaker 2 replicates to `main` (`streamsim kafka mirror`).
+Cluster = Literal["main", "port"]
+CLUSTERS: tuple[Cluster, ...] = ("main", "port")
+
+
+def port_stack(stack: StackConfig) -> StackConfig:
+    """The stack as seen from the port cluster: `kafka.local` is `kafka.port_cluster` and no
+    external bootstrap is set, so clients, admin calls and `LocalBroker` address the port."""
+    data = stack.model_dump()
+    data["kafka"]["local"] = data["kafka"]["port_cluster"]
+    data["kafka"]["bootstrap"] = None
+    return StackConfig.model_validate(data)
+
+
+def running_java_pid(pid_path: Path, main_class: str) -> int | None:
+    """The pid in `pid_path` if that process is alive and runs `main_class`, else None (a stale
+    pid file, or the pid reused by another process)."""
+    try:
+        pid = int(pid_path.read_text().strip())
+        proc = psutil.Process(pid)
+        alive = proc.status() != psutil.STATUS_ZOMBIE and main_class in proc.cmdline()
+    except (FileNotFoundError, ValueError, psutil.Error):
+        return None
+    return pid if alive else None
+
+
+def stop_pid(pid: int, timeout_s: float) -> None:
+    """SIGTERM, then SIGKILL after `timeout_s`."""
+    proc = psutil.Process(pid)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout_s)
+    except psutil.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
 
 
 def new_cluster_id() -> str:
@@ -83,8 +120,11 @@ class BrokerStatus:
 class BrokerNode:
     """One Kafka JVM: a combined broker+controller with its own ports, data, log and pid."""
 
-    def __init__(self, stack: StackConfig, home: Path, node_id: int, nodes: int) -> None:
+    def __init__(
+        self, stack: StackConfig, home: Path, node_id: int, nodes: int, cluster: Cluster = "main"
+    ) -> None:
         self.stack = stack
+        self.cluster = cluster
         self.settings = stack.kafka.local
         self.node_id = node_id
         self.nodes = nodes
@@ -101,13 +141,7 @@ class BrokerNode:
         return f"{self.settings.host}:{self.port}"
 
     def running_pid(self) -> int | None:
-        try:
-            pid = int(self.pid_path.read_text().strip())
-            proc = psutil.Process(pid)
-            alive = proc.status() != psutil.STATUS_ZOMBIE and MAIN_CLASS in proc.cmdline()
-        except (FileNotFoundError, ValueError, psutil.Error):
-            return None
-        return pid if alive else None
+        return running_java_pid(self.pid_path, MAIN_CLASS)
 
     def status(self) -> NodeStatus:
         pid = self.running_pid()
@@ -120,10 +154,15 @@ class BrokerNode:
         for key, port in (("port", self.port), ("controller_port", self.controller_port)):
             if port_in_use(self.settings.host, port):
                 where = step if self.nodes > 1 else ""
+                section, env = (
+                    ("port_cluster", "STREAMSIM_PORT_KAFKA_")
+                    if self.cluster == "port"
+                    else ("local", "STREAMSIM_KAFKA_")
+                )
                 raise BrokerError(
                     f"port {port} on {self.settings.host} is already in use, so the local broker "
                     f"cannot listen there. Stop whatever holds it, or pick another port with "
-                    f"kafka.local.{key}{where} in the stack config (or STREAMSIM_KAFKA_"
+                    f"kafka.{section}.{key}{where} in the stack config (or {env}"
                     f"{key.upper()}=<port>)."
                 )
 
@@ -228,13 +267,7 @@ class BrokerNode:
         if pid is None:
             self.pid_path.unlink(missing_ok=True)
             return False
-        proc = psutil.Process(pid)
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=timeout_s)
-        except psutil.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        stop_pid(pid, timeout_s)
         self.pid_path.unlink(missing_ok=True)
         return True
 
@@ -255,10 +288,18 @@ class LocalBroker:
 
     `brokers` overrides `kafka.local.brokers`. A cluster lives in `<data>/kafka/cluster-3/`,
     apart from the single broker's `<data>/kafka/`, so the two never share storage.
+    `cluster="port"` is the port's cluster instead (`kafka.port_cluster`), in `<data>/kafka/port/`.
     """
 
-    def __init__(self, stack: StackConfig, brokers: int | None = None) -> None:
-        if stack.kafka.external:
+    def __init__(
+        self, stack: StackConfig, brokers: int | None = None, cluster: Cluster = "main"
+    ) -> None:
+        if cluster not in CLUSTERS:
+            raise BrokerError(f"unknown cluster {cluster!r}: one of {', '.join(CLUSTERS)}")
+        self.cluster = cluster
+        if cluster == "port":
+            stack = port_stack(stack)
+        elif stack.kafka.external:
             raise BrokerError(
                 f"an external Kafka cluster is configured ({stack.kafka.bootstrap}); the local "
                 "broker is only for when kafka.bootstrap and STREAMSIM_KAFKA_BOOTSTRAP are unset"
@@ -271,6 +312,8 @@ class LocalBroker:
         self.settings = stack.kafka.local
         self.brokers = self.settings.brokers
         base = stack.dirs.data / "kafka"
+        if cluster == "port":
+            base = base / "port"
         self.home = base if self.brokers == 1 else base / f"cluster-{self.brokers}"
         self.nodes = [
             BrokerNode(
@@ -278,6 +321,7 @@ class LocalBroker:
                 self.home if self.brokers == 1 else self.home / f"node-{i}",
                 i,
                 self.brokers,
+                cluster,
             )
             for i in range(1, self.brokers + 1)
         ]
@@ -360,7 +404,7 @@ class LocalBroker:
                     self._abort(started)
                     raise BrokerError(
                         f"broker node {node.node_id} exited with status {process.returncode} "
-                        f"while starting; last lines of {node.log_path}:\n{_tail(node.log_path)}"
+                        f"while starting; last lines of {node.log_path}:\n{log_tail(node.log_path)}"
                     )
             waiting = [(n, p) for n, p in waiting if not n.answers()]
             if not waiting:
@@ -371,7 +415,7 @@ class LocalBroker:
         raise BrokerError(
             f"broker node {node.node_id} did not answer a metadata request within "
             f"{self.settings.ready_timeout_s:.0f}s and was stopped; "
-            f"see {node.log_path}:\n{_tail(node.log_path)}"
+            f"see {node.log_path}:\n{log_tail(node.log_path)}"
         )
 
     @staticmethod
@@ -420,7 +464,7 @@ def local_broker(stack: StackConfig, on_start: Callable[[], None] | None = None)
         LocalBroker(stack).down()
 
 
-def _tail(path: Path, lines: int = 15) -> str:
+def log_tail(path: Path, lines: int = 15) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
