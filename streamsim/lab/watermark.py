@@ -1,6 +1,7 @@
 """`streamsim lab watermark`: one seeded stream replayed through a scenario's Spark job once per
 watermark, each run on fresh checkpoints and fresh output topics, to show the trade-off between
-waiting for late events and discarding them.
+waiting for late events and discarding them. Scenarios: `connected_vehicles` (vehicle-telemetry,
+its stats windows timed) and `card_velocity` (card-velocity, its feature windows timed).
 
 The stream is simulated once (as fast as possible, into memory, with its truth) and produced once
 to a private input topic in emit order. Per watermark, the job (`pipeline.catalog.JOBS`) runs
@@ -9,15 +10,15 @@ on a copy of the scenario's pipeline config whose `watermark` is overridden, rea
 would live, and the watermark can leave records behind), until every query has processed all
 available input. Per point:
 
-- `completeness`: share of the records the stats query read that it counted (1 - late / read);
+- `completeness`: share of the records the windowed query read that it counted (1 - late / read);
   `late_dropped`: the records it dropped as late (Spark's `numRowsDroppedByWatermark`, the
   most any one operator dropped in a batch, summed over batches: `pipeline.progress`);
 - `parity`: windows matching the batch oracle / windows compared
   (`pipeline.jobs.vehicle_telemetry.parity`; differences explained by late drops are not
-  matches); null where no oracle applies;
+  matches); null where no oracle applies (the card job's feature windows have none);
 - `recall`, `precision`: the alerts scored against truth (`streamsim.evaluate.scoring`), micro
   averaged over label types (recall over incidents, precision over alerts);
-- `latency_ms`: result latency in stream time: for each closed window's stats row, the largest
+- `latency_ms`: result latency in stream time: for each closed window's row, the largest
   event time the query had read when it emitted the row, minus the window's end. Replayed as
   fast as possible, wall time says nothing about a live run; stream time says how far past a
   window's end the stream must run before its result comes out (the watermark, plus a batch).
@@ -45,15 +46,31 @@ import pandas as pd
 from core.config import StackConfig, load_model
 from core.errors import StreamsimError
 
-#: scenario config name -> (scenario file, job, pipeline file)
+
+@dataclass(frozen=True)
+class LabJob:
+    """A scenario the lab replays, its job, and the windowed query whose rows it times."""
+
+    scenario_file: str
+    pipeline_file: str
+    windows_query: str  # completeness and result latency are this query's
+
+
+#: scenario config name -> what the lab runs
 SCENARIOS = {
-    "connected_vehicles": (
+    "connected_vehicles": LabJob(
         "config/scenarios/connected_vehicles.yaml",
-        "vehicle-telemetry",
         "config/pipelines/vehicle-telemetry.yaml",
+        "vehicle-telemetry.stats",
+    ),
+    "card_velocity": LabJob(
+        "config/scenarios/card_velocity.yaml",
+        "config/pipelines/card-velocity.yaml",
+        "card-velocity.features",
     ),
 }
 WINDOW_MS = 60_000
+VEHICLES_JOB = "vehicle-telemetry"  # the one job with a batch oracle for its windows
 
 
 def parse_watermarks(text: str) -> list[tuple[str, int]]:
@@ -163,7 +180,19 @@ def point_config(base: Any, watermark: str, topic: str, tag: str, max_offsets: i
         vt["trips_topic"] = f"lab.trips-{tag}"
         vt["late"] = {**vt.get("late", {}), "mode": "drop", "topic": f"lab.late-{tag}"}
         vt["deadletter_trigger"] = {"mode": "microbatch"}
+    cv = data.get("card_velocity")
+    if cv is not None:
+        cv["features_topic"] = f"lab.features-{tag}"
+        cv["features_trigger"] = {"mode": "microbatch", "interval": "0 seconds"}
+        cv["deadletter_trigger"] = {"mode": "microbatch"}
     return type(base).model_validate(data)
+
+
+def windows_topic(cfg: Any) -> str:
+    """The topic of the job's windowed rows: vehicle stats, or card features."""
+    if cfg.job == VEHICLES_JOB:
+        return str(cfg.vehicle_telemetry.stats_topic)
+    return str(cfg.card_velocity.features_topic)
 
 
 def _percentiles(values: list[float]) -> dict[str, float | None]:
@@ -259,10 +288,10 @@ def run_point(
     stream: Stream,
     work: Path,
     max_offsets: int,
+    windows_query: str = "vehicle-telemetry.stats",
 ) -> dict[str, Any]:
     from core.kafka.reader import read_topic
     from pipeline.catalog import JOBS
-    from pipeline.jobs.vehicle_telemetry import job as vt_job
 
     tag = uuid.uuid4().hex[:8]
     checkpoints = work / f"checkpoints-{tag}"
@@ -271,9 +300,10 @@ def run_point(
     cfg = point_config(base_cfg, watermark[0], topic, tag, max_offsets)
     from core.kafka import ensure_topics
 
-    topics_out = [cfg.output_topic, cfg.deadletter_topic]
-    if getattr(cfg, "vehicle_telemetry", None) is not None:
-        topics_out += [cfg.vehicle_telemetry.stats_topic, cfg.vehicle_telemetry.trips_topic]
+    vehicles = cfg.job == VEHICLES_JOB
+    topics_out = [cfg.output_topic, cfg.deadletter_topic, windows_topic(cfg)]
+    if vehicles:
+        topics_out.append(cfg.vehicle_telemetry.trips_topic)
     ensure_topics(point_stack, topics_out)
     progress = _Progress()
     spark.streams.addListener(progress.listener)
@@ -286,8 +316,7 @@ def run_point(
         for query in queries:
             query.stop()
         spark.streams.removeListener(progress.listener)
-    stats_name = vt_job.STATS_QUERY
-    stats_batches = progress.batches.get(stats_name, [])
+    stats_batches = progress.batches.get(windows_query, [])
     read = sum(int(b.get("numInputRows", 0)) for b in stats_batches)
     from pipeline.progress import BatchReport
 
@@ -296,17 +325,9 @@ def run_point(
     completeness = round(1 - late / read, 6) if read else None
     alerts = read_topic(point_stack, cfg.output_topic)
     recall, precision = score(alerts, stream.truth)
-    parity_share = None
-    try:
-        from pipeline.jobs.vehicle_telemetry.parity import vehicle_stats_parity
-
-        history = [r.to_dict() for r in reports if r.input_rows or r.watermark_ms]
-        parity = vehicle_stats_parity(spark, point_stack, cfg, history=history).summary()
-        if parity.get("windows"):
-            parity_share = round(parity["matching"] / parity["windows"], 6)
-    except StreamsimError:
-        parity_share = None
-    stats = _timestamped(point_stack, cfg.vehicle_telemetry.stats_topic)
+    history = [r.to_dict() for r in reports if r.input_rows or r.watermark_ms]
+    parity_share = _parity(spark, point_stack, cfg, history) if vehicles else None
+    stats = _timestamped(point_stack, windows_topic(cfg))
     latencies = result_latencies(stats, stats_batches)
     shutil.rmtree(checkpoints, ignore_errors=True)
     return {
@@ -318,6 +339,21 @@ def run_point(
         "precision": precision,
         "latency_ms": _percentiles(latencies),
     }
+
+
+def _parity(
+    spark: Any, stack: StackConfig, cfg: Any, history: list[dict[str, Any]]
+) -> float | None:
+    """Vehicle stats windows matching the batch oracle / windows compared (None: none)."""
+    from pipeline.jobs.vehicle_telemetry.parity import vehicle_stats_parity
+
+    try:
+        parity = vehicle_stats_parity(spark, stack, cfg, history=history).summary()
+    except StreamsimError:
+        return None
+    if not parity.get("windows"):
+        return None
+    return round(parity["matching"] / parity["windows"], 6)
 
 
 def _timestamped(stack: StackConfig, topic: str) -> list[tuple[int, dict[str, Any]]]:
@@ -363,9 +399,9 @@ def sweep(
     from pipeline.config import PipelineConfig
     from pipeline.session import spark_session
 
-    scenario_file, _job, pipeline_file = SCENARIOS[scenario]
-    base_cfg = load_model(PipelineConfig, pipeline_file)
-    stream = simulate(scenario_file, events, seed, stack)
+    lab_job = SCENARIOS[scenario]
+    base_cfg = load_model(PipelineConfig, lab_job.pipeline_file)
+    stream = simulate(lab_job.scenario_file, events, seed, stack)
     topic = f"lab.{scenario}-{uuid.uuid4().hex[:8]}"
     produce(stack, topic, stream, partitions=2)
     spark = spark_session(stack, app="lab-watermark")
@@ -374,7 +410,17 @@ def sweep(
         if progress is not None:
             progress(i, len(watermarks), watermark[0])
         points.append(
-            run_point(spark, stack, base_cfg, topic, watermark, stream, work, max_offsets)
+            run_point(
+                spark,
+                stack,
+                base_cfg,
+                topic,
+                watermark,
+                stream,
+                work,
+                max_offsets,
+                lab_job.windows_query,
+            )
         )
     return {
         "scenario": scenario,

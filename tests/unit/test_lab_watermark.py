@@ -8,11 +8,15 @@ import pytest
 
 from core.errors import StreamsimError
 from streamsim.lab.watermark import (
+    SCENARIOS,
     Stream,
     parse_watermarks,
+    point_config,
     processing_time_view,
     result_latencies,
+    windows_topic,
 )
+from tests.conftest import REPO_ROOT
 
 
 def test_parse_watermarks() -> None:
@@ -59,3 +63,22 @@ def test_result_latency_is_stream_time_past_the_window_end() -> None:
     batch_1_ms = 1767225601200  # written while batch 1 ran
     stats = [(batch_1_ms, {"window_end": minute_end}), (batch_1_ms, {"no_window": 1})]
     assert result_latencies(stats, batches) == [40_000.0]
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_each_lab_scenario_gets_a_private_copy_of_its_jobs_config(scenario: str) -> None:
+    """Both jobs: the watermark and every topic overridden, triggers drained as micro-batches."""
+    from core.config import load_model
+    from pipeline.config import PipelineConfig
+    from scenarios.catalog import ScenarioConfig
+
+    lab_job = SCENARIOS[scenario]
+    assert load_model(ScenarioConfig, REPO_ROOT / lab_job.scenario_file).name == scenario
+    base = load_model(PipelineConfig, REPO_ROOT / lab_job.pipeline_file)
+    assert lab_job.windows_query.startswith(f"{base.job}.")
+    cfg = point_config(base, "5 seconds", "lab.in", "t1", 500)
+    assert cfg.watermark == "5 seconds" and cfg.input_topics == ["lab.in"]
+    assert cfg.max_offsets_per_trigger == 500
+    assert (cfg.output_topic, cfg.deadletter_topic) == ("lab.alerts-t1", "lab.deadletter-t1")
+    assert windows_topic(cfg).startswith("lab.") and windows_topic(cfg).endswith("-t1")
+    assert windows_topic(cfg) != windows_topic(base)
