@@ -59,6 +59,8 @@ format: setup
 	$(VENV)/bin/ruff format .
 
 clean:
+	-$(VENV)/bin/streamsim kafka mirror down 2>/dev/null
+	-$(VENV)/bin/streamsim kafka down --cluster port 2>/dev/null
 	-$(VENV)/bin/streamsim kafka down 2>/dev/null
 	rm -rf $(VENV) .data spark-warehouse .pytest_cache .mypy_cache .ruff_cache
 	@echo "kept $(CACHE)/ (downloaded jars and wheels); remove it by hand for a cold start"

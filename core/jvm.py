@@ -34,10 +34,14 @@ def kafka_classpath(stack: StackConfig) -> str:
     return str(jars.resolve() / "*")
 
 
+def mirror_jars_dir(stack: StackConfig) -> Path:
+    return stack.dirs.cache / "jars" / "kafka-mirror"
+
+
 def mirror_classpath(stack: StackConfig) -> str:
     """MirrorMaker 2's classpath: the broker's jars plus `connect-mirror` (jvm/kafka-mirror.ivy.xml
     lists only the two jars the kafka set lacks)."""
-    mirror = stack.dirs.cache / "jars" / "kafka-mirror"
+    mirror = mirror_jars_dir(stack)
     if not any(mirror.glob("connect-mirror-*.jar")):
         raise FileNotFoundError(f"no MirrorMaker 2 jars in {mirror}: {RESOLVE_HINT}")
     return f"{kafka_classpath(stack)}{os.pathsep}{mirror.resolve() / '*'}"

@@ -15,6 +15,7 @@ from core.jvm import (
     Java,
     find_java,
     kafka_jars_dir,
+    mirror_jars_dir,
     spark_kafka_jars,
 )
 from core.kafka.admin import is_reachable
@@ -59,10 +60,14 @@ def check_java(stack: StackConfig) -> Check:
 
 
 def check_kafka_jars(stack: StackConfig) -> Check:
+    """The broker's jars and MirrorMaker 2's (`kafka mirror`), both resolved by `make setup`."""
     jars = sorted(kafka_jars_dir(stack).glob("kafka_2.13-*.jar"))
     if not jars:
         return Check(False, f"no broker jars in {kafka_jars_dir(stack)}", RESOLVE_HINT)
-    return Check(True, jars[-1].name)
+    mirror = sorted(mirror_jars_dir(stack).glob("connect-mirror-[0-9]*.jar"))
+    if not mirror:
+        return Check(False, f"no MirrorMaker 2 jars in {mirror_jars_dir(stack)}", RESOLVE_HINT)
+    return Check(True, f"{jars[-1].name}, {mirror[-1].name}")
 
 
 def check_spark_connector(stack: StackConfig) -> Check:

@@ -8,6 +8,8 @@ import pytest
 from pydantic import ValidationError
 
 from core.config import StackConfig
+from core.jvm import mirror_classpath
+from streamsim.doctor import check_kafka_jars
 from streamsim.kafka.broker import BrokerError, LocalBroker, port_stack
 from streamsim.kafka.mirror import MirrorMaker, MirrorStatus, PartitionLag
 
@@ -72,3 +74,15 @@ def test_lag_per_partition_and_caught_up() -> None:
     done = MirrorStatus(True, 1, "log", "a:1", "b:2", "prefix", parts[1:])
     assert done.caught_up
     assert not MirrorStatus(True, 1, "log", "a:1", "b:2", "prefix", (), "down").caught_up
+
+
+def test_doctor_names_missing_mirror_jars(tmp_path: Path) -> None:
+    s = StackConfig.model_validate({"dirs": {"cache": str(tmp_path)}})
+    (tmp_path / "jars" / "kafka").mkdir(parents=True)
+    (tmp_path / "jars" / "kafka" / "kafka_2.13-4.3.1.jar").touch()
+    missing = check_kafka_jars(s)
+    assert not missing.ok and "MirrorMaker 2" in missing.detail and "make setup" in missing.fix
+    (tmp_path / "jars" / "kafka-mirror").mkdir()
+    (tmp_path / "jars" / "kafka-mirror" / "connect-mirror-4.3.1.jar").touch()
+    assert check_kafka_jars(s).ok
+    assert mirror_classpath(s).endswith("kafka-mirror/*")
