@@ -17,7 +17,7 @@ from api.main import create_app
 from api.panel.models.fleet import Fleet
 from api.panel.routes.fleet import lane
 from api.panel.views.feeds import RingBuffer
-from api.panel.views.fleet import HOUR_MS, POSITIONS_TOPIC, FleetView
+from api.panel.views.fleet import HOUR_MS, POSITIONS_TOPIC, FleetView, thin
 from api.panel.views.shipping import CONTAINERS_TOPIC, PORT_EVENTS_TOPIC
 from core.config import StackConfig
 from tests.unit.test_api_shipping import BOX_A, BOX_B, A, HandFed, port_event, reading, service
@@ -55,8 +55,8 @@ def feed(view: FleetView, topic: str, record: dict[str, Any], emitted_at: int) -
 
 
 def voyage() -> FleetView:
-    """A ship loads two boxes at Singapore, leaves, logs 10 h at sea (held until the upload
-    at hour 10), and a satellite alarm goes live at hour 5."""
+    """A ship loads a box at Singapore (another stays in the yard), leaves, logs 10 h at sea
+    (held until the upload at hour 10), and a satellite alarm goes live at hour 5."""
     view = FleetView()
     feed(view, PORT_EVENTS_TOPIC, port_event(BOX_A, A, "loaded", T0 - HOUR_MS), T0 - HOUR_MS)
     feed(view, PORT_EVENTS_TOPIC, port_event(BOX_B, "duckworks", "loaded", T0), T0)
@@ -66,6 +66,8 @@ def voyage() -> FleetView:
     upload = T0 + 10 * HOUR_MS
     alarm = reading(BOX_A, A, 99, T0 + 5 * HOUR_MS, channel="satellite", alarm="temperature")
     feed(view, CONTAINERS_TOPIC, alarm, T0 + 5 * HOUR_MS)
+    in_yard = reading(BOX_B, "duckworks", 0, T0, port="SGSIN", channel="shore")
+    feed(view, CONTAINERS_TOPIC, in_yard, T0)
     for h in reversed(range(10)):  # the voyage lands in bulk, newest first
         t = T0 + h * HOUR_MS
         feed(view, POSITIONS_TOPIC, position(t, 1.2 + h / 10, 103.8 - h), upload)
@@ -80,6 +82,8 @@ def test_a_voyage_held_on_board_lands_in_order_and_the_backlog_is_known() -> Non
     assert ship["position"]["event_time"] == T0 + 9 * HOUR_MS  # the newest, not the last read
     assert [p[0] for p in ship["track"]] == [103.8 - h for h in range(10)]
     assert ship["boxes_aboard"] == 1 and ship["satellite_alarms"] == 1
+    thinned = thin([(t, 0.0, float(t)) for t in range(1001)])
+    assert len(thinned) == 335 and thinned[-1] == [1000.0, 0.0]
     assert ship["onboard_records"] == 20 and ship["peak_held"] == 20 and ship["held_now"] == 0
     assert ship["mean_delay_h"] == 5.5 and ship["last_upload"] == T0 + 10 * HOUR_MS
     series = {p["time"]: p["held"] for p in got["backlog"]}
@@ -101,6 +105,21 @@ def test_in_port_ships_are_in_dock_and_at_sea_ones_have_an_estimate() -> None:
     got = view.fleet()
     assert got["ships"][0]["status"] == "in_port" and got["ships"][0]["waiting_est"] == 0
     assert got["ports"] == [{"port": "NLRTM", "ships_in_dock": [SHIP]}]
+
+
+def test_a_rerun_with_the_same_ships_is_shown_on_its_own() -> None:
+    view = voyage()
+    again = {**position(T0, 1.0, 100.0), "event_id": "sh-00000002-pos"}
+    feed(view, POSITIONS_TOPIC, again, T0 + HOUR_MS)
+    got = view.fleet()
+    assert got["run"] == "sh-00000002" and got["shore_now"] == T0 + HOUR_MS
+    assert got["runs"] == [{"run": "sh-00000002", "ships": 1}, {"run": "sh-00000001", "ships": 1}]
+    assert got["ships"][0]["onboard_records"] == 1 and got["ships"][0]["track"] == [[100.0, 1.0]]
+    assert view.fleet(run="sh-00000001")["ships"][0]["onboard_records"] == 20
+    bounded = FleetView(max_ships=1)
+    feed(bounded, POSITIONS_TOPIC, position(T0, 1.0, 100.0), T0)
+    feed(bounded, POSITIONS_TOPIC, again, T0)
+    assert [r["run"] for r in bounded.fleet()["runs"]] == ["sh-00000002"]
 
 
 def test_malformed_records_are_counted() -> None:
@@ -161,7 +180,9 @@ def test_the_fleet_route_is_open_and_places_lanes_and_ports(http: TestClient) ->
         "SGSIN": ("Singapore", []),
         "NLRTM": ("Rotterdam", []),
     }
+    assert body.run == "sh-00000001" and body.runs[0].ships == 1
     assert http.get("/v1/shipping/fleet", params={"hours": 0}).status_code == 422
+    assert http.get("/v1/shipping/fleet", params={"run": "sh-nope"}).json()["ships"] == []
 
 
 def test_the_alerts_route_keeps_the_shipping_alerts(http: TestClient) -> None:

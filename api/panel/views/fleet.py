@@ -6,9 +6,13 @@ owner in what it returns, so the open route that serves it shows nobody's boxes.
 
 - per ship: its newest position, its track (the newest `track_len` positions by event time,
   whatever order they land in: a voyage's log arrives days late, after the live satellite
-  slice), its port call (arrived, departed), the boxes aboard (loaded minus unloaded), the
-  device alarms sent live by satellite;
+  slice), its port call (arrived, departed), the boxes aboard (those whose newest reading is
+  on it at sea; kept per box internally, returned as a count), the device alarms sent live
+  by satellite;
 - per port: the ships alongside (arrived, not departed);
+- by run: a rerun reuses the ship ids, so ships are kept per run (the event id's run part)
+  and the view answers for one run, by default the newest one read; when `max_ships` is
+  reached the oldest run's ships go;
 - the backlog held on board: every record logged on the `onboard` channel was on board from
   its event time to its emit time (the Kafka record's CreateTime, on the run's clock), so
   hour by hour, per ship, the records waiting for the next port are known exactly once they
@@ -25,6 +29,7 @@ from typing import Any
 
 import orjson
 
+from api.panel.views.shipping import run_of
 from core.contracts import topics
 from core.contracts.events import SHIPPING_CONTAINER, SHIPPING_PORT_EVENT, SHIPPING_POSITION
 
@@ -42,11 +47,18 @@ def _num(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
+def thin(track: list[tuple[int, float, float]], most: int = 300) -> list[list[float]]:
+    """A track as [lon, lat] points, at most about `most`, the newest always in."""
+    kept = track[:: max(1, len(track) // most)]
+    if track and kept[-1] is not track[-1]:
+        kept.append(track[-1])
+    return [[lon, lat] for _, lat, lon in kept]
+
+
 class Ship:
     """One ship's state as the shore knows it."""
 
     __slots__ = (
-        "aboard",
         "alarms",
         "arrived",
         "departed",
@@ -67,7 +79,6 @@ class Ship:
         self.port: str | None = None  # of the newest arrival or departure
         self.arrived: int | None = None
         self.departed: int | None = None  # None while alongside
-        self.aboard: set[str] = set()
         self.alarms = 0
         self.onboard = 0  # records logged on board (held until port)
         self.onboard_first: int | None = None
@@ -80,13 +91,15 @@ class Ship:
 class FleetView:
     """Ships and ports (see the module doc). Thread-safe: one writer, many readers."""
 
-    def __init__(self, track_len: int = 400, max_ships: int = 1000) -> None:
+    def __init__(self, track_len: int = 2000, max_ships: int = 1000) -> None:
         if track_len < 2 or max_ships < 1:
             raise ValueError("track_len >= 2 and max_ships >= 1 required")
         self.track_len = track_len
         self.max_ships = max_ships
-        self.ships: dict[str, Ship] = {}
-        self.shore_now: int | None = None  # the newest emit time seen: the run's clock
+        self.ships: dict[tuple[str, str], Ship] = {}  # (run, ship id)
+        self.runs: dict[str, int] = {}  # run -> ships, in the order first read
+        self.boxes: dict[tuple[str, str], tuple[int, str | None]] = {}  # newest (time, ship)
+        self.clocks: dict[str, int] = {}  # run -> the newest emit time seen: the run's clock
         self.malformed = 0
         self.dropped_ships = 0
         self._lock = threading.Lock()
@@ -101,9 +114,11 @@ class FleetView:
         if not isinstance(record, dict):
             self.malformed += 1
             return
+        event_id = record.get("event_id")
         with self._lock:
-            if emitted_at is not None:
-                self.shore_now = max(self.shore_now or emitted_at, emitted_at)
+            if emitted_at is not None and isinstance(event_id, str):
+                run = run_of(event_id)
+                self.clocks[run] = max(self.clocks.get(run, emitted_at), emitted_at)
             if topic == POSITIONS_TOPIC:
                 self._position(record, emitted_at)
             elif topic == PORT_EVENTS_TOPIC:
@@ -111,15 +126,26 @@ class FleetView:
             else:
                 self._container(record, emitted_at)
 
-    def _ship(self, ship_id: Any) -> Ship | None:
-        if not isinstance(ship_id, str):
+    def _ship(self, r: dict[str, Any]) -> Ship | None:
+        ship_id, event_id = r.get("ship_id"), r.get("event_id")
+        if not isinstance(ship_id, str) or not isinstance(event_id, str):
             return None
-        ship = self.ships.get(ship_id)
+        key = (run_of(event_id), ship_id)
+        ship = self.ships.get(key)
         if ship is None:
+            while len(self.ships) >= self.max_ships:
+                oldest = next((run for run in self.runs if run != key[0]), None)
+                if oldest is None:
+                    break
+                del self.runs[oldest]
+                self.clocks.pop(oldest, None)
+                self.boxes = {k: v for k, v in self.boxes.items() if k[0] != oldest}
+                self.ships = {k: v for k, v in self.ships.items() if k[0] != oldest}
             if len(self.ships) >= self.max_ships:
                 self.dropped_ships += 1
                 return None
-            ship = self.ships[ship_id] = Ship()
+            ship = self.ships[key] = Ship()
+            self.runs[key[0]] = self.runs.get(key[0], 0) + 1
         return ship
 
     def _onboard(self, ship: Ship, r: dict[str, Any], emitted_at: int | None) -> None:
@@ -141,7 +167,7 @@ class FleetView:
         if r.get("schema") != SHIPPING_POSITION.id or lat is None or lon is None or t is None:
             self.malformed += 1
             return
-        ship = self._ship(r.get("ship_id"))
+        ship = self._ship(r)
         if ship is None:
             return
         self._onboard(ship, r, emitted_at)
@@ -166,24 +192,30 @@ class FleetView:
         if r.get("schema") != SHIPPING_PORT_EVENT.id or t is None or not isinstance(port, str):
             self.malformed += 1
             return
-        ship = self._ship(r.get("ship_id"))
+        ship = self._ship(r)
         if ship is None:
             return
-        box = r.get("container_id")
         if kind == "arrival" and (ship.arrived is None or t >= ship.arrived):
             ship.port, ship.arrived, ship.departed = port, t, None
         elif kind == "departure" and (ship.arrived is None or t >= ship.arrived):
             ship.port, ship.departed = port, t
-        elif kind == "loaded" and isinstance(box, str):
-            ship.aboard.add(box)
-        elif kind == "unloaded" and isinstance(box, str):
-            ship.aboard.discard(box)
 
     def _container(self, r: dict[str, Any], emitted_at: int | None) -> None:
-        if r.get("schema") != SHIPPING_CONTAINER.id:
+        box, t, event_id = r.get("container_id"), _int(r.get("event_time")), r.get("event_id")
+        if (
+            r.get("schema") != SHIPPING_CONTAINER.id
+            or not isinstance(box, str)
+            or not isinstance(event_id, str)
+            or t is None
+        ):
             self.malformed += 1
             return
-        ship = self._ship(r.get("ship_id"))
+        ship_id = r.get("ship_id") if isinstance(r.get("ship_id"), str) else None
+        key = (run_of(event_id), box)
+        newest = self.boxes.get(key)
+        if newest is None or t >= newest[0]:  # aboard: on a ship and not in port
+            self.boxes[key] = (t, ship_id if r.get("port") is None else None)
+        ship = self._ship(r)
         if ship is None:
             return
         self._onboard(ship, r, emitted_at)
@@ -192,18 +224,30 @@ class FleetView:
 
     # -- reading -------------------------------------------------------------------------------
 
-    def fleet(self, history_hours: int = 24 * 21) -> dict[str, Any]:
-        """Ships (position, track, call, boxes aboard, backlog), ports with ships alongside,
-        and the hourly backlog per ship over the last `history_hours` of the run's clock."""
+    def fleet(self, history_hours: int = 24 * 21, run: str | None = None) -> dict[str, Any]:
+        """One run's ships (position, track, call, boxes aboard, backlog), ports with ships
+        alongside, and the hourly backlog per ship over the last `history_hours` of the run's
+        clock. `run`: None for the newest run read."""
         with self._lock:
-            now = self.shore_now
-            ships = [self._ship_row(ship_id, s, now) for ship_id, s in sorted(self.ships.items())]
-            backlog = self._backlog_series(history_hours)
+            run = run or next(reversed(self.runs), None)
+            mine = {ship_id: s for (r, ship_id), s in sorted(self.ships.items()) if r == run}
+            now = self.clocks.get(run) if run is not None else None
+            aboard: defaultdict[str, int] = defaultdict(int)
+            for (box_run, _), (_, on) in self.boxes.items():
+                if box_run == run and on is not None:
+                    aboard[on] += 1
+            ships = [
+                self._ship_row(ship_id, s, now, aboard[ship_id]) for ship_id, s in mine.items()
+            ]
+            backlog = self._backlog_series(mine, history_hours)
+            runs = [{"run": r, "ships": n} for r, n in reversed(self.runs.items())]
         ports: dict[str, list[str]] = defaultdict(list)
         for row in ships:
             if row["status"] == "in_port" and row["port"]:
                 ports[row["port"]].append(row["ship_id"])
         return {
+            "run": run,
+            "runs": runs,
             "shore_now": now,
             "ships": ships,
             "ports": [
@@ -213,7 +257,7 @@ class FleetView:
             "backlog": backlog,
         }
 
-    def _ship_row(self, ship_id: str, s: Ship, now: int | None) -> dict[str, Any]:
+    def _ship_row(self, ship_id: str, s: Ship, now: int | None, aboard: int) -> dict[str, Any]:
         alongside = s.arrived is not None and s.departed is None
         moored = s.last is not None and s.last["nav_status"] == "moored"
         status = (
@@ -242,11 +286,11 @@ class FleetView:
             "ship_id": ship_id,
             "status": status,
             "position": s.last,
-            "track": [[lon, lat] for _, lat, lon in s.track],
+            "track": thin(s.track),
             "port": s.port,
             "arrived_at": s.arrived,
             "departed_at": s.departed,
-            "boxes_aboard": len(s.aboard),
+            "boxes_aboard": aboard,
             "satellite_alarms": s.alarms,
             "onboard_records": s.onboard,
             "held_now": max(0, held_now),
@@ -266,10 +310,10 @@ class FleetView:
             out[hour] = total
         return out
 
-    def _backlog_series(self, history_hours: int) -> list[dict[str, Any]]:
+    def _backlog_series(self, ships: dict[str, Ship], history_hours: int) -> list[dict[str, Any]]:
         """Per ship, the records held on board at each hour where it changed (step points)."""
         rows: list[dict[str, Any]] = []
-        for ship_id, s in sorted(self.ships.items()):
+        for ship_id, s in ships.items():
             steps = self._prefix(s.held)
             if not steps:
                 continue
@@ -284,6 +328,7 @@ class FleetView:
     def stats(self) -> dict[str, int]:
         return {
             "ships": len(self.ships),
+            "runs": len(self.runs),
             "malformed": self.malformed,
             "dropped": self.dropped_ships,
         }
