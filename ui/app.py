@@ -26,13 +26,23 @@ if str(ROOT) not in sys.path:  # `streamlit run ui/app.py` puts ui/ on the path,
 import streamlit as st  # noqa: E402
 
 from ui.client import ApiClient, ApiUnavailable  # noqa: E402
-from ui.sections import alerts, evaluation, live, map, runs, try_it, vehicles  # noqa: E402
+from ui.sections import (  # noqa: E402
+    alerts,
+    evaluation,
+    live,
+    map,
+    runs,
+    shipping,
+    try_it,
+    vehicles,
+)
 from ui.view import client  # noqa: E402
 
 PAGES = (
     (live, "Live", None, ":material/monitoring:"),  # the default page: served at /
     (map, "Map", "map", ":material/public:"),
     (vehicles, "Vehicles", "vehicles", ":material/local_shipping:"),
+    (shipping, "Shipping", "shipping", ":material/directions_boat:"),
     (alerts, "Alerts", "alerts", ":material/notifications:"),
     (runs, "Runs", "runs", ":material/play_circle:"),
     (try_it, "Try it", "try-it", ":material/credit_card:"),

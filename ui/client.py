@@ -95,11 +95,20 @@ class ApiClient:
         return bool(self.token)
 
     def _request(
-        self, method: str, path: str, *, control: bool = False, **kwargs: Any
+        self,
+        method: str,
+        path: str,
+        *,
+        control: bool = False,
+        owner_token: str | None = None,
+        **kwargs: Any,
     ) -> httpx.Response:
+        """`control`: with the control token; `owner_token`: with that owner token instead."""
         headers = {}
         if control and self.token:
             headers["Authorization"] = f"Bearer {self.token}"
+        if owner_token is not None:
+            headers["Authorization"] = f"Bearer {owner_token}"
         try:
             response = self._http.request(method, path, headers=headers, **kwargs)
         except httpx.TimeoutException:
@@ -162,6 +171,33 @@ class ApiClient:
         if signals:
             params["signal"] = signals
         return self._get(f"/v1/vehicles/{quote(vehicle_id, safe='')}/telemetry", **params)
+
+    def shipping_fleet(self, hours: int = 24 * 21, run: str | None = None) -> dict[str, Any]:
+        """One run's ships, ports with ships in dock, the backlog held on board (open); `run`
+        None: the newest run the API read."""
+        params: dict[str, Any] = {"hours": hours}
+        if run is not None:
+            params["run"] = run
+        return self._get("/v1/shipping/fleet", **params)
+
+    def shipping_alerts(self, limit: int = 50) -> dict[str, Any]:
+        return self._get("/v1/shipping/alerts", limit=limit)
+
+    def owner_containers(self, owner_token: str, limit: int = 1000) -> dict[str, Any]:
+        """The containers of the owner whose token this is (`ApiError` 401 if it is none's)."""
+        body: dict[str, Any] = self._request(
+            "GET", "/v1/shipping/containers", owner_token=owner_token, params={"limit": limit}
+        ).json()
+        return body
+
+    def owner_container(self, owner_token: str, container_id: str) -> dict[str, Any]:
+        """One of the owner's containers: legs across ships, readings, port events."""
+        body: dict[str, Any] = self._request(
+            "GET",
+            f"/v1/shipping/containers/{quote(container_id, safe='')}",
+            owner_token=owner_token,
+        ).json()
+        return body
 
     def latest_evaluation(self) -> dict[str, Any] | None:
         """None when there is no evaluation yet (404)."""

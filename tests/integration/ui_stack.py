@@ -92,7 +92,13 @@ def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
 
 
 @pytest.fixture
-def servers(kafka_stack: StackConfig, tmp_path: Path) -> Iterator[Stack]:
+def api_env() -> dict[str, str]:
+    """More environment for `streamsim api` (a test module overrides it, e.g. owner tokens)."""
+    return {}
+
+
+@pytest.fixture
+def servers(kafka_stack: StackConfig, tmp_path: Path, api_env: dict[str, str]) -> Iterator[Stack]:
     """`streamsim api` (with a control token) and `streamlit run ui/app.py`, both headless."""
     topic = f"cards.activity-ui-{uuid.uuid4().hex[:8]}"
     data = tmp_path / "data"
@@ -117,7 +123,7 @@ def servers(kafka_stack: StackConfig, tmp_path: Path) -> Iterator[Stack]:
         api = subprocess.Popen(
             [STREAMSIM, "api", "--config", str(stack_file), "--settings", str(settings_file),
              "--no-access-log"],
-            stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO_ROOT,
+            stdout=out, stderr=subprocess.STDOUT, env={**env, **api_env}, cwd=REPO_ROOT,
         )  # fmt: skip
     ui = None
     http = httpx.Client(base_url=api_url, timeout=30)
@@ -254,7 +260,8 @@ def click_button(driver: WebDriver, label: str, then: Callable[[WebDriver], bool
 
 
 def shoot(driver: WebDriver, name: str) -> None:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    """Save a screenshot as `.data/<name>` (`name` may hold a folder)."""
+    (SCREENSHOTS / name).parent.mkdir(parents=True, exist_ok=True)
     driver.save_screenshot(str(SCREENSHOTS / name))
 
 
