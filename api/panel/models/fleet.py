@@ -58,7 +58,14 @@ class BacklogPoint(BaseModel):
     held: int
 
 
+class RunRow(BaseModel):
+    run: str
+    ships: int
+
+
 class Fleet(BaseModel):
+    run: str | None = Field(description="The run shown (event ids' `sh-<run>` part).")
+    runs: list[RunRow] = Field(description="Runs read, newest first.")
     shore_now: int | None = Field(description="The newest emit time seen: the run's clock.")
     ships: list[ShipRow]
     ports: list[PortRow]

@@ -76,6 +76,13 @@ def fleet(
     hours: Annotated[
         int, Query(ge=1, le=24 * 90, description="Backlog history, hours of the run's clock.")
     ] = 24 * 21,
+    run: Annotated[
+        str | None,
+        Query(
+            pattern=r"^[A-Za-z0-9_.-]{1,64}$",
+            description="The run (event ids' `sh-<run>` part); default: the newest read.",
+        ),
+    ] = None,
 ) -> OrjsonResponse:
     """Ships (newest position, track, sea lane, call, boxes aboard, backlog on board), ports
     with ships in dock, and the hourly backlog held on board per ship."""
@@ -83,7 +90,7 @@ def fleet(
     view: FleetView | None = tail.fleet
     if view is None:
         raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "the fleet view is not set up")
-    body = view.fleet(hours)
+    body = view.fleet(hours, run)
     for ship in body["ships"]:
         dest = (ship["position"] or {}).get("dest_port")
         ship["lane"] = lane(ship["port"], dest) if ship["status"] == "at_sea" else []
