@@ -18,7 +18,8 @@ def demo(
         str,
         typer.Option(
             help="card-velocity (endpoint + pipeline + evaluation), connected-vehicles "
-            "(pipeline + evaluation with parity) or sensor-fleet."
+            "(pipeline + evaluation with parity), shipping (four simulated weeks, job "
+            "shipping, evaluation of the five incident types) or sensor-fleet."
         ),
     ] = DEFAULT_SCENARIO,
     duration: Annotated[
@@ -36,7 +37,7 @@ def demo(
     as_json: JsonOpt = False,
 ) -> None:
     """Start the local stack, run a scenario through endpoint and pipeline, print a summary
-    (for card-velocity and connected-vehicles, the evaluation against truth)."""
+    (for card-velocity, connected-vehicles and shipping, the evaluation against truth)."""
     from pipeline.progress import BatchReport
     from streamsim.demo import run_demo
 
