@@ -103,11 +103,13 @@ def publish_alert(stack: StackConfig, reading: dict[str, Any]) -> str:
         "event_time": reading["event_time"],
         "event_ids": [reading["event_id"]],
         "evidence": orjson.dumps(
-            {"temp_c": reading["temp_c"], "setpoint_c": reading["setpoint_c"], "late": True}
+            {"temp_c": reading["temp_c"], "setpoint_c": reading["setpoint_c"]}
         ).decode(),
         "source": "pipeline",
         "job": "shipping",
         "detected_at": time.time_ns() // 1_000_000,
+        "late": True,
+        "late_by_ms": 2 * 86_400_000,
     }
     producer = Producer(producer_config(stack))
     producer.produce("alerts", orjson.dumps(alert), reading["container_id"].encode())
@@ -176,7 +178,7 @@ def test_shipping_page_in_a_real_browser(
     wait_text(
         browser,
         f"reefer_failure · {alarmed['container_id']}",
-        "late",
+        "late by 48.0 h",
         f"setpoint_c: {alarmed['setpoint_c']:g}",
     )
 

@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 from api.main import create_app
 from api.panel.models.fleet import Fleet
 from api.panel.routes.fleet import lane
-from api.panel.views.feeds import RingBuffer
+from api.panel.views.feeds import RingBuffer, alert_row
 from api.panel.views.fleet import HOUR_MS, POSITIONS_TOPIC, FleetView, thin
 from api.panel.views.shipping import CONTAINERS_TOPIC, PORT_EVENTS_TOPIC
 from core.config import StackConfig
@@ -162,9 +162,8 @@ def http() -> Iterator[TestClient]:
         (None, "door_tamper"),
     )
     for i, (job, label) in enumerate(jobs):
-        feeds.alerts.append(
-            {"alert_id": f"a{i}", "rule": "r", "label": label, "job": job, "detected_at": i}
-        )
+        record = {"alert_id": f"a{i}", "rule": "r", "label": label, "job": job, "detected_at": i}
+        feeds.alerts.append(alert_row(record | {"late": True, "late_by_ms": 7}) or {})
     app.state.feeds = feeds
     with TestClient(app) as client:
         yield client
@@ -188,6 +187,7 @@ def test_the_fleet_route_is_open_and_places_lanes_and_ports(http: TestClient) ->
 def test_the_alerts_route_keeps_the_shipping_alerts(http: TestClient) -> None:
     got = http.get("/v1/shipping/alerts").json()
     assert [a["alert_id"] for a in got["alerts"]] == ["a2", "a0"] and got["count"] == 2
+    assert got["alerts"][1]["late"] is True and got["alerts"][1]["late_by_ms"] == 7
 
 
 def test_without_kafka_the_routes_say_so() -> None:

@@ -394,11 +394,16 @@ def _alerts(client: ApiClient) -> None:
         )
     for alert in alerts[:8]:
         evidence = alert.get("evidence") or {}
-        late = isinstance(evidence, dict) and evidence.get("late")
+        late_by = alert.get("late_by_ms")
+        late = (
+            (f" · late by {late_by / 3_600_000:,.1f} h" if isinstance(late_by, int) else " · late")
+            if alert.get("late")
+            else ""
+        )
         with st.container(border=True):
             st.markdown(
                 f"**{alert.get('label') or alert['rule']}** · `{alert.get('entity_id')}` · "
-                f"{alert['rule']}{' · late' if late else ''}  \nevent time "
+                f"{alert['rule']}{late}  \nevent time "
                 f"{fmt_ms(alert.get('event_time'))} · detected "
                 f"{fmt_ms(alert.get('detected_at'))} UTC"
             )

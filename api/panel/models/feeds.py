@@ -60,6 +60,8 @@ class AlertRow(_Open):
     source: str | None
     job: str | None
     detected_at: int | None = Field(description="Processing time, epoch ms.")
+    late: bool | None = Field(None, description="Raised on data that landed late (shipping).")
+    late_by_ms: int | None = Field(None, description="How late, for a late alert.")
 
 
 class AlertFeed(BaseModel):

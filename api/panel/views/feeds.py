@@ -57,6 +57,8 @@ ALERT_FIELDS = (
     "source",
     "job",
     "detected_at",
+    "late",  # the shipping job's: raised on data that landed late, and by how much
+    "late_by_ms",
 )
 PROGRESS_FIELDS = (
     "job",
