@@ -46,7 +46,17 @@ def watermark(
     def progress(i: int, n: int, mark: str) -> None:
         err_console.print(f"watermark {i + 1}/{n}: {mark}", highlight=False)
 
-    report = sweep(stack, scenario, marks, events, seed, folder / "work", max_offsets, progress)
+    report = sweep(
+        stack,
+        scenario,
+        marks,
+        events,
+        seed,
+        folder / "work",
+        max_offsets,
+        progress,
+        on_point=lambda so_far: save(so_far, folder),  # kept if a later point fails
+    )
     files = save(report, folder)
     emit({k: report[k] for k in CONTRACT}, as_json, summary(report) + f"\nreport: {files[0]}")
 

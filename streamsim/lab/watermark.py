@@ -390,8 +390,11 @@ def sweep(
     work: Path,
     max_offsets: int,
     progress: Any = None,
+    on_point: Any = None,
 ) -> dict[str, Any]:
-    """The whole sweep: {"scenario", "points"} plus the detail (`processing_time`)."""
+    """The whole sweep: {"scenario", "points"} plus the detail (`processing_time`).
+    `on_point(report)` gets the report so far after each point, so a run that fails later
+    (a Spark worker lost on a loaded machine) keeps the points it measured."""
     if scenario not in SCENARIOS:
         raise StreamsimError(
             f"--scenario {scenario!r}: the lab knows {', '.join(sorted(SCENARIOS))}"
@@ -405,7 +408,14 @@ def sweep(
     topic = f"lab.{scenario}-{uuid.uuid4().hex[:8]}"
     produce(stack, topic, stream, partitions=2)
     spark = spark_session(stack, app="lab-watermark")
-    points = []
+    points: list[dict[str, Any]] = []
+    report = {
+        "scenario": scenario,
+        "points": points,
+        "events": len(stream.values),
+        "topic": topic,
+        "processing_time": processing_time_view(stream),
+    }
     for i, watermark in enumerate(watermarks):
         if progress is not None:
             progress(i, len(watermarks), watermark[0])
@@ -422,13 +432,9 @@ def sweep(
                 lab_job.windows_query,
             )
         )
-    return {
-        "scenario": scenario,
-        "points": points,
-        "events": len(stream.values),
-        "topic": topic,
-        "processing_time": processing_time_view(stream),
-    }
+        if on_point is not None:
+            on_point(report)
+    return report
 
 
 def chart(report: dict[str, Any]) -> dict[str, Any]:
