@@ -8,8 +8,8 @@ and on numpy arrays, and every form below calls it:
   updater calls `add(...)` on the same states.
 - **Per key, vectorised** (`groupBy(key).applyInPandas(fn, ALERT_SPARK_DDL)`, batch oracles):
   `travel_alerts`, `velocity_alerts`, `spending_alerts`, `gps_jump_alerts`,
-  `threshold_alerts`, `speeding_alerts`, `flatline_alerts`, `zscore_alerts`, `trend_alerts`,
-  `braking_alerts`. They sort by event time and drop duplicate event ids first.
+  `threshold_alerts`, `speeding_alerts`, `flatline_alerts`, `zscore_alerts`, `step_alerts`,
+  `trend_alerts`, `braking_alerts`. They sort by event time and drop duplicate event ids first.
 - **Stateful** (`transformWithStateInPandas`): `TravelState`, `VelocityState`,
   `SpendingState`, `GpsJumpState` (per card or vehicle, `update(...)` per row), `TerminalState`
   (per merchant; the endpoint's) and the series
@@ -51,6 +51,7 @@ from detectors.spending import (
     spending_feature_alerts,
     spending_features,
 )
+from detectors.step import StepParams, StepState, step_alerts
 from detectors.terminal import (
     TerminalParams,
     TerminalState,
@@ -92,6 +93,8 @@ __all__ = [
     "SpendingFeatures",
     "SpendingParams",
     "SpendingState",
+    "StepParams",
+    "StepState",
     "TerminalParams",
     "TerminalState",
     "ThresholdParams",
@@ -124,6 +127,7 @@ __all__ = [
     "spending_alerts",
     "spending_feature_alerts",
     "spending_features",
+    "step_alerts",
     "terminal_window_alerts",
     "terminal_window_features",
     "threshold_alerts",

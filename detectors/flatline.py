@@ -8,8 +8,10 @@ only on a moving reading (a vehicle in town stops every few hundred metres; a se
 across the stop is no less stuck). A value further than `epsilon` from the anchor ends the run
 (a moving one starts a new run anchored on itself), and so does a gap longer than
 `max_gap_s`. Fires once per run, at the first moving reading once it has lasted
-`min_duration_s`. Anchoring (rather than comparing each value with the previous one) keeps a
-slow, steady drift, such as a tyre losing pressure, from looking stuck.
+`min_duration_s` and counts `min_readings` readings (a quantised, noisy signal repeats by
+chance now and then: two readings alike mean little, several do). Anchoring (rather than
+comparing each value with the previous one) keeps a slow, steady drift, such as a tyre losing
+pressure, from looking stuck.
 Key: the signal and the run's first event id.
 """
 
@@ -54,6 +56,9 @@ class FlatlineParams(Thresholds):
     max_gap_s: float | None = Field(
         60.0, gt=0, description="A longer gap between readings ends a run (None: never)."
     )
+    min_readings: int = Field(
+        1, ge=1, le=1_000_000, description="Readings in the run (the first included) to fire."
+    )
 
 
 def moving(speed: Any, params: FlatlineParams) -> Any:
@@ -96,7 +101,8 @@ def flatline_runs(
             s = i + int(moving_at[0])
             away = np.flatnonzero(np.abs(values[s + 1 : hi] - values[s]) > params.epsilon)
             e = s + 1 + int(away[0]) if away.size else hi
-            ready = np.flatnonzero(is_moving[s:e] & (times[s:e] - times[s] >= min_ms))
+            counted = np.arange(e - s) + 1 >= params.min_readings
+            ready = np.flatnonzero(is_moving[s:e] & (times[s:e] - times[s] >= min_ms) & counted)
             if ready.size:
                 fires[s + int(ready[0])] = True
                 start[s + int(ready[0])] = s
@@ -163,7 +169,7 @@ class FlatlineState(SeriesState):
         self.params = params or FlatlineParams()
         self.speed_col = speed_col
         gap_ms = None if self.params.max_gap_s is None else self.params.max_gap_s * 1000
-        self.run = RunTracker(1, self.params.min_duration_s * 1000, gap_ms)
+        self.run = RunTracker(self.params.min_readings, self.params.min_duration_s * 1000, gap_ms)
         self.anchor = 0.0
 
     def fields(self) -> tuple[str, ...]:

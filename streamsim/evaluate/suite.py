@@ -8,7 +8,9 @@ through one path:
   requests in emit order, with the run's cardholder profiles loaded as from `cards.profiles`;
 - `pipeline` (vehicles): the vehicle-telemetry job's detectors, from its pipeline config, in
   their vectorised batch form (the job's batch oracle) over the run's readings. Spark itself
-  is not started per run (minutes each); `streamsim evaluate SCENARIO` scores a live job.
+  is not started per run (minutes each); `streamsim evaluate SCENARIO` scores a live job;
+- `pipeline` (sensor fleet): the rules `streamsim evaluate sensor-fleet` scores
+  (`streamsim.evaluate.sensors`), batch form, over the run's readings, each event once.
 
 Each run is scored with `streamsim.evaluate.scoring` (majority hits, incident precision, null
 precision without detections). Per type the suite reports the mean over runs and the worst run
@@ -40,12 +42,13 @@ from core.config import StackConfig, load_model
 from core.config.base import Settings
 from core.contracts import labels
 from core.errors import StreamsimError
-from streamsim.evaluate.scoring import Judge, score_path
+from streamsim.evaluate.scoring import RUNNING_MS, Judge, score_path
 
 FIGURES = ("precision", "incident_precision", "recall", "f1")
 SCENARIO_LABELS = {
     "card_velocity": labels.CARD_FRAUDS,
     "connected_vehicles": labels.VEHICLE_FAULTS,
+    "sensor_fleet": labels.SENSOR_FAULTS,
 }
 
 
@@ -87,6 +90,12 @@ class SuiteConfig(Settings):
     )
     horizon_ms: float | None = Field(
         None, description="Incidents this young at the run's end are open (not scored)."
+    )
+    running_ms: float | None = Field(
+        None,
+        gt=0,
+        description="With horizon_ms: an incident whose last reading falls this "
+        "close to the run's end is still running (unset: the scoring's default, for 1 Hz).",
     )
     thresholds: Thresholds = Field(default_factory=Thresholds)
 
@@ -139,7 +148,9 @@ def run_suite(
                 suite, base, variant, seed, stack, entities or suite.entities,
                 duration_s or suite.duration_s,
             )  # fmt: skip
-            scores = score_path(detections, truth, kinds, suite.horizon_ms)
+            scores = score_path(
+                detections, truth, kinds, suite.horizon_ms, None, suite.running_ms or RUNNING_MS
+            )
             marked, touched = _hard_negatives(detections, truth)
             hard_events += marked
             hard_alerts += touched
@@ -241,6 +252,8 @@ def _one_run(
         truth = pd.DataFrame(_lines(Path(tmp) / "truth.jsonl"))
         if cards and suite.path == "endpoint":
             detections = _endpoint(Path(tmp), stack)
+        elif base.name == "sensor_fleet" and suite.path == "pipeline":
+            detections = _sensor_rules(Path(tmp), truth)
         elif not cards and suite.path == "pipeline":
             detections = _vehicle_rules(Path(tmp), suite.pipeline)
         else:
@@ -293,6 +306,17 @@ def _vehicle_rules(folder: Path, pipeline: Path | None) -> pd.DataFrame:
     return pd.DataFrame(
         {"label": alerts["label"], "event_ids": alerts["event_ids"], "detected_sim_ms": np.nan}
     )
+
+
+def _sensor_rules(folder: Path, truth: pd.DataFrame) -> pd.DataFrame:
+    """The sensor-fleet rules (`streamsim.evaluate.sensors`), batch form, over the readings."""
+    from streamsim.evaluate import sensors
+
+    columns = list(sensors.COLUMNS)
+    readings = pd.DataFrame.from_records(
+        ({k: r.get(k) for k in columns} for r in _lines(folder / "events.jsonl")), columns=columns
+    )
+    return sensors.detections(readings.drop_duplicates("event_id", ignore_index=True), truth)
 
 
 def chart(report: dict[str, Any]) -> dict[str, Any]:

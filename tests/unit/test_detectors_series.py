@@ -18,6 +18,8 @@ from detectors import (
     SeriesState,
     SpeedingParams,
     SpeedingState,
+    StepParams,
+    StepState,
     ThresholdParams,
     ThresholdState,
     TrendParams,
@@ -27,6 +29,7 @@ from detectors import (
     braking_alerts,
     flatline_alerts,
     speeding_alerts,
+    step_alerts,
     threshold_alerts,
     trend_alerts,
     zscore_alerts,
@@ -206,6 +209,56 @@ def test_flatline_a_stop_pauses_the_run_and_never_fires_it() -> None:
     assert flat(parked_first, "tyre_kpa", FP).empty
 
 
+def test_flatline_min_readings_counts_readings_whatever_the_interval() -> None:
+    p = FlatlineParams(epsilon=1e-3, min_duration_s=1, min_readings=3)
+    for gap in (4 * S, 12 * S):  # a fast sensor and a slow meter: the third reading alike
+        rows = readings([i * gap for i in range(5)], temp_c=[21.3, 21.4, 21.4, 21.4, 21.4])
+        alerts = both(
+            flatline_alerts(rows, "temp_c", p, speed_col=None),
+            FlatlineState("v1", "temp_c", p, speed_col=None),
+            rows,
+        )
+        assert fired_times(alerts) == [3 * gap], gap
+        assert alerts["event_ids"].tolist() == [["r0001", "r0002", "r0003"]]
+    pair = readings([0, 4 * S, 8 * S], temp_c=[21.3, 21.4, 21.4])  # two alike: chance
+    assert flatline_alerts(pair, "temp_c", p, speed_col=None).empty
+
+
+# --- step ----------------------------------------------------------------------------------
+
+
+def test_step_fires_on_both_edges_of_an_excursion_and_names_the_pair() -> None:
+    p = StepParams(max_step=3.0, max_rate_per_s=0.01)
+    rows = readings([i * 5 * S for i in range(6)], temp_c=[21.0, 21.2, 46.1, 46.3, 21.3, 21.1])
+    alerts = both(
+        step_alerts(rows, "temp_c", p, label="spike"),
+        StepState("v1", "temp_c", p, label="spike"),
+        rows,
+    )
+    assert fired_times(alerts) == [10 * S, 20 * S]
+    assert alerts["event_ids"].tolist() == [["r0001", "r0002"], ["r0003", "r0004"]]
+    assert alerts["label"].tolist() == ["spike", "spike"]
+    ev = evidence(alerts, 1)
+    assert ev["delta"] == pytest.approx(-25.0) and ev["gap_s"] == 5.0
+
+
+def test_step_already_running_at_the_first_reading_shows_at_its_end() -> None:
+    p = StepParams(max_step=3.0, max_rate_per_s=0.01)
+    rows = readings([i * 5 * S for i in range(4)], temp_c=[46.0, 46.2, 21.1, 21.0])
+    assert step_alerts(rows, "temp_c", p)["event_ids"].tolist() == [["r0001", "r0002"]]
+
+
+def test_step_boundary_and_the_gap_allowance() -> None:
+    p = StepParams(max_step=3.0, max_rate_per_s=0.01)
+    at_limit = readings([0, 5 * S], temp_c=[20.0, 23.04])  # 3.0 + 0.05 allowed in 5 s
+    assert step_alerts(at_limit, "temp_c", p).empty
+    over = readings([0, 5 * S], temp_c=[20.0, 23.06])
+    assert len(step_alerts(over, "temp_c", p)) == 1
+    # an hour's gap allows 36 more degrees: slow change over an outage is no step
+    outage = readings([0, 3_600 * S], temp_c=[20.0, 30.0])
+    assert step_alerts(outage, "temp_c", p).empty
+
+
 # --- z-score -------------------------------------------------------------------------------
 
 
@@ -351,6 +404,7 @@ def replay(
     return pd.concat(out, ignore_index=True)
 
 
+FLAT_COUNTED = FlatlineParams(epsilon=0.05, min_duration_s=1, min_readings=20)
 CASES: list[tuple[str, Callable[[pd.DataFrame], pd.DataFrame], Callable[[], SeriesState]]] = [
     (
         "threshold",
@@ -380,6 +434,16 @@ CASES: list[tuple[str, Callable[[pd.DataFrame], pd.DataFrame], Callable[[], Seri
         "zscore_cumulative",
         lambda df: zscore_alerts(df, "accel_long_ms2", ZScoreParams(z_max=4, alpha=None)),
         lambda: ZScoreState("v1", "accel_long_ms2", ZScoreParams(z_max=4, alpha=None)),
+    ),
+    (
+        "flatline_min_readings",
+        lambda df: flatline_alerts(df, "tyre_kpa", FLAT_COUNTED),
+        lambda: FlatlineState("v1", "tyre_kpa", FLAT_COUNTED),
+    ),
+    (
+        "step",
+        lambda df: step_alerts(df, "accel_long_ms2", StepParams(max_step=5.0)),
+        lambda: StepState("v1", "accel_long_ms2", StepParams(max_step=5.0)),
     ),
     (
         "trend",

@@ -27,7 +27,7 @@ def _read(path: Path) -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Seed 11 (a report seed; the parameters were looked at on seeds 1-3), 4,000 sensors for
+    """Seed 11 (in neither suite split: config/suites/sensors-*.yaml), 4,000 sensors for
     20 simulated minutes, at full speed: readings (each event once) and truth."""
     data = yaml.safe_load(FLEET.read_text())
     data.update(seed=11, entities=4000, duration_s=1200)
@@ -53,10 +53,10 @@ def test_the_rules_score_a_seeded_run(run: tuple[pd.DataFrame, pd.DataFrame]) ->
     scores = _score(sensors.detections(readings, truth), truth)
     stuck, spike = scores["stuck_sensor"], scores["spike"]
     assert stuck["support"] >= 20 and spike["support"] >= 15, scores
-    # a frozen reading is unmistakable once it lasts 20 s; shorter faults are missed
-    assert stuck["incident_precision"] >= 0.95 and stuck["recall"] >= 0.7, stuck
-    # spikes already running at a sensor's first reading have no baseline to stand out from
-    assert spike["incident_precision"] >= 0.6 and spike["recall"] >= 0.6, spike
+    # three identical readings are unmistakable; faults of one or two readings are missed
+    assert stuck["incident_precision"] >= 0.95 and stuck["recall"] >= 0.8, stuck
+    # a spike shows as a step in or out, even one already running at a sensor's first reading
+    assert spike["incident_precision"] >= 0.95 and spike["recall"] >= 0.95, spike
     assert stuck["latency_ms"]["p50"] > 0 and spike["latency_ms"]["p50"] >= 0
 
 

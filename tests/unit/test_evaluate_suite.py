@@ -23,6 +23,7 @@ SUITES = sorted((Path(__file__).resolve().parents[2] / "config" / "suites").glob
 SMALL: dict[str, tuple[int, float]] = {  # entities, simulated seconds
     "card_velocity": (5000, 3600.0),
     "connected_vehicles": (80, 1500.0),
+    "sensor_fleet": (2000, 600.0),
 }
 
 
@@ -33,8 +34,9 @@ def pan_secret(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_suites_are_shipped_in_disjoint_pairs() -> None:
     names = {p.stem for p in SUITES}
-    assert {"cards-tuning", "cards-report", "vehicles-tuning", "vehicles-report"} <= names
-    for domain in ("cards", "vehicles"):
+    domains = ("cards", "vehicles", "sensors")
+    assert {f"{d}-{split}" for d in domains for split in ("tuning", "report")} <= names
+    for domain in domains:
         tuning = load_suite(f"config/suites/{domain}-tuning.yaml")
         report = load_suite(f"config/suites/{domain}-report.yaml")
         assert (tuning.split, report.split) == ("tuning", "report")
