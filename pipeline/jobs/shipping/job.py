@@ -24,6 +24,7 @@ delay), and a voyage that lands is the backfill, re-scored whole. Queries:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -42,7 +43,9 @@ from pyspark.sql.types import StructType
 from core.config import StackConfig
 from core.contracts import topics
 from core.contracts.events import SHIPPING_CONTAINER, SHIPPING_PORT_EVENT, SHIPPING_POSITION
+from core.errors import StreamsimError
 from core.kafka import ensure_topics
+from core.kafka.offsets import end_offsets
 from detectors import ALERT_COLUMNS, ALERT_SPARK_DDL, alerts_to_frame
 from pipeline.alerts_sink import AlertSink
 from pipeline.config import PipelineConfig
@@ -50,7 +53,7 @@ from pipeline.jobs.shipping.logs import KINDS, EntityLog, Scored, rows_by_kind
 from pipeline.jobs.vehicle_telemetry.job import FIRST_BATCH_WAIT_S, first_batch
 from pipeline.kafka_io import deadletter_records, parse_events, read_kafka, write_kafka
 from pipeline.metrics import MetricsPublisher
-from pipeline.progress import BatchReport
+from pipeline.progress import BatchReport, source_offsets
 from pipeline.session import scheduler_pool, use_rocksdb_state
 from pipeline.settings import duration_ms
 from pipeline.triggers import output_mode, query_trigger, start_query
@@ -202,6 +205,49 @@ class LateDrops:
             self._metrics.close()  # flushed: a late drop is reported before the batch ends
             self._batch += 1
         return rows[rows["alert_id"].notna()].reset_index(drop=True)
+
+
+def drain(query: StreamingQuery, stack: StackConfig, settle_s: float, timeout_s: float) -> None:
+    """Wait until `query` has read its topics to their end offsets now, then for `settle_s`
+    and two more batches: by then the logs' settle timers have fired and their alerts are
+    written. (`processAllAvailable` never returns here: processing-time timers make the query
+    run a batch every trigger, data or not, so it never finds itself idle.)"""
+    ends = {t: end_offsets(stack, t) for t in SOURCES}
+    deadline = time.monotonic() + timeout_s
+
+    def batch_id() -> int:
+        if query.exception() is not None:
+            raise StreamsimError(f"query {query.name} failed: {query.exception()}")
+        if time.monotonic() > deadline:
+            raise StreamsimError(f"query {query.name} did not drain in {timeout_s:.0f}s")
+        progress = query.lastProgress
+        return -1 if not progress else int(progress["batchId"])
+
+    while True:
+        batch_id()
+        read = source_offsets(query.lastProgress or {}, "endOffset") or {}
+        if all(
+            read.get(t, {}).get(str(p), -1) >= end for t, parts in ends.items()
+            for p, end in parts.items()
+        ):  # fmt: skip
+            break
+        time.sleep(0.5)
+    time.sleep(settle_s)
+    last = batch_id()
+    while batch_id() < last + 2:
+        time.sleep(0.2)
+
+
+def drain_all(
+    queries: list[StreamingQuery], stack: StackConfig, settle_s: float, timeout_s: float = 600.0
+) -> None:
+    """The job's queries to the end of their input: the alerts query by `drain`, the others
+    by `processAllAvailable`."""
+    for query in queries:
+        if query.name == ALERTS_QUERY:
+            drain(query, stack, settle_s, timeout_s)
+        else:
+            query.processAllAvailable()
 
 
 def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[StreamingQuery]:

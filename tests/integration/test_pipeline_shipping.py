@@ -1,0 +1,169 @@
+"""Real broker + real Spark: job `shipping` on a small seeded shipping run.
+
+The run (`tests.shipping_run` at 3 ships, 150 boxes, 4 simulated days, seed 13: ~32,000
+events; the batch form raises alerts of four incident types, no box is lost overboard) goes
+to JSONL, then into the job's three topics under their DESIGN keys in emit order, with two
+malformed records. The job starts at the topics' end offsets before that (other tests' runs
+share the topics) and writes to an alerts topic of its own. Phase 2: container readings 60
+days older than their box's newest reading, beyond the job's `history`: dropped, and counted
+on the metrics topic. Checks: the job's alerts are those of the batch form (`run_rules` over
+the same events), each once; flushed voyages' alerts are `late: true` with their delay; the
+drops are counted; the malformed records are dead-lettered.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from confluent_kafka import Producer
+
+from core.config import StackConfig
+from core.contracts import topics
+from core.contracts.events import PIPELINE_PROGRESS
+from core.kafka import ensure_topics, producer_config
+from core.kafka.offsets import end_offsets
+from core.kafka.reader import read_topic
+from pipeline.config import PipelineConfig
+from pipeline.jobs.shipping import job
+from pipeline.metrics import MetricsPublisher
+from pipeline.progress import ProgressTotals
+from scenarios.catalog import ScenarioConfig, run_scenario
+from simulators.sinks import JsonlSink
+from streamsim.evaluate.shipping import TOPIC_COLUMNS, frame_of, run_rules
+from tests.shipping_run import small_shipping
+
+pytestmark = pytest.mark.integration
+
+TOPIC = {
+    "shipping.container/1": (topics.SHIPPING_CONTAINERS.name, "container_id"),
+    "shipping.position/1": (topics.SHIPPING_POSITIONS.name, "ship_id"),
+    "shipping.port-event/1": (topics.SHIPPING_PORT_EVENTS.name, "port"),
+}
+DAY_MS = 86_400_000
+SETTLE_S = 2
+
+
+def starting_after(stack: StackConfig, names: list[str]) -> str:
+    """Spark's JSON form of the topics' end offsets now: the job reads what comes after."""
+    return orjson.dumps(
+        {t: {str(p): o for p, o in end_offsets(stack, t).items()} for t in names}
+    ).decode()
+
+
+def produce(stack: StackConfig, records: list[tuple[str, str, bytes]]) -> None:
+    producer = Producer(producer_config(stack))
+    for topic, key, value in records:
+        producer.produce(topic, value, key.encode())
+        producer.poll(0)
+    assert producer.flush(60) == 0
+
+
+@pytest.fixture(scope="module")
+def events(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    out = tmp_path_factory.mktemp("ship-run")
+    tag = uuid.uuid4().hex[:8]
+    data = small_shipping(tag, seed=13)
+    data.update(
+        entities=3 + 150 + 30,
+        duration_s=4 * 86_400.0,
+        classes=[
+            {"name": "ship", "share": 3},
+            {"name": "container", "share": 150},
+            {"name": "port", "share": 30},
+        ],
+    )
+    data["domain"]["capacity"] = 80
+    run_scenario(ScenarioConfig.model_validate(data), JsonlSink(out), speed="max")
+    return [orjson.loads(line) for line in (out / "events.jsonl").open("rb")]
+
+
+def test_job_raises_the_batch_alerts_and_counts_late_drops(
+    kafka_stack: StackConfig, spark: Any, tmp_path: Path, events: list[dict[str, Any]]
+) -> None:
+    tag = uuid.uuid4().hex[:8]
+    dirs = kafka_stack.dirs.model_copy(
+        update={"checkpoints": tmp_path / "checkpoints", "lake": tmp_path / "lake"}
+    )
+    stack = kafka_stack.model_copy(update={"dirs": dirs})
+    inputs = list(job.SOURCES)
+    ensure_topics(stack, [*inputs, topics.METRICS.name])
+    cfg = PipelineConfig.model_validate(
+        {
+            "job": "shipping",
+            "input_topics": inputs,
+            "output_topic": f"it-ship-alerts-{tag}",
+            "deadletter_topic": f"it-ship-dead-{tag}",
+            "starting_offsets": starting_after(stack, inputs),
+            "watermark": "30 minutes",
+            "trigger": {"mode": "microbatch", "interval": "1 second"},
+            "shipping": {"history": "30 days", "settle": f"{SETTLE_S} seconds"},
+        }
+    )
+    records = [
+        (TOPIC[e["schema"]][0], str(e[TOPIC[e["schema"]][1]]), orjson.dumps(e)) for e in events
+    ]
+    boxes = [e for e in events if e["schema"] == "shipping.container/1"][:3]
+    stale = [
+        {**e, "event_id": f"{e['event_id']}-stale", "event_time": e["event_time"] - 60 * DAY_MS}
+        for e in boxes
+    ]
+    malformed = [
+        (topics.SHIPPING_CONTAINERS.name, "x", b"not json"),
+        (topics.SHIPPING_POSITIONS.name, "y", b'{"event_id": "no-time", "ship_id": "1"}'),
+    ]
+    metrics = MetricsPublisher(stack, cfg.job, cfg.trigger.mode)
+    totals = ProgressTotals(metrics)
+    spark.streams.addListener(totals)
+    started = int(time.time() * 1000)
+    queries = job.start(spark, stack, cfg)
+    try:
+        produce(stack, [*records, *malformed])
+        job.drain_all(queries, stack, SETTLE_S, timeout_s=300)
+        produce(
+            stack,
+            [(topics.SHIPPING_CONTAINERS.name, e["container_id"], orjson.dumps(e)) for e in stale],
+        )
+        job.drain_all(queries, stack, SETTLE_S, timeout_s=300)
+        for query in queries:
+            assert query.isActive, query.exception()
+    finally:
+        for query in queries:
+            query.stop()
+        spark.streams.removeListener(totals)
+        metrics.close()
+
+    frames = {
+        topic: frame_of([e for e in events if TOPIC[e["schema"]][0] == topic], columns)
+        for topic, columns in TOPIC_COLUMNS.items()
+    }
+    batch = {a.alert_id: a.rule for a in run_rules(*frames.values())}
+    alerts = read_topic(stack, cfg.output_topic)
+    streamed = {a["alert_id"]: a["rule"] for a in alerts}
+    assert len(alerts) == len(streamed)  # each alert once
+    assert set(batch.values()) == {
+        "reefer_failure", "door_tamper", "missed_unload", "route_deviation"
+    }  # fmt: skip
+    assert streamed == batch
+    late = [a for a in alerts if a["late"]]
+    assert late and all(a["late_by_ms"] > 30 * 60_000 for a in late)
+    assert all(a["late_by_ms"] <= 30 * 60_000 for a in alerts if not a["late"])
+
+    drops = [
+        r
+        for r in read_topic(stack, topics.METRICS.name)
+        if r.get("schema") == PIPELINE_PROGRESS
+        and r.get("query") == job.DROPS_QUERY
+        and r["at"] >= started
+    ]
+    routed = sum(1 + (e["ship_id"] is not None) for e in stale)  # box log, and ship log if aboard
+    assert sum(r["late_events"] for r in drops) == routed
+    dead = read_topic(stack, cfg.deadletter_topic)
+    assert sorted(d["reason"] for d in dead) == [
+        "missing or non-integer event_time",
+        "not a JSON object",
+    ]
