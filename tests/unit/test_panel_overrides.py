@@ -271,26 +271,64 @@ def client(runs: RunManager) -> Iterator[TestClient]:
         yield test_client
 
 
+#: Every class of refused key the allow-list exists for (module docstring of
+#: `api.panel.models.overrides`), each sent to the route of a scenario that has the key.
+REFUSED: list[tuple[str, dict[str, Any], list[str]]] = [
+    # where card numbers go, where events land, whose ids and truth they are
+    ("card_velocity", {"domain": {"endpoint": {"url": "http://evil.example/"}}},
+     ["domain", "endpoint", "url"]),
+    ("card_velocity", {"domain": {"topic": "alerts"}}, ["domain", "topic"]),
+    ("sensor_fleet", {"domain": {"topic": "truth.card_velocity"}}, ["domain", "topic"]),
+    ("card_velocity", {"name": "shipping"}, ["name"]),
+    ("connected_vehicles", {"name": "card_velocity"}, ["name"]),
+    ("card_velocity", {"run_id": "r1"}, ["run_id"]),
+    # entities above the panel's cap, and where they are not tunable at all
+    ("card_velocity", {"entities": 10_000_000}, ["entities"]),
+    ("sensor_fleet", {"entities": PANEL_MAX_ENTITIES + 1}, ["entities"]),
+    ("shipping", {"entities": 10}, ["entities"]),
+    # unknown keys, at the top and nested under allowed parents
+    ("card_velocity", {"bogus": 1}, ["bogus"]),
+    ("card_velocity", {"pacing": {"warp": 9}}, ["pacing", "warp"]),
+    ("card_velocity", {"delivery": {"drops": {"probability": 0.1, "when": "now"}}},
+     ["delivery", "drops", "when"]),
+    ("card_velocity", {"domain": {"fraud": {"nope": {"rate_per_1k_card_hours": 1}}}},
+     ["domain", "fraud", "nope", "rate_per_1k_card_hours"]),
+    ("connected_vehicles", {"domain": {"faults": {"rate_per_hour": {"teleport": 1.0}}}},
+     ["domain", "faults", "rate_per_hour", "teleport"]),
+    ("sensor_fleet", {"domain": {"faults": {"mix": {"melted": 1.0}}}},
+     ["domain", "faults", "mix", "melted"]),
+    ("sensor_fleet", {"classes": {"smart_meter": {"delivery": {"drops": {"x": 1}}}}},
+     ["classes", "smart_meter", "delivery", "drops", "x"]),
+]  # fmt: skip
+
+
 @pytest.mark.parametrize(
-    ("overrides", "loc"),
-    [
-        ({"domain": {"endpoint": {"url": "http://evil.example/"}}}, ["domain", "endpoint", "url"]),
-        ({"domain": {"topic": "alerts"}}, ["domain", "topic"]),
-        ({"name": "shipping"}, ["name"]),
-        ({"run_id": "r1"}, ["run_id"]),
-        ({"entities": 10_000_000}, ["entities"]),
-    ],
-)  # fmt: skip
+    ("scenario", "overrides", "loc"), REFUSED, ids=[".".join(r[2]) + f"@{r[0]}" for r in REFUSED]
+)
 def test_the_route_answers_422_naming_the_key(
-    client: TestClient, overrides: dict[str, Any], loc: list[str]
+    client: TestClient, scenario: str, overrides: dict[str, Any], loc: list[str]
 ) -> None:
     response = client.post(
         "/v1/control/runs",
-        json={"scenario": "card_velocity", "overrides": overrides},
+        json={"scenario": scenario, "overrides": overrides},
         headers=AUTH,
     )
     assert response.status_code == 422, response.text
     (item,) = response.json()["detail"]
     assert item["loc"] == ["body", "overrides", *loc]
-    assert ".".join(loc) in item["msg"]
+    assert f"key '{'.'.join(loc)}'" in item["msg"], item
     assert client.get("/v1/runs").json()["runs"] == []
+
+
+@pytest.mark.parametrize(
+    ("body", "key"),
+    [({"speed": 2, "domain": {"topic": "alerts"}}, "domain"), ({"entities": 5}, "entities"),
+     ({"max_rate": 10, "run_id": "r1"}, "run_id")],
+)  # fmt: skip
+def test_the_live_route_takes_pacing_only_and_names_any_other_key(
+    client: TestClient, body: dict[str, Any], key: str
+) -> None:
+    response = client.patch("/v1/control/runs/r-none/pacing", json=body, headers=AUTH)
+    assert response.status_code == 422, response.text
+    (item,) = response.json()["detail"]
+    assert item["loc"] == ["body", key] and item["type"] == "extra_forbidden", item
