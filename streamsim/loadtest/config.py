@@ -129,6 +129,13 @@ class LagSettings(Settings):
         description="Lag (records) at or below which the job has recovered. Unset: 10% of "
         "the largest lag seen.",
     )
+    alerts_settle_s: float = Field(
+        10.0,
+        ge=0,
+        le=600,
+        description="Once the lag is 0, keep reading alerts this long (within drain_s): "
+        "alerts the watermark releases come in the job's next, no-data batches.",
+    )
 
 
 class KafkaTarget(Settings):

@@ -375,7 +375,9 @@ def run_kafka(
                 if tracer is None:
                     break
                 if monitor.samples and monitor.samples[-1].lag == 0:
-                    time.sleep(min(2.0, max(0.0, deadline - time.perf_counter())))
+                    # alerts a watermark releases come in the job's later (no-data) batches
+                    settle = target.lag.alerts_settle_s
+                    time.sleep(min(settle, max(0.0, deadline - time.perf_counter())))
                     break
             time.sleep(0.2)
     finally:
