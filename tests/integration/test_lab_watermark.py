@@ -60,3 +60,29 @@ def test_a_longer_watermark_drops_fewer_late_events_and_waits_longer(
     spec = orjson.loads(files[1].read_bytes())
     assert {row["metric"] for row in spec["data"]["values"]} <= {"completeness", "recall"}
     assert len(spec["data"]["values"]) >= 1
+
+
+@pytest.mark.timeout(1800)
+def test_the_card_job_sweeps_too_with_its_feature_windows_timed(
+    kafka_stack: StackConfig, spark: Any, tmp_path: Path
+) -> None:
+    report = sweep(
+        kafka_stack,
+        "card_velocity",
+        parse_watermarks("0s,2m"),
+        events=3000,
+        seed=5,
+        work=tmp_path / "work",
+        max_offsets=500,
+    )
+    tight, loose = report["points"]
+    assert [list(p) for p in report["points"]] == [POINT_KEYS, POINT_KEYS]
+    # POS terminals' clocks differ by up to a minute: a zero watermark drops some transactions.
+    assert tight["late_dropped"] > loose["late_dropped"]
+    assert tight["completeness"] < loose["completeness"] <= 1
+    assert tight["parity"] is None and loose["parity"] is None  # no oracle for card features
+    assert tight["latency_ms"]["p50"] is not None
+    assert (
+        loose["latency_ms"]["p50"] is None
+        or loose["latency_ms"]["p50"] > tight["latency_ms"]["p50"]
+    )
