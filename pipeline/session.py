@@ -45,7 +45,7 @@ def spark_conf(stack: StackConfig, app: str) -> dict[str, str]:
         "spark.app.name": f"{spark.app_name}-{app}",
         "spark.jars": ",".join(str(j.resolve()) for j in jars),
         "spark.driver.memory": spark.driver_memory,
-        "spark.sql.shuffle.partitions": str(spark.shuffle_partitions),
+        "spark.sql.shuffle.partitions": str(spark.partitions()),
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.streaming.checkpointLocation": str((stack.dirs.checkpoints / app).resolve()),
         "spark.sql.warehouse.dir": str((stack.dirs.data / "spark-warehouse").resolve()),

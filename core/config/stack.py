@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -212,12 +213,35 @@ class KafkaSettings(Settings):
 class SparkSettings(Settings):
     master: str = Field("local[*]", description="spark.master: local[*], spark://, yarn, k8s://")
     app_name: str = Field("streamsim", description="Prefix of each job's spark.app.name.")
-    shuffle_partitions: int = Field(4, ge=1, description="spark.sql.shuffle.partitions")
+    shuffle_partitions: int | None = Field(
+        None,
+        ge=1,
+        description="spark.sql.shuffle.partitions; unset: the cores of a local master (each "
+        "stateful partition costs a state store and a task per batch), else 4.",
+    )
     log_level: Literal["ERROR", "WARN", "INFO", "DEBUG"] = Field(
         "WARN", description="Spark driver log level."
     )
     driver_memory: str = Field("2g", pattern=r"^\d+[mMgG]$", description="spark.driver.memory")
     conf: dict[str, str] = Field(default_factory=dict, description="Extra Spark conf, verbatim.")
+
+    def partitions(self) -> int:
+        """`shuffle_partitions`, or its default for `master`.
+
+        >>> SparkSettings(master="local[2]").partitions()
+        2
+        >>> SparkSettings(master="spark://host:7077").partitions()
+        4
+        """
+        if self.shuffle_partitions is not None:
+            return self.shuffle_partitions
+        local = re.fullmatch(r"local\[(\d+|\*)(?:,\s*\d+)?\]|local", self.master)
+        if local is None:
+            return 4
+        cores = local.group(1)
+        if cores is None:
+            return 1  # "local": one thread
+        return (os.cpu_count() or 1) if cores == "*" else int(cores)
 
 
 class ServiceSettings(Settings):
