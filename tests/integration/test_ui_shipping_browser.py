@@ -1,7 +1,7 @@
 """The Shipping page in a real headless Chromium, against a real `streamsim api` (with owner
 tokens), broker and a small seeded shipping run.
 
-- `streamsim simulate` writes the run (4 ships, 400 boxes, 6 simulated days, voyages held on
+- `streamsim simulate` writes the run (4 ships, 200 boxes, 4 simulated days, voyages held on
   board and flushed in port) to the session's broker; the test reads the run's records back
   (its own run id only: the shipping topics are shared) for what the page must show;
 - one shipping alert, in the pipeline's format, for a box of the run that raised a
@@ -49,6 +49,7 @@ pytest_plugins = ("tests.integration.ui_stack",)
 
 A, B = "bigblue", "duckworks"
 TOKENS = {A: "ui-owner-a-token-0123456789", B: "ui-owner-b-token-9876543210"}
+BOXES = 200
 
 
 @pytest.fixture
@@ -58,8 +59,11 @@ def api_env() -> dict[str, str]:
 
 def simulate(tmp_path: Path) -> str:
     """A small seeded shipping run into the servers' broker; its event-id prefix."""
+    data = small_shipping(f"ui{uuid.uuid4().hex[:8]}")
+    data.update(duration_s=4 * 86_400.0, entities=4 + BOXES + 30)  # ~40k events, ~10 s
+    data["classes"][1]["share"] = BOXES
     scenario = tmp_path / "shipping.yaml"
-    scenario.write_text(yaml.safe_dump(small_shipping(f"ui{uuid.uuid4().hex[:8]}")))
+    scenario.write_text(yaml.safe_dump(data))
     done = subprocess.run(
         [STREAMSIM, "simulate", str(scenario), "--speed", "max", "--json",
          "--config", str(tmp_path / "stack.yaml")],
@@ -67,7 +71,7 @@ def simulate(tmp_path: Path) -> str:
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     summary = orjson.loads(done.stdout.strip().splitlines()[-1])
-    assert summary["events"] > 50_000, summary
+    assert summary["events"] > 20_000, summary
     return str(summary["id_prefix"])
 
 
@@ -169,6 +173,9 @@ def test_shipping_page_in_a_real_browser(
     text = wait_text(
         browser, f"Run {run}", "Ships", "At sea", "Backlog waiting on board", *sorted(ships)
     )
+    for ship_id in ships:  # each ship's line: where it is and its boxes aboard, the run's
+        lines = [x for x in text.splitlines() if x.startswith(ship_id) and "boxes aboard" in x]
+        assert any(x.endswith(f"· {aboard[ship_id]} boxes aboard") for x in lines), lines
     for port in docked:
         assert port["port"] in text and port["ships_in_dock"][0] in text
     WebDriverWait(browser, WAIT_S).until(

@@ -338,6 +338,19 @@ def _fleet(client: ApiClient) -> None:
             key="shipping-map",
             alt="Ships at their newest positions with their tracks and sea lanes, and ports.",
         )
+        st.markdown(
+            "  \n".join(
+                f"`{s['ship_id']}` "
+                + (
+                    f"alongside {s['port']}"
+                    if s["status"] == "in_port"
+                    else f"at sea, from {s['port'] or '?'} to "
+                    f"{(s['position'] or {}).get('dest_port') or '?'}"
+                )
+                + f" · {s['boxes_aboard']} boxes aboard"
+                for s in ships
+            )
+        )
         st.caption(
             ":blue[●] at sea · :green[●] in port · coloured lines: each ship's track (its "
             "positions, most landing days late) · dashed: the sea lane to its destination · "
@@ -524,7 +537,7 @@ def _container(client: ApiClient) -> None:
         + (" (reefer)" if box.get("reefer") else "")
         + f", to {box.get('final_port') or '?'}, across {len(ships)} ships: {', '.join(ships)}"
     )
-    if box["legs"]:
+    if any(leg["first_event_time"] is not None for leg in box["legs"]):
         st.altair_chart(legs_chart(box), width="stretch")
     left, right = st.columns(2)
     with left:
