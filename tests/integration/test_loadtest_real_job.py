@@ -33,7 +33,7 @@ SCENARIO = str(REPO_ROOT / "config/scenarios/card_velocity.yaml")
 
 @dataclass
 class RunningJob:
-    name: str  # the job name its progress records carry (unique to this module)
+    name: str  # the job name its progress records carry (unique to this test)
     topic: str
     alerts_topic: str
     queries: list[Any]
@@ -43,7 +43,8 @@ class RunningJob:
             assert query.exception() is None and query.isActive, query.name
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture  # one per test: a run's stream starts where the scenario starts, so a job
+# whose watermark an earlier run moved past it would drop it all as late
 def job(
     kafka_stack: StackConfig, spark: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RunningJob]:
@@ -149,7 +150,7 @@ def test_scenario_target_measures_both_paths_against_the_real_job(
                     "slo": {"p99_ms": 5000},
                 },
                 "kafka": {
-                    "target": kafka_target(job, seed=12),  # other cards: not de-duplicated
+                    "target": kafka_target(job, seed=12),
                     "load": {"type": "constant", "rate": 1000},
                     "slo": {"e2e_p99_ms": 1},  # impossible: the Kafka path fails alone
                 },
