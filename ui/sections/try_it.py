@@ -14,7 +14,7 @@ import streamlit as st
 
 from ui.client import ApiClient, ApiError, ApiUnavailable
 from ui.sections.alerts import evidence_lines
-from ui.view import fmt_ms, fmt_num, masked
+from ui.view import api_errors, fmt_ms, fmt_num, masked
 
 #: Label -> PAN. Public test numbers (Luhn-valid, issued to no one).
 TEST_CARDS = {
@@ -95,6 +95,8 @@ def render(client: ApiClient) -> None:
         "Posts to the fraud endpoint (POST /v1/transactions). Use one card in two far-apart "
         "cities a few minutes apart to see an impossible-travel decline."
     )
+    with api_errors("The health check"):  # say it before the form, not after a send
+        client.health()
     with st.form("try-it", border=True):
         left, middle, right = st.columns(3)
         card = left.selectbox("Card", list(TEST_CARDS), key="try-card")
