@@ -191,7 +191,7 @@ class AlertSink:
                 {
                     **alert_record(r, self.job, detected_at),
                     **self.extra,
-                    **{c: _plain(r[c]) for c in self.carry},
+                    **{c: _plain(r[c]) for c in self.carry if c in r},
                 }
                 for r in fresh.to_dict("records")
             ]

@@ -76,7 +76,7 @@ SOURCES: dict[str, tuple[str, StructType, tuple[str, ...]]] = {
 ROW_COLUMNS = tuple(dict.fromkeys(c for cols in KINDS.values() for c in cols))
 #: The processor's output: alert rows, plus rows counting late drops (alert_id null).
 OUTPUT_DDL = f"{ALERT_SPARK_DDL}, late BOOLEAN, late_by_ms BIGINT, dropped BIGINT"
-CARRY = ("late", "late_by_ms")
+CARRY = ("late", "late_by_ms", "dropped")  # `LateDrops` takes `dropped` out again
 
 
 def _column_types() -> dict[str, str]:
@@ -204,7 +204,8 @@ class LateDrops:
             )
             self._metrics.close()  # flushed: a late drop is reported before the batch ends
             self._batch += 1
-        return rows[rows["alert_id"].notna()].reset_index(drop=True)
+        alerts = rows[rows["alert_id"].notna()].drop(columns=["dropped"])
+        return alerts.reset_index(drop=True)
 
 
 def drain(query: StreamingQuery, stack: StackConfig, settle_s: float, timeout_s: float) -> None:
