@@ -16,6 +16,7 @@ import pydeck as pdk
 import streamlit as st
 
 from ui.client import ApiClient
+from ui.layers import PIXELS, dots, labels, paths
 from ui.view import REFRESH_S, api_errors, fmt_ms, masked
 
 COLORS = {
@@ -123,39 +124,12 @@ def deck(rows: list[dict[str, Any]], basemap: bool) -> pdk.Deck:
     arcs = travel_arcs(rows)
     # Flagged points last, so they draw on top.
     points.sort(key=lambda p: {"approve": 0, "review": 1, "decline": 2}.get(p["decision"], 0))
-    pixels = pdk.types.String("pixels")
     layers = []
     if not basemap:
         layers += [
-            pdk.Layer(
-                "PathLayer",
-                id="graticule",
-                data=graticule(),
-                get_path="path",
-                get_color=[128, 128, 128, 60],
-                get_width=1,
-                width_units=pixels,
-            ),
-            pdk.Layer(
-                "TextLayer",
-                id="cities",
-                data=cities(),
-                get_position="[lon, lat]",
-                get_text="name",
-                get_size=11,
-                get_color=[120, 120, 120, 200],
-                get_text_anchor=pdk.types.String("start"),
-                get_pixel_offset=[6, 0],
-            ),
-            pdk.Layer(
-                "ScatterplotLayer",
-                id="city-dots",
-                data=cities(),
-                get_position="[lon, lat]",
-                get_radius=2,
-                radius_units=pixels,
-                get_fill_color=[120, 120, 120, 160],
-            ),
+            paths("graticule", graticule(), [128, 128, 128, 60], 1),
+            labels("cities", cities(), "name", 11, [120, 120, 120, 200], [6, 0]),
+            dots("city-dots", cities(), 2, [120, 120, 120, 160]),
         ]
     layers += [
         pdk.Layer(
@@ -168,7 +142,7 @@ def deck(rows: list[dict[str, Any]], basemap: bool) -> pdk.Deck:
             get_source_color=[220, 20, 60, 120],
             get_target_color=[220, 20, 60, 240],
             get_width=3,
-            width_units=pixels,
+            width_units=PIXELS,
             pickable=True,
         ),
         pdk.Layer(
@@ -178,7 +152,7 @@ def deck(rows: list[dict[str, Any]], basemap: bool) -> pdk.Deck:
             get_position="[lon, lat]",
             get_fill_color="color",
             get_radius="radius",
-            radius_units=pixels,
+            radius_units=PIXELS,
             stroked=True,
             get_line_color=[255, 255, 255, 200],
             line_width_min_pixels=1,

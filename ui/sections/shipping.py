@@ -29,6 +29,7 @@ import streamlit as st
 
 from core.contracts import topics
 from ui.client import ApiClient, ApiError, ApiUnavailable
+from ui.layers import PIXELS, dots, labels, paths, rings
 from ui.sections.alerts import evidence_lines
 from ui.sections.vehicles import HEIGHT_PX, fit, graticule
 from ui.view import REFRESH_S, fmt_ms, fmt_num
@@ -160,74 +161,22 @@ def map_layers(fleet: dict[str, Any]) -> tuple[list[pdk.Layer], list[dict[str, A
         if p["lon"] is not None and p["lat"] is not None
     ]
     docked = [p for p in ports if p["docked"]]
-    pixels = pdk.types.String("pixels")
     points = ships + ports + [{"lon": x, "lat": y} for t in tracks for x, y in t["path"]]
     layers = [
-        pdk.Layer(
-            "PathLayer",
-            id="sea-lanes",
-            data=lanes,
-            get_path="path",
-            get_color=[120, 120, 120, 140],
-            get_width=2,
-            width_units=pixels,
-            get_dash_array=[4, 3],
-        ),
-        pdk.Layer(
-            "PathLayer",
-            id="tracks",
-            data=tracks,
-            get_path="path",
-            get_color="color",
-            get_width=3,
-            width_units=pixels,
-            pickable=True,
-        ),
-        pdk.Layer(
-            "ScatterplotLayer",
-            id="ports",
-            data=ports,
-            get_position="[lon, lat]",
-            get_radius=4,
-            radius_units=pixels,
-            get_fill_color=[90, 90, 90, 220],
-        ),
-        pdk.Layer(
-            "ScatterplotLayer",
-            id="docks",
-            data=docked,
-            get_position="[lon, lat]",
-            get_radius=11,
-            radius_units=pixels,
-            filled=False,
-            stroked=True,
-            get_line_color=[20, 150, 90, 255],
-            get_line_width=2,
-            line_width_units=pixels,
-        ),
-        pdk.Layer(
-            "TextLayer",
-            id="port-names",
-            data=ports,
-            get_position="[lon, lat]",
-            get_text="label",
-            get_size=12,
-            get_color=[70, 70, 70, 230],
-            get_text_anchor=pdk.types.String("start"),
-            get_pixel_offset=[8, 0],
-        ),
-        pdk.Layer(
-            "ScatterplotLayer",
-            id="ships",
-            data=ships,
-            get_position="[lon, lat]",
-            get_fill_color="color",
-            get_radius=7,
-            radius_units=pixels,
+        paths("sea-lanes", lanes, [120, 120, 120, 140], 2, get_dash_array=[4, 3]),
+        paths("tracks", tracks, "color", 3, pickable=True),
+        dots("ports", ports, 4, [90, 90, 90, 220]),
+        rings("docks", docked, 11, [20, 150, 90, 255], 2),
+        labels("port-names", ports, "label", 12, [70, 70, 70, 230], [8, 0]),
+        dots(
+            "ships",
+            ships,
+            7,
+            "color",
             stroked=True,
             get_line_color=[255, 255, 255, 230],
             get_line_width=1,
-            line_width_units=pixels,
+            line_width_units=PIXELS,
             pickable=True,
         ),
     ]
@@ -239,15 +188,7 @@ def deck(fleet: dict[str, Any]) -> pdk.Deck:
     lon, lat, zoom = fit(points)
     return pdk.Deck(
         layers=[
-            pdk.Layer(
-                "PathLayer",
-                id="graticule",
-                data=graticule(lon, lat, zoom),
-                get_path="path",
-                get_color=[128, 128, 128, 50],
-                get_width=1,
-                width_units=pdk.types.String("pixels"),
-            ),
+            paths("graticule", graticule(lon, lat, zoom), [128, 128, 128, 50], 1),
             *layers,
         ],
         views=[pdk.View(type="OrthographicView", controller=True, flip_y=False)],

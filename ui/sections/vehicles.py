@@ -28,6 +28,7 @@ import streamlit as st
 from core.contracts import topics
 from core.contracts.events import TYRES
 from ui.client import ApiClient, ApiError, ApiUnavailable
+from ui.layers import PIXELS, dots, labels, paths, rings
 from ui.sections.alerts import evidence_lines
 from ui.sections.runs import STATUS_ICONS, start_form, stop_run
 from ui.view import REFRESH_S, api_errors, fmt_ms, fmt_num, fmt_rate
@@ -313,90 +314,33 @@ def deck(vehicles: list[dict[str, Any]], selected: str | None) -> pdk.Deck:
     lon, lat, zoom = fit(points)
     alerting = [p for p in points if p["status"] == "alerting"]
     chosen = [p for p in points if p["vehicle_id"] == selected]
-    pixels = pdk.types.String("pixels")  # sizes in pixels: a world unit is a degree here
     cities = cities_near(lon, lat, zoom)
     layers = [
-        pdk.Layer(
-            "PathLayer",
-            id="graticule",
-            data=graticule(lon, lat, zoom),
-            get_path="path",
-            get_color=[128, 128, 128, 50],
-            get_width=1,
-            width_units=pixels,
-        ),
-        pdk.Layer(
-            "ScatterplotLayer",
-            id="city-dots",
-            data=cities,
-            get_position="[lon, lat]",
-            get_radius=3,
-            radius_units=pixels,
-            get_fill_color=[110, 110, 110, 170],
-        ),
-        pdk.Layer(
-            "TextLayer",
-            id="cities",
-            data=cities,
-            get_position="[lon, lat]",
-            get_text="name",
-            get_size=12,
-            get_color=[110, 110, 110, 220],
-            get_text_anchor=pdk.types.String("start"),
-            get_pixel_offset=[6, 0],
+        paths("graticule", graticule(lon, lat, zoom), [128, 128, 128, 50], 1),
+        dots("city-dots", cities, 3, [110, 110, 110, 170]),
+        labels(
+            "cities",
+            cities,
+            "name",
+            12,
+            [110, 110, 110, 220],
+            [6, 0],
             character_set=pdk.types.String("auto"),
         ),
-        pdk.Layer(
-            "ScatterplotLayer",
-            id="vehicles",
-            data=points,
-            get_position="[lon, lat]",
-            get_fill_color="color",
-            get_radius="radius",
-            radius_units=pixels,
+        dots(
+            "vehicles",
+            points,
+            "radius",
+            "color",
             stroked=True,
             get_line_color=[255, 255, 255, 200],
             get_line_width=1,
-            line_width_units=pixels,
+            line_width_units=PIXELS,
             pickable=True,
         ),
-        pdk.Layer(  # alert markers: a ring and the label
-            "ScatterplotLayer",
-            id="alert-rings",
-            data=alerting,
-            get_position="[lon, lat]",
-            get_radius=14,
-            radius_units=pixels,
-            filled=False,
-            stroked=True,
-            get_line_color=[220, 20, 60, 255],
-            get_line_width=3,
-            line_width_units=pixels,
-        ),
-        pdk.Layer(
-            "TextLayer",
-            id="alert-labels",
-            data=alerting,
-            get_position="[lon, lat]",
-            get_text="alert",
-            get_size=14,
-            get_color=[200, 0, 40, 255],
-            get_text_anchor=pdk.types.String("start"),
-            get_pixel_offset=[17, -12],
-        ),
-        pdk.Layer(
-            "ScatterplotLayer",
-            id="selected",
-            data=chosen,
-            get_position="[lon, lat]",
-            get_radius=20,
-            radius_units=pixels,
-            filled=False,
-            stroked=True,
-            get_line_color=[255, 170, 0, 255],
-            get_line_width=2,
-            line_width_units=pixels,
-        ),
+        rings("alert-rings", alerting, 14, [220, 20, 60, 255], 3),  # alert: a ring, a label
+        labels("alert-labels", alerting, "alert", 14, [200, 0, 40, 255], [17, -12]),
+        rings("selected", chosen, 20, [255, 170, 0, 255], 2),
     ]
     return pdk.Deck(
         layers=layers,
