@@ -64,6 +64,21 @@ def running_java_pid(pid_path: Path, main_class: str) -> int | None:
     return pid if alive else None
 
 
+def spawn_daemon(command: list[str], log_path: Path, pid_path: Path) -> subprocess.Popen[bytes]:
+    """Start `command` in a session of its own, output appended to `log_path`, its pid written
+    to `pid_path`: it survives the CLI, and `down` stops it by pid."""
+    with log_path.open("ab") as log:
+        process = subprocess.Popen(
+            command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    pid_path.write_text(str(process.pid))
+    return process
+
+
 def stop_pid(pid: int, timeout_s: float) -> None:
     """SIGTERM, then SIGKILL after `timeout_s`."""
     proc = psutil.Process(pid)
@@ -239,16 +254,7 @@ class BrokerNode:
             MAIN_CLASS,
             str(properties.resolve()),
         ]
-        with self.log_path.open("ab") as log:
-            process = subprocess.Popen(
-                command,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,  # survives the CLI; `down` stops it by pid
-            )
-        self.pid_path.write_text(str(process.pid))
-        return process
+        return spawn_daemon(command, self.log_path, self.pid_path)
 
     def answers(self, timeout_s: float = 1.0) -> bool:
         """True once this node answers a metadata request and lists itself as a broker."""

@@ -32,7 +32,14 @@ from core.config import StackConfig
 from core.jvm import JAVA_HINT, java_executable, mirror_classpath
 from core.kafka.admin import ensure_topics, is_reachable
 from core.kafka.clients import consumer_config
-from streamsim.kafka.broker import BrokerError, log_tail, port_stack, running_java_pid, stop_pid
+from streamsim.kafka.broker import (
+    BrokerError,
+    log_tail,
+    port_stack,
+    running_java_pid,
+    spawn_daemon,
+    stop_pid,
+)
 
 MAIN_CLASS = "org.apache.kafka.connect.mirror.MirrorMaker"
 #: Logged by the replication task's worker once it consumes from the port (connect-runtime 4.3).
@@ -258,16 +265,7 @@ class MirrorMaker:
             "--clusters",
             self.settings.target_alias,  # this process drives the flows into HQ only
         ]
-        with self.log_path.open("ab") as log:
-            process = subprocess.Popen(
-                command,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,  # survives the CLI; `down` stops it by pid
-            )
-        self.pid_path.write_text(str(process.pid))
-        return process
+        return spawn_daemon(command, self.log_path, self.pid_path)
 
     def _wait_ready(self, process: subprocess.Popen[bytes], offset: int) -> None:
         deadline = time.monotonic() + self.settings.ready_timeout_s
