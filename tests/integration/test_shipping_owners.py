@@ -54,6 +54,8 @@ def owners_of_run(stack: StackConfig, prefix: str) -> dict[str, str]:
     """container id -> owner, for the run's readings on the topic."""
     out: dict[str, str] = {}
     for value in consume_topic(stack, CONTAINERS).values:
+        if not value or prefix.encode() not in value:
+            continue  # another test's record, maybe a malformed one on purpose
         event = orjson.loads(value)
         if event["event_id"].startswith(prefix):
             out[event["container_id"]] = event["owner"]
