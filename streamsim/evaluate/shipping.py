@@ -93,13 +93,20 @@ def read_frame(
 ) -> pd.DataFrame:
     """`columns` of the JSON records of `topic` whose event id starts with `prefix`, from the
     beginning (or `since`) to the end offsets now, built `CHUNK` records at a time; repeated
-    strings (ids of ships, boxes, ports, labels) are kept once. Not JSON objects: skipped."""
+    strings (ids of ships, boxes, ports, labels) are kept once. Not JSON objects: skipped (the
+    job dead-letters them; they are no reading of the run)."""
     chunks: list[pd.DataFrame] = []
     rows: list[tuple[Any, ...]] = []
     same: dict[Any, Any] = {}
+    marker = prefix.encode()
     for values in topic_values(stack, topic, since):
         for value in values:
-            record = orjson.loads(value or b"null")
+            if not value or marker not in value:
+                continue  # another run's, or not a record at all
+            try:
+                record = orjson.loads(value)
+            except orjson.JSONDecodeError:
+                continue
             if not isinstance(record, dict) or not str(record.get("event_id", "")).startswith(
                 prefix
             ):
