@@ -79,6 +79,15 @@ def spawn_daemon(command: list[str], log_path: Path, pid_path: Path) -> subproce
     return process
 
 
+def stop_daemon(pid: int | None, pid_path: Path, timeout_s: float) -> bool:
+    """Stop a `spawn_daemon` process (see `stop_pid`) and remove its pid file; False if it was
+    not running."""
+    if pid is not None:
+        stop_pid(pid, timeout_s)
+    pid_path.unlink(missing_ok=True)
+    return pid is not None
+
+
 def stop_pid(pid: int, timeout_s: float) -> None:
     """SIGTERM, then SIGKILL after `timeout_s`."""
     proc = psutil.Process(pid)
@@ -269,13 +278,7 @@ class BrokerNode:
 
     def stop(self, timeout_s: float = 30.0) -> bool:
         """SIGTERM, then SIGKILL; False if the node was not running."""
-        pid = self.running_pid()
-        if pid is None:
-            self.pid_path.unlink(missing_ok=True)
-            return False
-        stop_pid(pid, timeout_s)
-        self.pid_path.unlink(missing_ok=True)
-        return True
+        return stop_daemon(self.running_pid(), self.pid_path, timeout_s)
 
     def kill(self) -> int | None:
         """kill -9, as a crash would: no shutdown hook, no flush. Returns the pid killed."""

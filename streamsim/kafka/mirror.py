@@ -38,7 +38,7 @@ from streamsim.kafka.broker import (
     port_stack,
     running_java_pid,
     spawn_daemon,
-    stop_pid,
+    stop_daemon,
 )
 
 MAIN_CLASS = "org.apache.kafka.connect.mirror.MirrorMaker"
@@ -189,13 +189,7 @@ class MirrorMaker:
 
     def down(self, timeout_s: float = 30.0) -> bool:
         """Stop the MM2 process `up` started; False if none ran."""
-        pid = self.running_pid()
-        if pid is None:
-            self.pid_path.unlink(missing_ok=True)
-            return False
-        stop_pid(pid, timeout_s)
-        self.pid_path.unlink(missing_ok=True)
-        return True
+        return stop_daemon(self.running_pid(), self.pid_path, timeout_s)
 
     def status(self) -> MirrorStatus:
         """Whether MM2 runs, and the lag of every replicated partition."""
