@@ -183,10 +183,14 @@ class ApiClient:
     def shipping_alerts(self, limit: int = 50) -> dict[str, Any]:
         return self._get("/v1/shipping/alerts", limit=limit)
 
-    def owner_containers(self, owner_token: str, limit: int = 1000) -> dict[str, Any]:
-        """The containers of the owner whose token this is (`ApiError` 401 if it is none's)."""
+    def owner_containers(
+        self, owner_token: str, run: str | None = None, limit: int = 1000
+    ) -> dict[str, Any]:
+        """The containers of the owner whose token this is (`ApiError` 401 if it is none's),
+        of `run` only when one is given."""
+        params: dict[str, Any] = {"limit": limit} | ({"run": run} if run else {})
         body: dict[str, Any] = self._request(
-            "GET", "/v1/shipping/containers", owner_token=owner_token, params={"limit": limit}
+            "GET", "/v1/shipping/containers", owner_token=owner_token, params=params
         ).json()
         return body
 

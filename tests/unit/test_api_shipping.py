@@ -245,6 +245,23 @@ def test_an_owner_sees_only_its_own_containers(http: TestClient) -> None:
     assert [c["container_id"] for c in found.json()["containers"]] == [BOX_B]
 
 
+def test_the_list_keeps_to_one_run_when_asked(http: TestClient) -> None:
+    tail: ShippingTail = http.app.state.shipping  # type: ignore[attr-defined]
+    raw(tail.view, reading("BBSU2222222", A, 0, 2_000, run="sh-00000002"))
+    listed = {
+        run: [
+            c["container_id"]
+            for c in http.get(
+                "/v1/shipping/containers", params={"run": run}, headers=bearer(TOKEN_A)
+            ).json()["containers"]
+        ]
+        for run in (RUN, "sh-00000002", "sh-ffffffff")
+    }
+    assert listed == {RUN: [BOX_A, BOX_A2], "sh-00000002": ["BBSU2222222"], "sh-ffffffff": []}
+    bad = http.get("/v1/shipping/containers", params={"run": "a b"}, headers=bearer(TOKEN_A))
+    assert bad.status_code == 422
+
+
 def test_owner_routes_need_an_owner_token(http: TestClient) -> None:
     for url in ("/v1/shipping/containers", f"/v1/shipping/containers/{BOX_A}"):
         none = http.get(url)

@@ -40,6 +40,7 @@ START_RUN = f"streamsim simulate {SCENARIO_FILE}"
 JOB = "shipping"
 OWNER_TOKEN_KEY = "shipping-owner-token"
 RUN_KEY = "shipping-run"
+SHOWN_RUN_KEY = "shipping-shown-run"  # the run the fleet shows; the timeline keeps to it
 BOX_KEY = "shipping-box"
 STATUS_COLORS = {
     "at_sea": [30, 120, 220, 230],
@@ -261,6 +262,7 @@ def _fleet(client: ApiClient) -> None:
             format_func=lambda r: r or f"the newest ({runs[0]})",
             help="A rerun reuses ship ids: each run is shown on its own.",
         )
+    st.session_state[SHOWN_RUN_KEY] = fleet["run"]
     st.caption(f"Run `{fleet['run']}` · {len(runs)} runs read")
     at_sea = sum(s["status"] == "at_sea" for s in ships)
     cols = st.columns(6)
@@ -430,7 +432,7 @@ def _container(client: ApiClient) -> None:
         )
         return
     try:
-        mine = client.owner_containers(token)
+        mine = client.owner_containers(token, run=st.session_state.get(SHOWN_RUN_KEY))
     except ApiUnavailable as exc:
         down(exc)
         return
@@ -449,6 +451,7 @@ def _container(client: ApiClient) -> None:
     rows = mine["containers"]
     st.caption(
         f"Owner **{mine['owner']}**: {fmt_num(mine['matched'])} containers seen"
+        + (f" in run `{shown}`" if (shown := st.session_state.get(SHOWN_RUN_KEY)) else "")
         + (
             f" · feed {fmt_num(mine['source']['lag'])} records behind"
             if mine["source"]["lag"]

@@ -55,11 +55,18 @@ def containers(
     ship_id: Annotated[
         str | None, Query(max_length=16, description="Only boxes last read on this ship.")
     ] = None,
+    run: Annotated[
+        str | None,
+        Query(
+            pattern=r"^[A-Za-z0-9_.-]{1,64}$",
+            description="Only boxes of this run (the event id's run part, as in `/fleet`).",
+        ),
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=10_000, description="At most this many.")] = 1000,
 ) -> OrjsonResponse:
     """The caller's containers (by number) with their latest reading."""
     tail = shipping_of(request)
-    rows, matched = tail.view.containers(owner, limit, q, ship_id)
+    rows, matched = tail.view.containers(owner, limit, q, ship_id, run)
     return OrjsonResponse(
         {
             "owner": owner,

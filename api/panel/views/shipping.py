@@ -281,16 +281,23 @@ class ContainerView:
     # -- reading (request threads) -------------------------------------------------------------
 
     def containers(
-        self, owner: str, limit: int, prefix: str | None = None, ship_id: str | None = None
+        self,
+        owner: str,
+        limit: int,
+        prefix: str | None = None,
+        ship_id: str | None = None,
+        run: str | None = None,
     ) -> tuple[list[dict[str, Any]], int]:
         """The owner's containers (by id; only ids starting with `prefix`, only those whose
-        latest reading was on `ship_id`), at most `limit`, and how many matched."""
+        latest reading was on `ship_id`, only those of `run`), at most `limit`, and how many
+        matched."""
         with self._lock:
             mine = [
                 b
                 for b in self.boxes.values()
                 if b.owner == owner
                 and (prefix is None or b.container_id.startswith(prefix))
+                and (run is None or b.run == run)
                 and (ship_id is None or (b.readings and b.readings[-1][_SHIP] == ship_id))
             ]
             mine.sort(key=lambda b: b.container_id)
