@@ -198,6 +198,7 @@ class Run:
     stack: StackConfig
     cfg: PipelineConfig
     modes: dict[str, str | None] = field(default_factory=dict)
+    query_ids: dict[str, str] = field(default_factory=dict)  # name -> id: its metrics records
     totals: dict[str, dict[str, Any]] = field(default_factory=dict)
     alerts: list[dict[str, Any]] = field(default_factory=list)
     late_alerts: list[dict[str, Any]] = field(default_factory=list)
@@ -240,6 +241,7 @@ def run(kafka_stack: StackConfig, spark: Any, tmp_path_factory: pytest.TempPathF
     result = Run(stack, cfg, on_time=phase_1 + phase_2 + clock, late=late)
     queries = job.start(spark, stack, cfg)
     result.modes = {q.name: query_mode(q) for q in queries}
+    result.query_ids = {q.name: str(q.id) for q in queries}
     try:
         for records in (as_records(phase_1) + MALFORMED, as_records(phase_2), as_records(late)):
             produce(stack, cfg.input_topics[0], records)
@@ -328,7 +330,7 @@ def test_late_readings_are_dropped_and_counted(run: Run) -> None:
 
 
 def test_metrics_topic_reports_late_drops_watermark_and_offsets(run: Run) -> None:
-    history = read_history(run.stack, job.STATS_QUERY)
+    history = stats_history(run)
     assert sum(r["late_events"] for r in history) == len(run.late)
     assert all(r["job"] == job.NAME for r in history)
     final = history[-1]
@@ -337,6 +339,12 @@ def test_metrics_topic_reports_late_drops_watermark_and_offsets(run: Run) -> Non
     assert [r["batch_id"] for r in history] == list(range(len(history)))
     read = [r for r in history if r["input_rows"]]
     assert read[-1]["end_offsets"] == {run.cfg.input_topics[0]: {"0": count_input(run)}}
+
+
+def stats_history(run: Run) -> list[dict[str, Any]]:
+    """The stats query's progress records, this run's only (other tests' jobs share the
+    topic)."""
+    return read_history(run.stack, job.STATS_QUERY, run.query_ids[job.STATS_QUERY])
 
 
 def count_input(run: Run) -> int:
@@ -395,7 +403,7 @@ def test_malformed_records_go_to_the_dead_letter_topic(run: Run) -> None:
 
 
 def test_parity_explains_every_difference_by_late_drops(run: Run, spark: Any) -> None:
-    report = vehicle_stats_parity(spark, run.stack, run.cfg)
+    report = vehicle_stats_parity(spark, run.stack, run.cfg, stats_history(run))
     print("\nparity:", json.dumps(report.to_dict(), default=str))
     assert report.ok, report.mismatches
     assert report.late_events == len(run.late)
@@ -427,7 +435,10 @@ def test_corrupted_stream_output_is_not_explained(run: Run, spark: Any, tmp_path
     produce(run.stack, topic, [(r["vehicle_id"], orjson.dumps(r)) for r in rows])
     settings = run.cfg.vehicle_telemetry.model_copy(update={"stats_topic": topic})
     report = vehicle_stats_parity(
-        spark, run.stack, run.cfg.model_copy(update={"vehicle_telemetry": settings})
+        spark,
+        run.stack,
+        run.cfg.model_copy(update={"vehicle_telemetry": settings}),
+        stats_history(run),
     )
     assert not report.ok
     assert report.unexplained == 2

@@ -187,11 +187,18 @@ def offsets_json(offsets: Mapping[tuple[str, int], int]) -> str:
     return json.dumps(nested)
 
 
-def read_history(stack: StackConfig, query: str = STATS_QUERY) -> list[dict[str, Any]]:
-    """The latest run of `query` from the metrics topic."""
+def read_history(
+    stack: StackConfig, query: str = STATS_QUERY, query_id: str | None = None
+) -> list[dict[str, Any]]:
+    """The run of `query` with this `query_id` (default: the latest run) from the metrics
+    topic. Other jobs on the stack publish there too, so a caller that knows its query's id
+    passes it."""
     from core.kafka.reader import read_topic
 
-    return latest_query_history(read_topic(stack, METRICS_TOPIC), query)
+    records = read_topic(stack, METRICS_TOPIC)
+    if query_id is not None:
+        records = [r for r in records if r.get("query_id") == query_id]
+    return latest_query_history(records, query)
 
 
 def _ranges_frame(spark: SparkSession, ranges: Sequence[BatchRange]) -> DataFrame:
