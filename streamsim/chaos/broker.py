@@ -166,6 +166,11 @@ def run_broker_fault(
             notes.append(f"the run ended before {chaos.at_events} events: nothing was killed")
         if ledger.truth_records != summary.truth:
             notes.append(f"truth topic holds {ledger.truth_records} of {summary.truth} records")
+        if ledger.truth_resent:
+            notes.append(
+                f"the producer resent {ledger.truth_resent} truth records after the kill "
+                "(idempotent, not transactional); each is counted once"
+            )
         outage: dict[str, Any] = summary.details.get("kafka_outage", {})
         if outage:
             notes.append(

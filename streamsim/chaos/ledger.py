@@ -4,12 +4,22 @@ Truth holds one record per delivery attempt, keyed by event_id: a duplicate has 
 event_id (and `duplicate_of`), a record dropped by design has `dropped` set and was never
 sent. So each event_id must appear in the event topics exactly as often as it has truth
 records with `dropped` null; fewer is loss, more is an unexpected duplicate.
+
+Truth itself can hold a record twice when a broker dies mid-request: librdkafka's idempotent
+producer (without transactions) bumps its epoch when a request's fate is unknown and sends
+its records again (confluentinc/librdkafka#4953). The simulator never writes two identical
+truth records (a retry differs from its original in `duplicate_of`), so an identical pair is
+such a resend: it is counted once, and reported as `truth_resent`.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
+
+import orjson
 
 from core.config import StackConfig
 from core.contracts import topics
@@ -23,7 +33,8 @@ class Ledger:
     found: int  # event records of the run in the topics
     lost: int
     unexpected_duplicates: int
-    truth_records: int
+    truth_records: int  # distinct truth records of the run
+    truth_resent: int = 0  # identical truth records beyond the first: producer resends
 
 
 def count_against_truth(
@@ -31,12 +42,6 @@ def count_against_truth(
 ) -> Ledger:
     """Read the run's truth topic and its event topics (default: every topic that is not
     truth, metrics or dead-letter) and compare per event id."""
-    truth_records = [
-        r
-        for r in read_topic(stack, topics.truth(scenario).name)
-        if str(r.get("event_id", "")).startswith(id_prefix)
-    ]
-    expected = Counter(r["event_id"] for r in truth_records if r.get("dropped") is None)
     if event_topics is None:
         event_topics = sorted(
             name
@@ -45,12 +50,28 @@ def count_against_truth(
             and not topics.is_truth(name)
             and name not in (topics.METRICS.name, topics.DEADLETTER.name)
         )
+    events = (record for name in event_topics for record in read_topic(stack, name))
+    return tally(read_topic(stack, topics.truth(scenario).name), events, id_prefix)
+
+
+def tally(
+    truth: Iterable[dict[str, Any]], events: Iterable[dict[str, Any]], id_prefix: str
+) -> Ledger:
+    """Compare the run's events (ids starting with `id_prefix`) with its distinct truth
+    records, per event id."""
+    read = [r for r in truth if str(r.get("event_id", "")).startswith(id_prefix)]
+    distinct = list({orjson.dumps(r, option=orjson.OPT_SORT_KEYS): r for r in read}.values())
+    expected = Counter(r["event_id"] for r in distinct if r.get("dropped") is None)
     found: Counter[str] = Counter()
-    for name in event_topics:
-        for record in read_topic(stack, name):
-            event_id = record.get("event_id")
-            if isinstance(event_id, str) and event_id.startswith(id_prefix):
-                found[event_id] += 1
-    lost = sum((expected - found).values())
-    extra = sum((found - expected).values())
-    return Ledger(sum(expected.values()), sum(found.values()), lost, extra, len(truth_records))
+    for record in events:
+        event_id = record.get("event_id")
+        if isinstance(event_id, str) and event_id.startswith(id_prefix):
+            found[event_id] += 1
+    return Ledger(
+        expected=sum(expected.values()),
+        found=sum(found.values()),
+        lost=sum((expected - found).values()),
+        unexpected_duplicates=sum((found - expected).values()),
+        truth_records=len(distinct),
+        truth_resent=len(read) - len(distinct),
+    )

@@ -13,6 +13,7 @@ from core.errors import StreamsimError
 from streamsim.chaos.acks import Answer, tally_acks
 from streamsim.chaos.alerts import tally_alerts
 from streamsim.chaos.checkpoint import BatchState, batch_state, covers, source_offsets
+from streamsim.chaos.ledger import Ledger, tally
 from streamsim.cli import app
 
 CLI = CliRunner(env={"COLUMNS": "240"})  # error panels on one line
@@ -69,6 +70,25 @@ def test_tally_acks_measures_the_loss_window_and_replays() -> None:
     assert tally.replayed == 2 and tally.replay_mismatches == 1
     none_lost = tally_acks(answers, {"t1", "t2", "t3"}, 10.0, {})
     assert none_lost.lost == 0 and none_lost.lost_max_age_s == 0.0 and none_lost.replayed == 0
+
+
+def test_tally_counts_a_resent_truth_record_once_and_finds_loss_and_duplicates() -> None:
+    def truth(event_id: str, **more: object) -> dict[str, object]:
+        return {"event_id": event_id, "duplicate_of": None, "dropped": None, **more}
+
+    records = [
+        truth("r-1"),
+        truth("r-1", duplicate_of="r-1"),  # a retry by design: expected twice
+        truth("r-2"),
+        truth("r-2"),  # the producer resent this truth record: counted once
+        truth("r-3", dropped="network"),  # never sent
+        truth("r-4"),
+        truth("other-9"),  # another run's
+    ]
+    events = [{"event_id": e} for e in ("r-1", "r-1", "r-2", "r-2", "other-9")]
+    assert tally(records, events, "r-") == Ledger(
+        expected=4, found=4, lost=1, unexpected_duplicates=1, truth_records=5, truth_resent=1
+    )
 
 
 def test_cli_rejects_an_unknown_fault_and_a_non_card_scenario_for_driver_faults() -> None:
