@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from typing import Any
 
 import orjson
 import pytest
@@ -77,17 +78,19 @@ def transaction(
     return body
 
 
-def produce_pipeline_records(kafka_stack: StackConfig, query: str, alert_id: str) -> None:
-    """One alert and one progress report, as the Spark jobs publish them."""
+def produce_pipeline_records(
+    kafka_stack: StackConfig, query: str, alert_id: str, event_ids: list[str]
+) -> None:
+    """One alert (about `event_ids`) and one progress report, as the Spark jobs publish them."""
     ensure_topics(kafka_stack, ["alerts", "metrics"])
     now = time.time_ns() // 1_000_000
-    alert = {
+    alert: dict[str, Any] = {
         "alert_id": alert_id,
         "rule": "velocity",
         "label": "card_testing",
         "entity_id": "tok_" + "c" * 32,
         "event_time": now - 60_000,
-        "event_ids": ["cv-ui-1", "cv-ui-2", "cv-ui-3"],
+        "event_ids": event_ids,
         "evidence": {"tx_count": 9, "min_count": 5, "window_s": 600.0},
         "source": "pipeline",
         "job": "card-velocity",
@@ -148,8 +151,11 @@ def test_control_panel_in_a_real_browser(
     ]
     verdicts = [http.post("/v1/transactions", json=body).json() for body in sent]
     assert verdicts[1]["decision"] == "decline" and verdicts[1]["reasons"] == ["impossible_travel"]
-    query = f"ui-test-query-{uuid.uuid4().hex[:6]}"
-    produce_pipeline_records(kafka_stack, query, f"ui-alert-{uuid.uuid4().hex[:8]}")
+    tag = uuid.uuid4().hex[:8]
+    query = f"ui-test-query-{tag}"
+    # the alerts topic is shared: the page must show this alert, known by its own event ids
+    event_ids = [f"cv-ui-{tag}-{i}" for i in range(1, 4)]
+    produce_pipeline_records(kafka_stack, query, f"ui-alert-{tag}", event_ids)
 
     # Runs: start the sensor fleet from the form.
     open_page(browser, f"{ui}/runs?scenario=sensor_fleet", "Scenario runs")
@@ -184,7 +190,11 @@ def test_control_panel_in_a_real_browser(
 
     # Alerts: the pipeline's alert and the endpoint's decline, each with evidence.
     open_page(browser, f"{ui}/alerts", "Alerts")
-    text = wait_text(browser, "Pipeline detectors", "velocity", "tx_count: 9", "card_testing")
+    events = f"events: {', '.join(event_ids)}"
+    text = wait_text(browser, "Pipeline detectors", events)
+    end = text.index(events)  # this alert's card: from the previous card's events on
+    card = text[max(text.rfind("events: ", 0, end), text.rfind("newest first.", 0, end)) : end]
+    assert all(x in card for x in ("velocity", "card_testing", "tx_count: 9")), card
     text = wait_text(browser, "DECLINE •••• 4444", "impossible_travel", "impossible: True")
     assert "speed_kmh" in text
     no_pan(browser)
