@@ -122,6 +122,37 @@ def check_spending(
     )
 
 
+#: A cardholder profile as the rule reads it: (history_count, typical_amount, {category: count}).
+ProfileFeatures = tuple[int, float, Mapping[str, int]]
+
+
+def check_profile_spending(
+    entity_id: str,
+    event_id: str,
+    event_time: int,
+    amount: float,
+    category: str | None,
+    profile: ProfileFeatures,
+    params: SpendingParams,
+) -> Alert | None:
+    """`check_spending` against an issuer's profile of the card (purchases over its period,
+    typical ticket, purchases per MCC) rather than a history built from the stream: the fraud
+    endpoint and the card-velocity job both judge a purchase this way.
+
+    >>> profile = (400, 30.0, {"5411": 390, "5732": 1})
+    >>> check_profile_spending("t", "tx", 0, 900.0, "5732", profile, SpendingParams()).label
+    'account_takeover'
+    >>> check_profile_spending("t", "tx", 0, 900.0, "5411", profile, SpendingParams()) is None
+    True
+    """
+    history, typical, counts = profile
+    category = category or ""
+    features = SpendingFeatures(int(history), float(typical), int(counts.get(category, 0)))
+    return check_spending(
+        entity_id, str(event_id), int(event_time), float(amount), category, features, params
+    )
+
+
 FEATURE_COLUMNS = ("amount", "category", "history_count", "median_amount", "category_count")
 
 

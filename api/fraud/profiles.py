@@ -6,7 +6,7 @@ background thread, reading the compacted topic from the beginning on start (the 
 waits for that rebuild like the last-use state's) and then following it, so profiles
 published later (a new run's) arrive too. Malformed records are counted and skipped.
 
-`ProfileStore.check` is the rule: `detectors.spending.check_spending` on the profile's
+`ProfileStore.check` is the rule: `detectors.spending.check_profile_spending` on the profile's
 features (purchases over the period, the typical ticket, purchases in this MCC).
 """
 
@@ -24,7 +24,7 @@ from core.config import StackConfig
 from core.contracts import CARD_PROFILE
 from core.kafka.compacted import ensure_compacted
 from detectors import Alert
-from detectors.spending import SpendingFeatures, SpendingParams, check_spending
+from detectors.spending import SpendingParams, check_profile_spending
 
 #: Keys a profile needs for the rule.
 PROFILE_KEYS = ("card_token", "typical_amount", "history_count", "category_counts")
@@ -75,9 +75,7 @@ class ProfileStore:
         found = self.features.get(token)
         if found is None:
             return None
-        history, typical, counts = found
-        features = SpendingFeatures(history, typical, counts.get(category, 0))
-        return check_spending(token, event_id, event_time, amount, category, features, params)
+        return check_profile_spending(token, event_id, event_time, amount, category, found, params)
 
 
 class ProfileUpdater(ActivityUpdater):
