@@ -11,8 +11,9 @@ the bucket's earliest due time changes, whatever the number of cards in it.
 Compact state (`BucketState`, pickled): per entity a small record, itself pickled, so only the
 entities a batch touches are decoded:
 - a card: its not-yet-released uses, the latest 8 positions (`travel_step`), the spending
-  profile `[count, {category: count}, latest amounts]` (`spending_step`), and a ring of its
-  released transactions inside the velocity window (`velocity_closing_alerts`);
+  profile `[count, {category: count}, latest amounts]` built from the stream
+  (`spending_step`), the issuer's profile of the card when profiles are fed (below), and a
+  ring of its released transactions inside the velocity window (`velocity_closing_alerts`);
 - a merchant: its not-yet-released uses and a ring of released uses inside the terminal window
   (`terminal_closing_alerts`).
 
@@ -23,6 +24,17 @@ travel and spending are fed each released use; the velocity and terminal windows
 passes their end, the first crossing of each burst only: the same ids as the window forms on
 Spark's aggregates, with exact distinct counts.
 
+Cardholder profiles (`CardRuleParams.profiles`): rows of kind "p" carry a `cards.profile/1`
+record's features (`profile`: JSON of history_count, typical_amount, category_counts), grouped
+in the bucket of the card's own rows. They are master data, not events: applied on arrival
+(never buffered behind the watermark, never late), the newer `event_time` winning, and kept in
+the card's record. The spending rule then judges each released purchase against that profile
+with `check_profile_spending`, as the fraud endpoint does; a card without a profile is not
+judged, and the stream-built history is not used. A profile that arrives after one of its
+card's purchases was released cannot help that purchase: it was judged (not at all) when the
+watermark passed it. A card's profile is forgotten with its record, `ttl_ms` after the later
+of its latest use and the profile's `event_time`.
+
 `CardBucketProcessor` runs `BucketState` in `transformWithStateInPandas` (time mode EventTime)
 with one `ValueState` (`state BINARY`) and at most one event-time timer per bucket, at the
 earliest time any of its entities needs the watermark (a buffered use, or the end of a window
@@ -32,6 +44,7 @@ that could fire).
 from __future__ import annotations
 
 import bisect
+import json
 import math
 import pickle
 from collections.abc import Callable, Iterable, Iterator
@@ -49,13 +62,19 @@ from pyspark.sql.streaming.stateful_processor import (
 
 from detectors import ALERT_COLUMNS, Alert, alerts_to_frame
 from detectors.features import next_window_end
-from detectors.spending import SpendingParams, spending_step
+from detectors.spending import (
+    ProfileFeatures,
+    SpendingParams,
+    check_profile_spending,
+    spending_step,
+)
 from detectors.terminal import TerminalParams, terminal_closing_alerts
 from detectors.travel import Position, TravelParams, position, travel_step
 from detectors.velocity import VelocityParams, velocity_closing_alerts
 
 #: Input columns of the processor (beyond the grouping key `bucket`): `kind` is "c" for a
-#: card's row (`other` = the merchant), "m" for a merchant's (`other` = the card).
+#: card's row (`other` = the merchant), "m" for a merchant's (`other` = the card), "p" for a
+#: card's profile (`profile` = its features as JSON; null in the other kinds).
 INPUT_COLUMNS = (
     "kind",
     "entity",
@@ -67,14 +86,17 @@ INPUT_COLUMNS = (
     "amount",
     "category",
     "other",
+    "profile",
 )
 STATE_DDL = "state BINARY"
-CARD, MERCHANT = "c", "m"
+CARD, MERCHANT, PROFILE = "c", "m", "p"
 VERSION = 1
 
-# A card's record: [buffer, released_until, latest_ms, positions, profile, ring, evaluated]
+# A card's record: [buffer, released_until, latest_ms, positions, profile, ring, evaluated,
+#                   issuer_profile]; issuer_profile: None or (features, event_time)
 # A merchant's:    [buffer, released_until, latest_ms, ring, evaluated]
 BUFFER, RELEASED, LATEST = 0, 1, 2
+ISSUER = 7
 
 
 @dataclass(frozen=True)
@@ -88,6 +110,8 @@ class CardRuleParams:
     slide_ms: int | None = None
     ttl_ms: int | None = None
     max_buffered: int = 10_000
+    #: Judge spending against the cards' issuer profiles (rows of kind "p"), not the stream.
+    profiles: bool = False
 
 
 def _number(value: Any) -> float | None:
@@ -124,7 +148,16 @@ class BucketState:
     [('paris', 'ny')]
     """
 
-    __slots__ = ("due", "entities", "late_dropped", "latest", "open", "params", "timer_ms")
+    __slots__ = (
+        "due",
+        "entities",
+        "late_dropped",
+        "latest",
+        "open",
+        "params",
+        "profiles_applied",
+        "timer_ms",
+    )
 
     def __init__(self, params: CardRuleParams) -> None:
         self.params = params
@@ -133,6 +166,7 @@ class BucketState:
         self.due: dict[str, int] = {}  # entities that need the watermark to reach a time
         self.timer_ms: int | None = None  # the bucket's registered event-time timer
         self.late_dropped = 0
+        self.profiles_applied = 0  # profile rows applied in this call (not kept in state)
         self.open: dict[str, list[Any]] = {}  # records decoded in this call
 
     # -- state --------------------------------------------------------------------------------
@@ -164,8 +198,10 @@ class BucketState:
             blob = self.entities.get(name)
             if blob is not None:
                 record = pickle.loads(blob)
+                if name.startswith(CARD) and len(record) == ISSUER:  # from before profiles
+                    record.append(None)
             elif name.startswith(CARD):
-                record = [[], None, None, [], [0, {}, []], [], None]
+                record = [[], None, None, [], [0, {}, []], [], None, None]
             else:
                 record = [[], None, None, [], None]
             self.open[name] = record
@@ -185,9 +221,12 @@ class BucketState:
         amount: Any,
         category: Any,
         other: Any,
+        profile: Any = None,
     ) -> bool:
         """Buffer a use until the watermark passes it; False when it is already too late (older
-        than what this entity has released)."""
+        than what this entity has released). A profile row (kind "p") is applied at once."""
+        if kind == PROFILE:
+            return self.put_profile(str(entity), int(event_time), profile)
         name = f"{kind}:{entity}"
         record = self._record(name)
         time_ms = int(event_time)
@@ -212,6 +251,24 @@ class BucketState:
         record[LATEST] = time_ms if latest is None else max(latest, time_ms)
         self.latest[name] = record[LATEST]
         self.due[name] = min(self.due.get(name, time_ms), time_ms)
+        return True
+
+    def put_profile(self, card: str, event_time: int, profile: Any) -> bool:
+        """Keep a card's issuer profile (`profile`: JSON or a mapping of history_count,
+        typical_amount, category_counts) unless the card holds a newer one; True when kept.
+        ValueError when it is not a profile (the job dead-letters those before they get here).
+        """
+        features = profile_features(profile)
+        name = f"{CARD}:{card}"
+        record = self._record(name)
+        held = record[ISSUER]
+        if held is not None and event_time < held[1]:
+            return False
+        record[ISSUER] = (features, event_time)
+        latest = record[LATEST]
+        record[LATEST] = event_time if latest is None else max(latest, event_time)
+        self.latest[name] = record[LATEST]
+        self.profiles_applied += 1
         return True
 
     def push_frame(self, frame: pd.DataFrame) -> None:
@@ -257,7 +314,7 @@ class BucketState:
         p = self.params
         alerts: list[Alert] = []
         positions = [Position(*stored) for stored in record[3]]
-        profile, ring = record[4], record[5]
+        profile, ring, issuer = record[4], record[5], record[ISSUER]
         for time_ms, event_id, lat, lon, present, amount, category, merchant in self._release(
             record, watermark_ms
         ):
@@ -265,9 +322,16 @@ class BucketState:
                 here = position(event_id, time_ms, lat, lon, present)
                 alerts.extend(travel_step(card, positions, here, p.travel))
             if p.spending is not None and amount is not None:
-                alert = spending_step(
-                    card, profile, event_id, time_ms, amount, category, p.spending
-                )
+                if not p.profiles:
+                    alert = spending_step(
+                        card, profile, event_id, time_ms, amount, category, p.spending
+                    )
+                elif issuer is not None:
+                    alert = check_profile_spending(
+                        card, event_id, time_ms, amount, category, issuer[0], p.spending
+                    )
+                else:
+                    alert = None
                 if alert is not None:
                     alerts.append(alert)
             if p.velocity is not None and amount is not None:
@@ -336,6 +400,28 @@ class BucketState:
     def timer(self) -> int | None:
         """When the bucket needs the watermark next (its timer), or None."""
         return min(self.due.values()) if self.due else None
+
+
+def profile_features(profile: Any) -> ProfileFeatures:
+    """(history_count, typical_amount, {category: count}) of a profile row's `profile`: JSON
+    text or a mapping with those keys; ValueError when it is not one.
+
+    >>> profile_features('{"history_count": 40, "typical_amount": 31.5,'
+    ...                  ' "category_counts": {"5411": 38}}')
+    (40, 31.5, {'5411': 38})
+    """
+    try:
+        data = json.loads(profile) if isinstance(profile, (str, bytes)) else profile
+        counts = data["category_counts"]
+        if not isinstance(counts, dict):
+            raise TypeError("category_counts is not an object")
+        return (
+            int(data["history_count"]),
+            float(data["typical_amount"]),
+            {str(k): int(v) for k, v in counts.items()},
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"not a card profile: {exc}") from exc
 
 
 def _prune(ring: list[Any], before_ms: int) -> None:
