@@ -24,7 +24,6 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-import orjson
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
@@ -40,6 +39,7 @@ from api.panel.views.feeds import (
     alert_row,
     progress_row,
 )
+from api.panel.views.records import json_object
 from api.panel.views.vehicles import VEHICLES_TOPIC, VehicleView
 from core.config import StackConfig
 from core.contracts import topics
@@ -209,11 +209,7 @@ class Feeds:
         parse = self._parsers.get(topic)
         if parse is None:
             return
-        try:
-            record = orjson.loads(value or b"")
-        except orjson.JSONDecodeError:
-            record = None
-        parse(record)
+        parse(json_object(value))
 
     def _count_malformed(self, topic: str) -> None:
         self.malformed[topic] = self.malformed.get(topic, 0) + 1
@@ -228,11 +224,7 @@ class Feeds:
 
     def _parse_activity(self, value: bytes) -> dict[str, Any] | None:
         """The row of a raw activity record (when read), counting a malformed one."""
-        try:
-            record = orjson.loads(value)
-        except orjson.JSONDecodeError:
-            record = None
-        row = activity_row(record)
+        row = activity_row(json_object(value))
         if row is None:
             self._count_malformed(self.activity_topic)
         return row

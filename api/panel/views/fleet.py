@@ -27,8 +27,7 @@ import threading
 from collections import defaultdict
 from typing import Any
 
-import orjson
-
+from api.panel.views.records import json_object
 from api.panel.views.shipping import run_of
 from core.contracts import topics
 from core.contracts.events import SHIPPING_CONTAINER, SHIPPING_PORT_EVENT, SHIPPING_POSITION
@@ -107,11 +106,8 @@ class FleetView:
     # -- writing -------------------------------------------------------------------------------
 
     def add_raw(self, topic: str, value: bytes | None, emitted_at: int | None) -> None:
-        try:
-            record = orjson.loads(value or b"")
-        except orjson.JSONDecodeError:
-            record = None
-        if not isinstance(record, dict):
+        record = json_object(value)
+        if record is None:
             self.malformed += 1
             return
         event_id = record.get("event_id")

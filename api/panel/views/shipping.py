@@ -27,8 +27,7 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-import orjson
-
+from api.panel.views.records import json_object
 from core.contracts import topics
 from core.contracts.events import SHIPPING_CONTAINER, SHIPPING_PORT_EVENT
 
@@ -160,11 +159,8 @@ class ContainerView:
 
     def add_raw(self, topic: str, value: bytes | None, emitted_at: int | None) -> None:
         """One record of `topic` as it comes off Kafka; a malformed one is counted."""
-        try:
-            record = orjson.loads(value or b"")
-        except orjson.JSONDecodeError:
-            record = None
-        if not isinstance(record, dict):
+        record = json_object(value)
+        if record is None:
             self.malformed += 1
             return
         if topic == PORT_EVENTS_TOPIC:
