@@ -83,8 +83,25 @@ def topic_values(
         consumer.close()
 
 
-def latest_run(metrics: list[dict[str, Any]], scenario: str) -> dict[str, Any] | None:
+def latest_run(
+    metrics: list[dict[str, Any]], scenario: str, id_prefix: str | None = None
+) -> dict[str, Any] | None:
+    """The newest finished run of `scenario` among the `simulator.run/1` records (of the run
+    whose event ids start with `id_prefix` only, when given: other runs of the scenario may
+    finish later on a shared stack); None if there is none.
+
+    >>> runs = [{"schema": SIMULATOR_RUN, "scenario": "s", "id_prefix": p, "finished_at": t}
+    ...         for p, t in (("s-a-", 1), ("s-b-", 2))]
+    >>> latest_run(runs, "s")["id_prefix"], latest_run(runs, "s", "s-a-")["id_prefix"]
+    ('s-b-', 's-a-')
+    >>> latest_run(runs, "s", "s-c-") is None
+    True
+    """
     runs = [
-        r for r in metrics if r.get("schema") == SIMULATOR_RUN and r.get("scenario") == scenario
+        r
+        for r in metrics
+        if r.get("schema") == SIMULATOR_RUN
+        and r.get("scenario") == scenario
+        and (id_prefix is None or r.get("id_prefix") == id_prefix)
     ]
     return max(runs, key=lambda r: r["finished_at"]) if runs else None

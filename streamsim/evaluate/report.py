@@ -75,10 +75,13 @@ def evaluate(
     spark: SparkSession | None = None,
     pipeline: PipelineConfig | None = None,
     since: Mapping[str, Mapping[int, int]] | None = None,
+    id_prefix: str | None = None,
 ) -> dict[str, Any]:
-    """Score the scenario's latest run: both paths, late drops, hard negatives; where a batch
-    oracle applies, parity and the late drops per label too (with `spark`, or a session of
-    its own; `pipeline`: the job's config, default the scenario's oracle file).
+    """Score the scenario's latest run (the run of `id_prefix`, when given: a caller that
+    knows its run names it, since another run of the scenario may finish later on a shared
+    stack): both paths, late drops, hard negatives; where a batch oracle applies, parity and
+    the late drops per label too (with `spark`, or a session of its own; `pipeline`: the
+    job's config, default the scenario's oracle file).
 
     A rerun with the same seed reuses the event ids: decisions count only from the run's start
     (wall clock), and `since` (topic -> partition -> offset, e.g. the ends before the run)
@@ -89,10 +92,11 @@ def evaluate(
         raise StreamsimError(f"no evaluation for {scenario!r}; known: {', '.join(SCENARIOS)}")
     spec = SCENARIOS[name]
     metrics = read_topic(stack, METRICS_TOPIC)
-    run = latest_run(metrics, name)
+    run = latest_run(metrics, name, id_prefix)
     if run is None:
+        which = f"{name} ({id_prefix}*)" if id_prefix else name
         raise StreamsimError(
-            f"no finished run of {name} in the {METRICS_TOPIC} topic: run "
+            f"no finished run of {which} in the {METRICS_TOPIC} topic: run "
             f"`streamsim simulate config/scenarios/{name}.yaml` (or `streamsim demo --scenario "
             f"{scenario}`) first"
         )
