@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -12,7 +11,7 @@ from core.contracts import topics
 from pipeline.jobs.card_velocity.config import CardVelocitySettings
 from pipeline.jobs.shipping.config import ShippingSettings
 from pipeline.jobs.vehicle_telemetry.config import VehicleTelemetrySettings
-from pipeline.settings import Duration, TriggerSettings, duration_ms
+from pipeline.settings import Duration, TriggerSettings, duration_ms, offsets_form
 
 
 class PipelineConfig(Settings):
@@ -47,15 +46,7 @@ class PipelineConfig(Settings):
     @field_validator("starting_offsets")
     @classmethod
     def _offsets_form(cls, value: str) -> str:
-        if value in ("earliest", "latest"):
-            return value
-        try:
-            parsed = json.loads(value)
-        except ValueError:
-            parsed = None
-        if not isinstance(parsed, dict):
-            raise ValueError('use earliest, latest, or JSON like {"topic": {"0": 42}}')
-        return value
+        return offsets_form(value)
 
     @model_validator(mode="after")
     def _job_sections(self) -> PipelineConfig:

@@ -91,14 +91,19 @@ def read_kafka_batch(
 
 
 def parse_events(
-    raw: DataFrame, schema: StructType, required: Sequence[str] = (), keep: Sequence[str] = ()
+    raw: DataFrame,
+    schema: StructType,
+    required: Sequence[str] = (),
+    keep: Sequence[str] = (),
+    checks: Sequence[tuple[Column, str]] = (),
 ) -> tuple[DataFrame, DataFrame]:
     """Split raw records into parsed events (with `event_ts` from `event_time` ms) and rejects.
 
     A reject keeps its original value and names the reason, for the dead-letter topic. Every
     event needs `event_id` and `event_time` (within `EVENT_TIME_RANGE_MS`), plus the fields
     named in `required`. `keep` names
-    raw columns (e.g. `partition`, `offset`) the events carry along.
+    raw columns (e.g. `partition`, `offset`) the events carry along. `checks`: further
+    (condition on the parsed `event.<field>` columns that rejects, reason) pairs, tried last.
     """
     with_corrupt = StructType([*schema.fields, StructField(CORRUPT, StringType())])
     options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
@@ -114,6 +119,8 @@ def parse_events(
     )
     for name in required:
         reason = reason.when(F.col(f"event.{name}").isNull(), F.lit(f"missing {name}"))
+    for rejected, why in checks:
+        reason = reason.when(rejected, F.lit(why))
     checked = parsed.withColumn("reject_reason", reason)
     events = checked.where(F.col("reject_reason").isNull()).select(
         *(F.col(f"event.{f.name}").alias(f.name) for f in schema.fields),

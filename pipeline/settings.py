@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
@@ -27,6 +28,24 @@ class TriggerSettings(Settings):
         "0 seconds",
         description="Micro-batch interval, or the checkpoint interval in real-time mode.",
     )
+
+
+def offsets_form(value: str) -> str:
+    """A Kafka source's `startingOffsets`: earliest, latest, or Spark's JSON form; ValueError
+    otherwise.
+
+    >>> offsets_form('{"t": {"0": 42}}')
+    '{"t": {"0": 42}}'
+    """
+    if value in ("earliest", "latest"):
+        return value
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, dict):
+        raise ValueError('use earliest, latest, or JSON like {"topic": {"0": 42}}')
+    return value
 
 
 UNIT_MS = {"millisecond": 1, "second": 1000, "minute": 60_000, "hour": 3_600_000, "day": 86_400_000}

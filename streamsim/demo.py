@@ -41,6 +41,7 @@ from core.config.loader import read_yaml
 from core.contracts import VEHICLE_TELEMETRY, labels, topics
 from core.errors import StreamsimError
 from core.kafka import ensure_topics, producer_config
+from core.kafka.compacted import ensure_compacted
 from core.kafka.offsets import end_offsets, records_since
 from core.ports import port_in_use
 from pipeline.config import PipelineConfig
@@ -260,6 +261,7 @@ def _run(
     )
     offsets = {t: {str(p): o for p, o in start[t].items()} for t in sources}
     cfg = cfg.model_copy(update={"starting_offsets": json.dumps(offsets)})
+    cfg = _own_profiles(stack, cfg)
 
     metrics = MetricsPublisher(stack, cfg.job, cfg.trigger.mode)
     totals = ProgressTotals(metrics, *([on_batch] if on_batch else []))
@@ -295,6 +297,20 @@ def _run(
         "offsets_before": start,  # where this run's records begin, for the evaluation
     }
     return result, cfg
+
+
+def _own_profiles(stack: StackConfig, cfg: PipelineConfig) -> PipelineConfig:
+    """The card job reads the profiles topic from its current end: the compacted topic may
+    hold every earlier run's profiles (20,000 per demo), and this run's come after."""
+    topic = cfg.card_velocity.profiles_topic
+    if cfg.job != "card-velocity" or topic is None:
+        return cfg
+    ensure_compacted(stack, topic)
+    offsets = {topic: {str(p): o for p, o in end_offsets(stack, topic).items()}}
+    settings = cfg.card_velocity.model_copy(
+        update={"profiles_starting_offsets": json.dumps(offsets)}
+    )
+    return cfg.model_copy(update={"card_velocity": settings})
 
 
 def _close_alert_sinks(queries: list[Any]) -> None:

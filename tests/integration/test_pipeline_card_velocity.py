@@ -317,6 +317,7 @@ def run(kafka_stack: StackConfig, spark: Any, tmp_path_factory: pytest.TempPathF
                     {"length": "1 minute"},
                     {"length": "10 minutes", "slide": "5 minutes"},
                 ],
+                "profiles_topic": None,  # spending from the stream's history (profiles: own test)
             },
         }
     )

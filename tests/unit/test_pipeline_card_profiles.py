@@ -7,13 +7,18 @@ from __future__ import annotations
 import json
 import pickle
 import random
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
 
 from api.fraud.profiles import ProfileStore
+from api.fraud.settings import ApiSettings, load_settings
+from core.config import load_model
 from detectors import Alert, SpendingParams, TravelParams
+from pipeline.config import PipelineConfig
+from pipeline.jobs.card_velocity.config import CardVelocitySettings
 from pipeline.jobs.card_velocity.state import (
     INPUT_COLUMNS,
     BucketState,
@@ -21,6 +26,7 @@ from pipeline.jobs.card_velocity.state import (
     profile_features,
 )
 
+REPO = Path(__file__).resolve().parents[2]
 MINUTE = 60_000
 T0 = 1_767_225_600_000
 ENDPOINT = SpendingParams(max_category_share=0.005)  # the endpoint's and the job's default
@@ -192,3 +198,21 @@ def test_state_from_before_profiles_still_loads() -> None:
 def test_profile_features_refuse_what_is_not_a_profile(bad: Any) -> None:
     with pytest.raises(ValueError, match="not a card profile"):
         profile_features(bad)
+
+
+def test_the_job_reads_profiles_by_default_with_the_endpoints_thresholds() -> None:
+    settings = CardVelocitySettings()
+    assert settings.profiles_topic == "cards.profiles"
+    assert settings.profiles_starting_offsets == "earliest"
+    endpoint = load_settings(REPO / "config" / "api.yaml").spending  # the shipped endpoint's
+    assert settings.spending == ApiSettings().spending == endpoint
+    shipped = load_model(PipelineConfig, REPO / "config" / "pipelines" / "card-velocity.yaml")
+    assert shipped.card_velocity.spending == endpoint
+    assert shipped.card_velocity.profiles_topic == "cards.profiles"
+    assert CardVelocitySettings(profiles_topic=None).profiles_topic is None
+
+
+@pytest.mark.parametrize("offsets", ["nowhere", "[1]", "{"])
+def test_profiles_starting_offsets_are_checked(offsets: str) -> None:
+    with pytest.raises(ValueError, match="use earliest, latest, or JSON"):
+        CardVelocitySettings(profiles_starting_offsets=offsets)

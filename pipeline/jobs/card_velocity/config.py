@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from core.config.base import Settings
 from core.contracts import topics
@@ -14,7 +14,7 @@ from detectors import (
     TravelParams,
     VelocityParams,
 )
-from pipeline.settings import Duration, TriggerSettings, WindowSpec, duration_ms
+from pipeline.settings import Duration, TriggerSettings, WindowSpec, duration_ms, offsets_form
 
 CardRule = Literal["velocity", "compromised_terminal", "impossible_travel", "spending_anomaly"]
 CARD_RULES: tuple[CardRule, ...] = (
@@ -70,11 +70,31 @@ class CardVelocitySettings(Settings):
         "split a burst at a boundary.",
     )
     travel: TravelParams = Field(TravelParams(), description="Impossible travel.")
-    spending: SpendingParams = Field(SpendingParams(), description="Account takeover.")
+    spending: SpendingParams = Field(
+        SpendingParams(max_category_share=0.005),
+        description="Account takeover: with `profiles_topic`, judged against each card's "
+        "profile, as the fraud endpoint does (its `spending`, max_category_share 0.005 alike); "
+        "without, against the card's history in the stream.",
+    )
+    profiles_topic: str | None = Field(
+        topics.CARDS_PROFILES.name,
+        description="Compacted topic of cardholder profiles (`cards.profile/1`) the spending "
+        "rule judges each purchase against, fed into the rules' stateful operator and applied "
+        "on arrival; a card without a profile is not judged. Malformed profiles go to the "
+        "dead-letter topic. Null: no profiles, the spending rule builds each card's history "
+        "from the stream (min_history purchases).",
+    )
+    profiles_starting_offsets: str = Field(
+        "earliest",
+        description="Where the profiles read starts: earliest (a compacted topic is read "
+        'whole), latest, or Spark\'s JSON form {"topic": {"0": 42}} (the demo starts at the '
+        "run's own profiles).",
+    )
     card_state_ttl: Duration | None = Field(
         "30 days",
-        description="Forget a card's travel and spending state once the watermark is this far "
-        "past its latest transaction (event time); unset: keep it forever.",
+        description="Forget a card's travel and spending state, its profile included, once the "
+        "watermark is this far past its latest transaction or profile (event time); unset: "
+        "keep it forever.",
     )
     state_buckets: int = Field(
         32,
@@ -100,6 +120,11 @@ class CardVelocitySettings(Settings):
         TriggerSettings(mode="realtime", interval="5 seconds"),
         description="Trigger of the stateless dead-letter query (Real-time Mode by default).",
     )
+
+    @field_validator("profiles_starting_offsets")
+    @classmethod
+    def _offsets_form(cls, value: str) -> str:
+        return offsets_form(value)
 
     @model_validator(mode="after")
     def _slide_fits(self) -> CardVelocitySettings:

@@ -10,6 +10,16 @@ source: `cards.transactions` (raw POS) or `cards.activity` (the endpoint's decis
      impossible travel, account takeover and velocity (card testing: sliding windows, the
      first crossing of each burst) per card, compromised terminal per merchant, all from
      `detectors/`, fed in event-time order at the watermark   -> `alerts` topic + `<lake>/alerts/`
+profiles: `cards.profiles` (compacted, `card_velocity.profiles_topic`), JSON -> parse;
+  malformed -> dead-letter topic -> rows of kind "p" into the same stateful operator, in the
+  bucket of their card: the spending rule judges each purchase against the card's profile
+  (`check_profile_spending`, as the fraud endpoint does)
+
+Why not a stream-static join with the topic read as a table: a static side is read once per
+batch (all of it: 20,000 profiles per demo run, more with older runs' in the compacted topic),
+and a profile published after the query started (the next run's) would need the table re-read
+or cached and refreshed; fed as rows, each profile crosses once, into the state the operator
+already reads and writes per bucket, at no extra state call.
 
 The alerts query reads and parses Kafka once and has one de-duplication and one stateful
 operator after it (Spark 4.2 lets only the first of several aggregations fed by one watermark
@@ -23,7 +33,10 @@ Queries (`streamsim pipeline run card-velocity` prints each one's mode):
   sink, append mode, FAIR pool `aggregates`.
 - `card-velocity.alerts`: one stateful operator, micro-batch, `AlertSink` (Kafka + lake), FAIR
   pool `alerts` with the dead letters: its batches take the next free core rather than queue
-  behind a features batch.
+  behind a features batch. It reads the transactions and, with profiles, the profiles topic.
+- `card-velocity.profiles-deadletter` (with profiles): malformed profiles to the dead-letter
+  topic; stateless micro-batches at the dead-letter trigger's interval (Real-time Mode would
+  hold a task slot for a topic that is written once per run).
 Window results are emitted once, when the watermark closes the window, so an alert is final
 and its deterministic id never changes.
 """
@@ -35,10 +48,12 @@ from pathlib import Path
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.types import LongType, MapType, StringType, StructField, StructType
 
 from core.config import StackConfig
-from core.contracts import CARD_TRANSACTION
+from core.contracts import CARD_PROFILE, CARD_TRANSACTION
 from core.kafka import ensure_topics
+from core.kafka.compacted import ensure_compacted
 from detectors import ALERT_SPARK_DDL
 from pipeline.alerts_sink import AlertSink
 from pipeline.config import PipelineConfig
@@ -60,7 +75,7 @@ from pipeline.kafka_io import (
 )
 from pipeline.session import scheduler_pool, use_rocksdb_state
 from pipeline.settings import TriggerSettings, duration_ms
-from pipeline.triggers import output_mode, query_trigger, realtime_fits, start_query
+from pipeline.triggers import MICROBATCH, output_mode, query_trigger, realtime_fits, start_query
 
 NAME = "card-velocity"
 
@@ -68,6 +83,29 @@ NAME = "card-velocity"
 TRANSACTION_SCHEMA = CARD_TRANSACTION.spark_schema(exclude=("card_last4", "seq"))
 #: Beyond event_id and event_time, a transaction without these goes to the dead-letter topic.
 REQUIRED = ("card_token", "amount")
+#: The fields this job reads from `cards.profile/1` records: the spending rule's features.
+#: `category_counts` (JSON in the contract) parses as a map MCC -> purchases: a record whose
+#: counts are not integers parses it as null, and is dead-lettered.
+PROFILE_FIELDS = ("card_token", "typical_amount", "history_count", "category_counts")
+PROFILE_SCHEMA = StructType(
+    [
+        *CARD_PROFILE.spark_schema(names=("schema", *PROFILE_FIELDS[:-1])).fields,
+        StructField(PROFILE_FIELDS[-1], MapType(StringType(), LongType())),
+    ]
+)
+
+
+def profile_checks() -> list[tuple[Column, str]]:
+    """Profiles the rule cannot use, beyond missing fields: dead-lettered with these reasons
+    (a function: a Column needs an active Spark session)."""
+    return [
+        (~F.col("event.schema").eqNullSafe(CARD_PROFILE.id), f"not a {CARD_PROFILE.id} record"),
+        (F.col("event.history_count") < 0, "negative history_count"),
+        (
+            (F.col("event.typical_amount") < 0) | F.isnan("event.typical_amount"),
+            "typical_amount not a number >= 0",
+        ),
+    ]
 
 
 def transactions(events: DataFrame, watermark: str) -> DataFrame:
@@ -83,8 +121,22 @@ def features_trigger(cfg: PipelineConfig) -> TriggerSettings:
     return cfg.card_velocity.features_trigger
 
 
-def rule_params(settings: CardVelocitySettings) -> CardRuleParams:
-    """The enabled rules' thresholds for `CardBucketProcessor`."""
+def parse_profiles(raw: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """Raw `cards.profiles` records -> (profiles, rejects with their reason)."""
+    return parse_events(raw, PROFILE_SCHEMA, PROFILE_FIELDS, checks=profile_checks())
+
+
+def profiles_deadletter_trigger(cfg: PipelineConfig) -> TriggerSettings:
+    """Micro-batches at the dead-letter trigger's interval, or the job's trigger when the job
+    drains its input (AvailableNow)."""
+    if cfg.trigger.mode == "available_now":
+        return cfg.trigger
+    return MICROBATCH.model_copy(update={"interval": cfg.card_velocity.deadletter_trigger.interval})
+
+
+def rule_params(settings: CardVelocitySettings, profiles: bool = False) -> CardRuleParams:
+    """The enabled rules' thresholds for `CardBucketProcessor`; `profiles`: profile rows are
+    fed, and the spending rule judges against them."""
     rules = set(settings.rules)
     ttl = settings.card_state_ttl
     return CardRuleParams(
@@ -94,16 +146,21 @@ def rule_params(settings: CardVelocitySettings) -> CardRuleParams:
         terminal=settings.terminal if "compromised_terminal" in rules else None,
         slide_ms=settings.rule_slide_ms,
         ttl_ms=None if ttl is None else duration_ms(ttl),
+        profiles=profiles,
     )
 
 
-def rule_alerts(tx: DataFrame, settings: CardVelocitySettings) -> DataFrame:
+def rule_alerts(
+    tx: DataFrame, settings: CardVelocitySettings, profiles: DataFrame | None = None
+) -> DataFrame:
     """The alert rows (`ALERT_SPARK_DDL`) of every enabled rule, from one stateful operator.
 
     Each transaction becomes a card row and a merchant row (`kind` c / m), grouped by a bucket
     of `hash(kind, entity)`: `CardBucketProcessor` runs the per-card rules and the
-    per-merchant rule on them (see `pipeline.jobs.card_velocity.state`)."""
-    params = rule_params(settings)
+    per-merchant rule on them (see `pipeline.jobs.card_velocity.state`). `profiles` (parsed
+    `cards.profile/1` records): each becomes a row of kind p in its card's bucket, and the
+    spending rule judges against them; None: against the card's history in the stream."""
+    params = rule_params(settings, profiles is not None)
     kinds = []
     if params.travel or params.spending or params.velocity:
         kinds.append(_keyed("c", "card_token", "merchant_id"))
@@ -112,8 +169,9 @@ def rule_alerts(tx: DataFrame, settings: CardVelocitySettings) -> DataFrame:
     rows = tx.select("*", F.explode(F.array(*kinds)).alias("keyed")).where(
         F.col("keyed.entity").isNotNull()
     )
-    bucket = F.pmod(F.xxhash64("keyed.kind", "keyed.entity"), F.lit(settings.state_buckets))
-    grouped = rows.select(
+    buckets = F.lit(settings.state_buckets)
+    bucket = F.pmod(F.xxhash64("keyed.kind", "keyed.entity"), buckets)
+    card_rows = rows.select(
         bucket.alias("bucket"),
         F.col("keyed.kind").alias("kind"),
         F.col("keyed.entity").alias("entity"),
@@ -125,14 +183,38 @@ def rule_alerts(tx: DataFrame, settings: CardVelocitySettings) -> DataFrame:
         "amount",
         F.col("merchant_category").alias("category"),
         F.col("keyed.other").alias("other"),
+        F.lit(None).cast("string").alias("profile"),
         "event_ts",
-    ).groupBy("bucket")
+    )
+    if profiles is not None and params.spending is not None:
+        card_rows = card_rows.unionByName(_profile_rows(profiles, card_rows, buckets))
+    grouped = card_rows.groupBy("bucket")
     if settings.state_operator == "transformWithStateInPandas":
         return grouped.transformWithStateInPandas(
             CardBucketProcessor(params), ALERT_SPARK_DDL, "Append", "EventTime"
         )
     return grouped.applyInPandasWithState(
         bucket_rules(params), ALERT_SPARK_DDL, STATE_DDL, "append", "EventTimeTimeout"
+    )
+
+
+def _profile_rows(profiles: DataFrame, card_rows: DataFrame, buckets: Column) -> DataFrame:
+    """Profiles as rows of kind p, in the bucket of their card's rows (hashed as kind c), with
+    a null `event_ts`: master data, which the watermark never finds late (Spark drops input
+    rows at or before it ahead of the operator)."""
+    own = {
+        "bucket": F.pmod(F.xxhash64(F.lit("c"), F.col("card_token")), buckets),
+        "kind": F.lit("p"),
+        "entity": F.col("card_token"),
+        "event_id": F.col("event_id"),
+        "event_time": F.col("event_time"),
+        "profile": F.to_json(F.struct(*PROFILE_FIELDS[1:])),
+    }
+    return profiles.select(
+        *(
+            own.get(f.name, F.lit(None)).cast(f.dataType).alias(f.name)
+            for f in card_rows.schema.fields
+        )
     )
 
 
@@ -171,6 +253,13 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
     def tx() -> DataFrame:
         return transactions(events, cfg.watermark)
 
+    profiles = profile_rejects = None
+    if settings.profiles_topic is not None:
+        ensure_compacted(stack, settings.profiles_topic)
+        profiles, profile_rejects = parse_profiles(
+            read_kafka(spark, stack, [settings.profiles_topic], settings.profiles_starting_offsets)
+        )
+
     stateful = query_trigger(cfg.trigger, stateful=True)
     windowed = query_trigger(features_trigger(cfg), stateful=True)
     stateless, note = realtime_fits(
@@ -200,7 +289,7 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
     alerts_checkpoint = Path(checkpoints / "alerts")
     sink = AlertSink(stack, cfg.output_topic, NAME, alerts_checkpoint, stack.dirs.lake)
     alerts = (
-        rule_alerts(tx(), settings)
+        rule_alerts(tx(), settings, profiles)
         .writeStream.foreachBatch(sink)
         .option("checkpointLocation", str(alerts_checkpoint))
         .outputMode("append")
@@ -210,6 +299,20 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
             start_query(deadletter, f"{NAME}.deadletter", stateless, note),
             start_query(alerts, f"{NAME}.alerts", stateful),
         ]
+        if profile_rejects is not None:
+            profile_deadletter = write_kafka(
+                deadletter_records(profile_rejects, NAME),
+                stack,
+                cfg.deadletter_topic,
+                str(checkpoints / "profiles-deadletter"),
+            )
+            queries.append(
+                start_query(
+                    profile_deadletter,
+                    f"{NAME}.profiles-deadletter",
+                    profiles_deadletter_trigger(cfg),
+                )
+            )
     with scheduler_pool(spark, "aggregates"):
         queries.insert(1, start_query(features, f"{NAME}.features", windowed))
     return queries
