@@ -725,10 +725,11 @@ def job_schema(name: str) -> Any:
 
 
 def job_outputs(name: str, cfg: Any, prefix: str) -> Any:
-    """`cfg` with every output topic named `<prefix>.<output>`."""
+    """`cfg` with every output topic named `<prefix>.<output>`; card-velocity without
+    profiles: the bench's input, events and rates are the transactions alone."""
     if name == "card-velocity":
         settings = cfg.card_velocity.model_copy(
-            update={"features_topic": f"{prefix}.card-features"}
+            update={"features_topic": f"{prefix}.card-features", "profiles_topic": None}
         )
         return cfg.model_copy(
             update={

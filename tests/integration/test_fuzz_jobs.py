@@ -69,7 +69,7 @@ JOBS = [
         "card_token",
         card_velocity.TRANSACTION_SCHEMA,
         card_velocity.REQUIRED,
-        {"card_velocity": ONCE},
+        {"card_velocity": {**ONCE, "profiles_topic": None}},  # fuzzes its one input topic
     ),
     FuzzedJob(
         "vehicle-telemetry",

@@ -69,6 +69,7 @@ def job(
                 # The ~500 s of event time 9,000 records span close 5-minute velocity
                 # windows (the card-testing bursts); 10-minute ones would stay open.
                 "velocity": {"window_s": 300},
+                "profiles_topic": None,  # the load is transactions only
             },
         }
     )
