@@ -148,16 +148,7 @@ class BucketState:
     [('paris', 'ny')]
     """
 
-    __slots__ = (
-        "due",
-        "entities",
-        "late_dropped",
-        "latest",
-        "open",
-        "params",
-        "profiles_applied",
-        "timer_ms",
-    )
+    __slots__ = ("due", "entities", "late_dropped", "latest", "open", "params", "timer_ms")
 
     def __init__(self, params: CardRuleParams) -> None:
         self.params = params
@@ -166,7 +157,6 @@ class BucketState:
         self.due: dict[str, int] = {}  # entities that need the watermark to reach a time
         self.timer_ms: int | None = None  # the bucket's registered event-time timer
         self.late_dropped = 0
-        self.profiles_applied = 0  # profile rows applied in this call (not kept in state)
         self.open: dict[str, list[Any]] = {}  # records decoded in this call
 
     # -- state --------------------------------------------------------------------------------
@@ -268,7 +258,6 @@ class BucketState:
         latest = record[LATEST]
         record[LATEST] = event_time if latest is None else max(latest, event_time)
         self.latest[name] = record[LATEST]
-        self.profiles_applied += 1
         return True
 
     def push_frame(self, frame: pd.DataFrame) -> None:
