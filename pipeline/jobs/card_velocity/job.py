@@ -89,7 +89,9 @@ REQUIRED = ("card_token", "amount")
 PROFILE_FIELDS = ("card_token", "typical_amount", "history_count", "category_counts")
 PROFILE_SCHEMA = StructType(
     [
-        *CARD_PROFILE.spark_schema(names=("schema", *PROFILE_FIELDS[:-1])).fields,
+        *CARD_PROFILE.spark_schema(
+            names=("schema", "event_id", "event_time", *PROFILE_FIELDS[:-1])
+        ).fields,
         StructField(PROFILE_FIELDS[-1], MapType(StringType(), LongType())),
     ]
 )
