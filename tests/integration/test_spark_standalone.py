@@ -1,9 +1,16 @@
 """A real Spark standalone cluster: a master and a worker started with PySpark's own
-`spark-class` (separate JVMs, 1 core, 1g), and `window-counts` run against `spark://` as a
-`streamsim pipeline run` process, giving the same counts as `local[*]` on the same seed.
+`spark-class` (separate JVMs, 1 core, 1g), one for the module, and each Spark job run against
+`spark://` as a `streamsim pipeline run` process (trigger available_now: it ends when it has read
+its input), giving the same output as `local[2]` on the same input:
+- `window-counts`: the same window counts, on the sensor_fleet scenario (seed 7);
+- `card-velocity` and `vehicle-telemetry`: the same alert ids, every planted kind among them, on
+  the hand-made incidents of their own integration tests.
 
 The executors read Kafka themselves, so this proves the connector jars (`spark.jars`) reach
-them; the project's Python packages reach them through `spark.submit.pyFiles`.
+them. The executors' Python cannot import the project from the checkout (a `sitecustomize`
+takes the editable install's path out of `sys.path`), so the rules that run there, in
+transformWithStateInPandas Python workers, prove the `spark.submit.pyFiles` zip carries
+`detectors/` and `pipeline/`.
 """
 
 from __future__ import annotations
@@ -16,7 +23,8 @@ import sys
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +39,8 @@ from core.jvm import java_executable
 from core.kafka import ensure_topics, producer_config
 from core.kafka.reader import read_topic
 from tests.conftest import REPO_ROOT, free_port
+from tests.integration import test_pipeline_card_velocity as cards
+from tests.integration import test_pipeline_vehicle_telemetry as vehicles
 
 pytestmark = pytest.mark.integration
 SPARK_HOME = Path(pyspark.__file__).parent
@@ -125,30 +135,213 @@ def spark_cluster(
             log.close()
 
 
-def package_zip(tmp: Path) -> Path:
-    """The project's packages as one zip for the executors (`spark.submit.pyFiles`)."""
-    out = tmp / "streamsim-packages.zip"
+def streamsim(*args: str, timeout_s: float) -> None:
+    """Run `python -m streamsim ARGS` in the checkout; it must exit 0."""
     done = subprocess.run(
-        [sys.executable, "-m", "streamsim", "pipeline", "package", "--out", str(out)],
+        [sys.executable, "-m", "streamsim", *args],
         capture_output=True,
         text=True,
         cwd=REPO_ROOT,
-        timeout=120,
+        timeout=timeout_s,
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
         check=False,
     )
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def package_zip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The project's packages as one zip for the executors (`spark.submit.pyFiles`)."""
+    out = tmp_path_factory.mktemp("package") / "streamsim-packages.zip"
+    streamsim("pipeline", "package", "--out", str(out), timeout_s=120)
     return out
 
 
-def run_job(tmp: Path, kafka: StackConfig, master: str, topic: str, zip_path: Path) -> str:
-    """`streamsim pipeline run window-counts` with `master`, to an output topic of its own."""
+HIDE_CHECKOUT = """import sys
+from pathlib import Path
+
+_repo, _marker = Path({repo!r}), Path({marker!r})
+_kept = [p for p in sys.path if not (p and Path(p).resolve() == _repo)]
+if len(_kept) < len(sys.path):
+    sys.path[:] = _kept
+    with _marker.open("a") as out:
+        out.write("hidden\\n")
+"""
+
+
+@pytest.fixture(scope="module")
+def no_checkout(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A PYTHONPATH entry whose `sitecustomize` drops the checkout (the editable install's
+    `.pth` entry) from `sys.path`, and the file it marks each time it did."""
+    folder = tmp_path_factory.mktemp("no-checkout")
+    marker = folder / "hidden.log"
+    (folder / "sitecustomize.py").write_text(
+        HIDE_CHECKOUT.format(repo=str(REPO_ROOT), marker=str(marker))
+    )
+    return folder, marker
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """The module's standalone cluster and what a driver ships to its executors."""
+
+    url: str  # spark://127.0.0.1:PORT
+    ui: int  # the master's web UI port
+    work: Path  # the worker's directory: one folder per application and executor
+    zip_path: Path  # spark.submit.pyFiles
+    no_checkout: Path  # the executors' PYTHONPATH
+    hidden: Path  # marked each time an executor's Python started without the checkout
+
+    def hidden_count(self) -> int:
+        return self.hidden.read_text().count("hidden") if self.hidden.exists() else 0
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    spark_cluster: tuple[str, int, Path], package_zip: Path, no_checkout: tuple[Path, Path]
+) -> Cluster:
+    return Cluster(*spark_cluster, package_zip, *no_checkout)
+
+
+Record = tuple[str, bytes]
+
+
+@dataclass(frozen=True)
+class Case:
+    """A job and its pipeline settings around a run's own topics."""
+
+    job: str
+    settings: Callable[[str], dict[str, Any]]  # run tag -> pipeline YAML keys
+
+
+@dataclass(frozen=True)
+class Alerting:
+    """A job that raises alerts, its input, and the kinds planted in it (`field` of an alert)."""
+
+    case: Case
+    records: Callable[[], list[Record]]
+    field: str
+    planted: set[str]
+
+
+def sensor_records(tmp: Path) -> list[Record]:
+    """4,000 sensor_fleet readings of seed 7, keyed by sensor."""
+    out = tmp / "sim"
+    streamsim(
+        "simulate",
+        "config/scenarios/sensor_fleet.yaml",
+        "--seed",
+        "7",
+        "--events",
+        "4000",
+        "--speed",
+        "max",
+        "--sink",
+        "jsonl",
+        "--out",
+        str(out),
+        "--json",
+        timeout_s=300,
+    )
+    lines = (out / "events.jsonl").read_bytes().splitlines()
+    return [(orjson.loads(line)["sensor_id"], line) for line in lines]
+
+
+def window_counts_settings(tag: str) -> dict[str, Any]:
+    return {
+        "output_topic": f"aggregates.counts-{tag}",
+        "entity_key": "sensor_id",
+        "watermark": "30 seconds",
+        "window": "1 minute",
+    }
+
+
+ONCE = {"deadletter_trigger": {"mode": "available_now"}}  # every query of the job ends
+
+
+def card_records() -> list[Record]:
+    """The card job's test incidents, on time (phases 1-3), malformed records included."""
+    return [
+        (key, value if isinstance(value, bytes) else orjson.dumps(value))
+        for key, value in cards.PHASE_1 + cards.MALFORMED + cards.PHASE_2 + cards.PHASE_3
+    ]
+
+
+def card_settings(tag: str) -> dict[str, Any]:
+    return {
+        "watermark": "45 minutes",
+        "card_velocity": {
+            **ONCE,
+            "profiles_topic": None,  # spending from the stream's history, as in its own test
+            "features_topic": f"aggregates.card-features-{tag}",
+            "feature_windows": [{"length": "1 minute"}, {"length": "10 minutes"}],
+        },
+    }
+
+
+def vehicle_records() -> list[Record]:
+    """The vehicle job's test faults and hard negatives, on time, then the clock reading."""
+    phase_1, phase_2, _, clock = vehicles.phases()
+    return vehicles.as_records(phase_1) + vehicles.MALFORMED + vehicles.as_records(phase_2 + clock)
+
+
+def vehicle_settings(tag: str) -> dict[str, Any]:
+    return {
+        "watermark": "2 minutes",
+        "vehicle_telemetry": {
+            **ONCE,
+            "stats_topic": f"aggregates.vehicle-stats-{tag}",
+            "trips_topic": f"aggregates.vehicle-trips-{tag}",
+            "detectors": {"battery_zscore": {"enabled": True}},
+        },
+    }
+
+
+ALERTING = {
+    "card-velocity": Alerting(
+        Case("card-velocity", card_settings),
+        card_records,
+        "rule",
+        {rule for rule, _, _ in cards.EXPECTED},
+    ),
+    "vehicle-telemetry": Alerting(
+        Case("vehicle-telemetry", vehicle_settings),
+        vehicle_records,
+        "label",
+        {label for _, kinds in vehicles.FAULTS.values() for _, label in kinds},
+    ),
+}
+
+
+def produce(kafka: StackConfig, records: list[Record]) -> str:
+    """`records` in order into a new topic of their own (one partition); its name."""
+    topic = f"test.standalone-{uuid.uuid4().hex[:8]}"
+    ensure_topics(kafka, [topic], partitions=1)
+    producer = Producer(producer_config(kafka))
+    for key, value in records:
+        producer.produce(topic, value, key=key)
+    assert producer.flush(60) == 0
+    return topic
+
+
+def run_job(
+    tmp: Path, kafka: StackConfig, master: str, case: Case, topic: str, cluster: Cluster
+) -> str:
+    """`streamsim pipeline run JOB` with `master` over `topic` until it has read it all, with
+    fresh checkpoints and output topics of its own; the alerts (or counts) topic."""
     name = "cluster" if master.startswith("spark://") else "local"
-    output = f"aggregates.counts-{name}-{uuid.uuid4().hex[:8]}"
-    ensure_topics(kafka, [output, f"deadletter-{name}"])
+    tag = f"{name}-{uuid.uuid4().hex[:8]}"
+    settings = {"output_topic": f"alerts-{tag}", **case.settings(tag)}
+    ensure_topics(kafka, [settings["output_topic"], f"deadletter-{tag}"])
     conf = {"spark.executor.memory": "768m", "spark.cores.max": "1"}
     if master.startswith("spark://"):
-        conf |= {"spark.driver.host": "127.0.0.1", "spark.submit.pyFiles": str(zip_path)}
-    stack = tmp / f"stack-{name}.yaml"
+        conf |= {
+            "spark.driver.host": "127.0.0.1",
+            "spark.submit.pyFiles": str(cluster.zip_path),
+            "spark.executorEnv.PYTHONPATH": str(cluster.no_checkout),
+        }
+    data = tmp / tag
+    stack = tmp / f"stack-{tag}.yaml"
     stack.write_text(
         yaml.safe_dump(
             {
@@ -161,98 +354,70 @@ def run_job(tmp: Path, kafka: StackConfig, master: str, topic: str, zip_path: Pa
                 },
                 "dirs": {
                     "cache": str(REPO_ROOT / ".cache"),
-                    "data": str(tmp / name),
-                    "checkpoints": str(tmp / name / "checkpoints"),
-                    "lake": str(tmp / name / "lake"),
+                    "data": str(data),
+                    "checkpoints": str(data / "checkpoints"),
+                    "lake": str(data / "lake"),
                 },
             }
         )
     )
-    pipeline = tmp / f"pipeline-{name}.yaml"
+    pipeline = tmp / f"pipeline-{tag}.yaml"
     pipeline.write_text(
         yaml.safe_dump(
             {
                 "kind": "pipeline",
-                "job": "window-counts",
+                "job": case.job,
                 "input_topics": [topic],
-                "output_topic": output,
-                "deadletter_topic": f"deadletter-{name}",
-                "entity_key": "sensor_id",
-                "watermark": "30 seconds",
-                "window": "1 minute",
+                "deadletter_topic": f"deadletter-{tag}",
                 "trigger": {"mode": "available_now"},
+                **settings,
             }
         )
     )
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "streamsim",
-            "pipeline",
-            "run",
-            "window-counts",
-            "--pipeline",
-            str(pipeline),
-            "--config",
-            str(stack),
-            "--duration",
-            "400",
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        timeout=500,
-        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
-        check=False,
+    streamsim(
+        "pipeline",
+        "run",
+        case.job,
+        "--pipeline",
+        str(pipeline),
+        "--config",
+        str(stack),
+        "--duration",
+        "400",
+        "--json",
+        timeout_s=500,
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return output
+    return str(settings["output_topic"])
+
+
+def on_cluster_and_local(
+    tmp: Path, kafka: StackConfig, case: Case, topic: str, cluster: Cluster
+) -> tuple[str, str]:
+    """`case` over `topic` on the cluster, then with local[2]: their output topics."""
+    on_cluster = run_job(tmp, kafka, cluster.url, case, topic, cluster)
+    on_local = run_job(tmp, kafka, "local[2]", case, topic, cluster)
+    return on_cluster, on_local
+
+
+def assert_ran_on_the_cluster(cluster: Cluster, job: str) -> None:
+    """The master lists the job as an application, and its executor got the connector jars
+    and the packages zip from the driver."""
+    state = master_state(cluster.ui)
+    apps = state.get("activeapps", []) + state.get("completedapps", [])
+    ids = [app["id"] for app in apps if app["name"] == f"streamsim-{job}"]
+    assert ids, [app["name"] for app in apps]
+    shipped = {p.name for app in ids for p in cluster.work.glob(f"{app}/*/*")}
+    assert "streamsim-packages.zip" in shipped
+    assert any(name.startswith("spark-sql-kafka") for name in shipped)
 
 
 def test_window_counts_on_a_standalone_cluster_match_local(
-    kafka_stack: StackConfig, spark_cluster: tuple[str, int, Path], tmp_path: Path
+    kafka_stack: StackConfig, cluster: Cluster, tmp_path: Path
 ) -> None:
-    url, ui, work = spark_cluster
-    out = tmp_path / "sim"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "streamsim",
-            "simulate",
-            "config/scenarios/sensor_fleet.yaml",
-            "--seed",
-            "7",
-            "--events",
-            "4000",
-            "--speed",
-            "max",
-            "--sink",
-            "jsonl",
-            "--out",
-            str(out),
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    topic = f"test.readings-{uuid.uuid4().hex[:8]}"
-    ensure_topics(kafka_stack, [topic])
-    producer = Producer(producer_config(kafka_stack))
-    lines = (out / "events.jsonl").read_bytes().splitlines()
-    for line in lines:
-        producer.produce(topic, line, key=orjson.loads(line)["sensor_id"])
-    assert producer.flush(60) == 0
-
-    zip_path = package_zip(tmp_path)
-    on_cluster = run_job(tmp_path, kafka_stack, url, topic, zip_path)
-    on_local = run_job(tmp_path, kafka_stack, "local[2]", topic, zip_path)
+    records = sensor_records(tmp_path)
+    topic = produce(kafka_stack, records)
+    case = Case("window-counts", window_counts_settings)
+    on_cluster, on_local = on_cluster_and_local(tmp_path, kafka_stack, case, topic, cluster)
 
     def counts(output: str) -> dict[tuple[str, int], int]:
         rows = read_topic(kafka_stack, output)
@@ -263,12 +428,30 @@ def test_window_counts_on_a_standalone_cluster_match_local(
     cluster_counts, local_counts = counts(on_cluster), counts(on_local)
     assert cluster_counts  # windows closed and were written
     assert cluster_counts == local_counts
-    assert sum(local_counts.values()) <= len(lines)
-    # the job really ran on the standalone cluster: the master lists it as an application
-    state = master_state(ui)
-    apps = state.get("activeapps", []) + state.get("completedapps", [])
-    assert any(app["name"] == "streamsim-window-counts" for app in apps)
-    # and its executor got the connector jars and the packages zip from the driver
-    shipped = {p.name for p in work.glob("app-*/*/*")}
-    assert "streamsim-packages.zip" in shipped
-    assert any(name.startswith("spark-sql-kafka") for name in shipped)
+    assert sum(local_counts.values()) <= len(records)
+    assert_ran_on_the_cluster(cluster, "window-counts")
+
+
+@pytest.mark.parametrize("job", list(ALERTING))
+def test_alerting_job_on_a_standalone_cluster_matches_local(
+    job: str, kafka_stack: StackConfig, cluster: Cluster, tmp_path: Path
+) -> None:
+    alerting = ALERTING[job]
+    case = alerting.case
+    topic = produce(kafka_stack, alerting.records())
+    hidden_before = cluster.hidden_count()
+    on_cluster, on_local = on_cluster_and_local(tmp_path, kafka_stack, case, topic, cluster)
+    # the executor's Python workers ran without the checkout on their path
+    assert cluster.hidden_count() > hidden_before
+
+    def alerts(output: str) -> dict[str, str]:
+        rows = read_topic(kafka_stack, output)
+        by_id = {r["alert_id"]: r[alerting.field] for r in rows}
+        assert len(by_id) == len(rows)  # each alert once
+        return by_id
+
+    cluster_alerts, local_alerts = alerts(on_cluster), alerts(on_local)
+    assert len(cluster_alerts) > 0
+    assert cluster_alerts == local_alerts
+    assert alerting.planted <= set(cluster_alerts.values()), set(cluster_alerts.values())
+    assert_ran_on_the_cluster(cluster, job)
