@@ -185,6 +185,9 @@ def point_config(base: Any, watermark: str, topic: str, tag: str, max_offsets: i
         cv["features_topic"] = f"lab.features-{tag}"
         cv["features_trigger"] = {"mode": "microbatch", "interval": "0 seconds"}
         cv["deadletter_trigger"] = {"mode": "microbatch"}
+        # The replayed stream has no profiles of its own: the stack's `cards.profiles` holds
+        # other runs' cards, which would make the spending rule's figures depend on them.
+        cv["profiles_topic"] = None
     return type(base).model_validate(data)
 
 
