@@ -150,6 +150,10 @@ def run_broker_fault(
                 private,
                 flush_timeout_s=outage_s + 2 * private.kafka.local.ready_timeout_s + 120,
                 log_level=0,
+                # One request in flight: when a request dies with the broker, librdkafka
+                # answers the out-of-order errors of the ones behind it by bumping its epoch
+                # and resending records that were already written (librdkafka#4953).
+                **{"max.in.flight.requests.per.connection": 1},
             ),
             events=events,
             speed=speed,
