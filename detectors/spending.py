@@ -126,6 +126,27 @@ def check_spending(
 ProfileFeatures = tuple[int, float, Mapping[str, int]]
 
 
+def profile_features(data: Mapping[str, Any]) -> ProfileFeatures:
+    """(history_count, typical_amount, {category: count}) of a `cards.profile/1` record (or
+    a mapping with those keys); ValueError when it is not one.
+
+    >>> profile_features({"history_count": 40, "typical_amount": 31.5,
+    ...                   "category_counts": {"5411": 38}})
+    (40, 31.5, {'5411': 38})
+    """
+    try:
+        counts = data["category_counts"]
+        if not isinstance(counts, dict):
+            raise TypeError("category_counts is not an object")
+        return (
+            int(data["history_count"]),
+            float(data["typical_amount"]),
+            {str(k): int(v) for k, v in counts.items()},
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"not a card profile: {exc}") from exc
+
+
 def check_profile_spending(
     entity_id: str,
     event_id: str,

@@ -24,7 +24,12 @@ from core.config import StackConfig
 from core.contracts import CARD_PROFILE
 from core.kafka.compacted import ensure_compacted
 from detectors import Alert
-from detectors.spending import SpendingParams, check_profile_spending
+from detectors.spending import (
+    ProfileFeatures,
+    SpendingParams,
+    check_profile_spending,
+    profile_features,
+)
 
 #: Keys a profile needs for the rule.
 PROFILE_KEYS = ("card_token", "typical_amount", "history_count", "category_counts")
@@ -33,7 +38,7 @@ PROFILE_KEYS = ("card_token", "typical_amount", "history_count", "category_count
 class ProfileStore:
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.features: dict[str, tuple[int, float, dict[str, int]]] = {}
+        self.features: dict[str, ProfileFeatures] = {}
 
     def __len__(self) -> int:
         return len(self.features)
@@ -42,14 +47,7 @@ class ProfileStore:
         """Keep a `cards.profile/1` record's features; ValueError when it is not one."""
         if record.get("schema") != CARD_PROFILE.id or any(k not in record for k in PROFILE_KEYS):
             raise ValueError("not a cards.profile record")
-        counts = record["category_counts"]
-        if not isinstance(counts, dict):
-            raise ValueError("category_counts is not an object")
-        value = (
-            int(record["history_count"]),
-            float(record["typical_amount"]),
-            {str(k): int(v) for k, v in counts.items()},
-        )
+        value = profile_features(record)
         with self.lock:
             self.features[str(record["card_token"])] = value
 

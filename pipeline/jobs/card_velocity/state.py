@@ -47,7 +47,7 @@ import bisect
 import json
 import math
 import pickle
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,6 +68,7 @@ from detectors.spending import (
     check_profile_spending,
     spending_step,
 )
+from detectors.spending import profile_features as profile_features_of
 from detectors.terminal import TerminalParams, terminal_closing_alerts
 from detectors.travel import Position, TravelParams, position, travel_step
 from detectors.velocity import VelocityParams, velocity_closing_alerts
@@ -401,16 +402,11 @@ def profile_features(profile: Any) -> ProfileFeatures:
     """
     try:
         data = json.loads(profile) if isinstance(profile, (str, bytes)) else profile
-        counts = data["category_counts"]
-        if not isinstance(counts, dict):
-            raise TypeError("category_counts is not an object")
-        return (
-            int(data["history_count"]),
-            float(data["typical_amount"]),
-            {str(k): int(v) for k, v in counts.items()},
-        )
-    except (KeyError, TypeError, ValueError) as exc:
+    except ValueError as exc:
         raise ValueError(f"not a card profile: {exc}") from exc
+    if not isinstance(data, Mapping):
+        raise ValueError("not a card profile: not an object")
+    return profile_features_of(data)
 
 
 def _prune(ring: list[Any], before_ms: int) -> None:
