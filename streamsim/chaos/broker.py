@@ -37,6 +37,12 @@ BROKER_FAULTS = {"broker": 1, "broker-of-3": 3}
 PROBE_TOPIC = "chaos.probe"
 
 
+# One request in flight: when a request dies with the broker, librdkafka answers the
+# out-of-order errors of the ones behind it by bumping its epoch and resending records
+# that were already written (librdkafka#4953).
+ONE_REQUEST_IN_FLIGHT: dict[str, Any] = {"max.in.flight.requests.per.connection": 1}
+
+
 def private_stack(stack: StackConfig, nodes: int, home: Path) -> StackConfig:
     """The stack with a local broker (or cluster) of its own: free ports, data in `home`."""
     if stack.kafka.external:
@@ -150,10 +156,7 @@ def run_broker_fault(
                 private,
                 flush_timeout_s=outage_s + 2 * private.kafka.local.ready_timeout_s + 120,
                 log_level=0,
-                # One request in flight: when a request dies with the broker, librdkafka
-                # answers the out-of-order errors of the ones behind it by bumping its epoch
-                # and resending records that were already written (librdkafka#4953).
-                **{"max.in.flight.requests.per.connection": 1},
+                **ONE_REQUEST_IN_FLIGHT,
             ),
             events=events,
             speed=speed,
