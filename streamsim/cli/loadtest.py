@@ -31,11 +31,22 @@ def loadtest(
             file_okay=False,
         ),
     ] = None,
+    progress_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--progress",
+            help="Write the figures so far (achieved rate, latency p50/p95/p99) to this JSON "
+            "file about once a second, for a watcher such as the panel API.",
+            dir_okay=False,
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Send requests at the file's arrival rate (open model), time each from its intended send
     time, check the SLOs, write a JSON report and charts. Exits 1 when an SLO fails."""
     from streamsim.loadtest.config import HttpTarget, KafkaTarget, LoadTestConfig
+    from streamsim.loadtest.live import LiveFile
+    from streamsim.loadtest.recorder import Recorder
     from streamsim.loadtest.report import summary
     from streamsim.loadtest.run import run_loadtest
 
@@ -57,6 +68,7 @@ def loadtest(
         f"{cfg.duration_s:g} s against {against}",
         highlight=False,
     )
+    live = None if progress_file is None else LiveFile(progress_file, cfg.warmup_s)
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -68,10 +80,14 @@ def loadtest(
     ) as bar:
         task = bar.add_task("sent", total=None, finished=0)
 
-        def progress(sent: int, finished: int, total: int) -> None:
+        def progress(sent: int, finished: int, total: int, rec: Recorder) -> None:
             bar.update(task, completed=sent, total=total, finished=finished)
+            if live is not None:
+                live(sent, finished, total, rec)
 
         report = run_loadtest(cfg, stack, name, folder, progress)
+    if live is not None:
+        live.done()
 
     if "paths" in report:
         text = "\n".join(summary(r) for r in report["paths"].values())

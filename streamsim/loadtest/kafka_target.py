@@ -359,7 +359,7 @@ def run_kafka(
             producer.poll(0)
             if progress is not None and t - last_progress > 0.25:
                 last_progress = t
-                progress(i, recorder.finished, n)
+                progress(i, recorder.finished, n, recorder)
         remaining = producer.flush(timeout_ms / 1000)
         if remaining:
             producer.flush(5)
@@ -367,7 +367,7 @@ def run_kafka(
             recorder.failed(int(slot), "timeout", now())
         elapsed = now()
         if progress is not None:
-            progress(n, recorder.finished, n)
+            progress(n, recorder.finished, n, recorder)
         # drain: wait for the lag to recover and alerts to arrive
         deadline = time.perf_counter() + target.lag.drain_s
         while time.perf_counter() < deadline and (monitor is not None or tracer is not None):

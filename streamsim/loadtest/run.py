@@ -38,7 +38,8 @@ from streamsim.loadtest.report import build_report, dumps
 from streamsim.loadtest.runner import OpenLoopRunner, RunResult
 from streamsim.loadtest.shapes import send_times
 
-Progress = Callable[[int, int, int], None]  # (sent, finished, total)
+#: (sent, finished, total, the run's recorder): about 4 times a second while it sends.
+Progress = Callable[[int, int, int, Recorder], None]
 
 
 @dataclass(frozen=True)
@@ -120,7 +121,7 @@ def execute(
         task = asyncio.create_task(runner.run())
         while not task.done():
             await asyncio.wait({task}, timeout=0.25)
-            progress(runner.dispatched, recorder.finished, len(the_plan.times_s))
+            progress(runner.dispatched, recorder.finished, len(the_plan.times_s), recorder)
         return task.result()
 
     return uvloop.run(main())
