@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any
 
+import orjson
 import typer
 
 from streamsim.cli.common import ConfigOpt, JsonOpt, emit, err_console, stack_from
@@ -28,17 +29,68 @@ def evaluate(
             "at full speed and score them; exit 1 below its thresholds.",
         ),
     ] = None,
+    run: Annotated[
+        str | None,
+        typer.Option(
+            "--run",
+            help="Score this run: the event-id prefix of its simulator.run/1 record (the "
+            "`id_prefix` of `simulate --json`). Default: the scenario's newest run.",
+        ),
+    ] = None,
+    pipeline: Annotated[
+        Path | None,
+        typer.Option(
+            "--pipeline",
+            help="The job's pipeline YAML (its detectors and starting offsets) for the batch "
+            "oracle. Default: the scenario's file under config/pipelines/.",
+            dir_okay=False,
+        ),
+    ] = None,
+    settings: Annotated[
+        Path | None,
+        typer.Option(
+            "--settings",
+            help="The fraud endpoint's settings YAML: its decisions are read from its `topic`. "
+            "Default: cards.activity.",
+            dir_okay=False,
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Write the report to this file instead of <dirs.data>/evaluations/.",
+            dir_okay=False,
+        ),
+    ] = None,
 ) -> None:
     """Join the endpoint's verdicts and the pipeline's alerts with truth; score per label type."""
     if suite is not None:
+        if run or pipeline or settings or out:
+            raise typer.BadParameter("--suite runs its own runs: no --run, --pipeline, "
+                                     "--settings or --out", param_hint="--suite")  # fmt: skip
         _suite(scenario, suite, config, as_json)
         return
+    from core.config import load_model
+    from pipeline.config import PipelineConfig
     from streamsim.evaluate.report import evaluate as run_evaluation
     from streamsim.evaluate.report import save
 
     stack = stack_from(config)
-    report = run_evaluation(stack, scenario)
-    path = save(report, stack)
+    cfg = load_model(PipelineConfig, pipeline) if pipeline is not None else None
+    topic = None
+    if settings is not None:
+        from api.fraud.settings import load_settings
+
+        topic = load_settings(settings).topic
+    report = run_evaluation(stack, scenario, pipeline=cfg, id_prefix=run, endpoint_topic=topic)
+    if out is None:
+        path = save(report, stack)
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        part = out.with_name(out.name + ".part")
+        part.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
+        path = part.replace(out)  # whole: a reader never sees half a report
     emit(report, as_json, human(report) + f"\n(saved to {path})")
 
 

@@ -76,12 +76,15 @@ def evaluate(
     pipeline: PipelineConfig | None = None,
     since: Mapping[str, Mapping[int, int]] | None = None,
     id_prefix: str | None = None,
+    endpoint_topic: str | None = None,
 ) -> dict[str, Any]:
     """Score the scenario's latest run (the run of `id_prefix`, when given: a caller that
     knows its run names it, since another run of the scenario may finish later on a shared
     stack): both paths, late drops, hard negatives; where a batch oracle applies, parity and
     the late drops per label too (with `spark`, or a session of its own; `pipeline`: the
-    job's config, default the scenario's oracle file).
+    job's config, default the scenario's oracle file). `endpoint_topic`: where the endpoint
+    published its decisions, if not the scenario's default (an endpoint with settings of its
+    own, as a panel run's).
 
     A rerun with the same seed reuses the event ids: decisions count only from the run's start
     (wall clock), and `since` (topic -> partition -> offset, e.g. the ends before the run)
@@ -117,7 +120,7 @@ def evaluate(
 
     paths: dict[str, pd.DataFrame] = {}
     if spec["endpoint_topic"]:
-        topic = spec["endpoint_topic"]
+        topic = endpoint_topic or spec["endpoint_topic"]
         decisions = [
             r for r in read_topic(stack, topic, since=since.get(topic)) if _ours(r, prefix)
         ]
