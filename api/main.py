@@ -8,6 +8,8 @@ Routes:
 - `POST /v1/control/stats/reset`: control (bearer token);
 - `POST /v1/control/runs`, `DELETE /v1/control/runs/{id}`: scenario runs (bearer token);
   `GET /v1/runs`, `GET /v1/scenarios` (open);
+- `POST /v1/control/loadtests`, `DELETE /v1/control/loadtests/{id}`: load tests (bearer
+  token); `GET /v1/loadtests/files`, `/v1/loadtests/runs[/{id}]` (open);
 - `GET /v1/alerts`, `/v1/activity/recent`, `/v1/pipeline`, `/v1/rates`,
   `/v1/evaluations/latest`: read API for the control panel (open);
 - `GET /v1/vehicles`, `/v1/vehicles/{vehicle_id}/telemetry`: the fleet for the Vehicles page
@@ -37,8 +39,10 @@ from api.fraud.settings import load_secrets, load_settings
 from api.fraud.stats import LatencyMiddleware
 from api.panel.consumers.feeds import Feeds
 from api.panel.consumers.shipping import ShippingTail
+from api.panel.loadtests import LoadTestManager
 from api.panel.owners import OwnerTokens, load_owner_tokens
 from api.panel.routes import ROUTERS as PANEL_ROUTERS
+from api.panel.routes import loadtests as loadtest_routes
 from api.panel.runs import RunManager
 from api.panel.views.fleet import FleetView
 from api.responses import OrjsonResponse
@@ -53,6 +57,7 @@ def create_app(
     evaluations_dir: Path | None = None,
     owner_tokens: OwnerTokens | None = None,
     shipping: ShippingTail | None = None,
+    loadtests: LoadTestManager | None = None,
 ) -> FastAPI:
     """With a stack, runs, feeds and evaluations default to the stack's (None: without).
     Owner tokens default to the environment's (validated here). With a stack, the shipping
@@ -65,6 +70,7 @@ def create_app(
         run_manager = run_manager or RunManager.for_stack(stack)
         feed = feed or Feeds(stack, service.settings.topic)
         evaluations_dir = evaluations_dir or Path(stack.dirs.data) / "evaluations"
+        loadtests = loadtests or LoadTestManager.for_stack(stack)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -80,6 +86,8 @@ def create_app(
                 await asyncio.to_thread(shipping.stop)
             if run_manager is not None:
                 await asyncio.to_thread(run_manager.close)
+            if loadtests is not None:
+                await asyncio.to_thread(loadtests.close)
             if feed is not None:
                 await asyncio.to_thread(feed.stop)
             await service.stop()
@@ -98,8 +106,9 @@ def create_app(
     app.state.evaluations_dir = evaluations_dir
     app.state.owner_tokens = owner_tokens
     app.state.shipping = shipping
+    app.state.loadtests = loadtests
     app.add_exception_handler(RequestValidationError, validation_error_handler)
-    for router in (*FRAUD_ROUTERS, *PANEL_ROUTERS):
+    for router in (*FRAUD_ROUTERS, *PANEL_ROUTERS, loadtest_routes.router):
         app.include_router(router)
     # Inside the latency middleware, so lane requests are timed and counted like the rest.
     app.add_middleware(TransactionLane, service=service)

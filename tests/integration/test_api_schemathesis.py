@@ -44,6 +44,12 @@ def api_url(kafka_stack: StackConfig, tmp_path_factory: pytest.TempPathFactory) 
         REPO_ROOT / "config" / "scenarios" / "sensor_fleet.yaml",
         work / "config" / "scenarios" / "st-only-by-name.yaml",
     )
+    # Likewise the load-test routes read `config/loadtests`: one file the fuzzer will not guess.
+    (work / "config" / "loadtests").mkdir()
+    shutil.copy(
+        REPO_ROOT / "config" / "loadtests" / "fraud_endpoint.yaml",
+        work / "config" / "loadtests" / "st-only-by-name.yaml",
+    )
     port = free_port()
     stack_file = work / "stack.yaml"
     stack_file.write_text(

@@ -120,11 +120,16 @@ def _expand(parts: Sequence[Part], classes: Sequence[str]) -> Iterator[tuple[str
 class TunableKeys:
     """The allow-list of one scenario, its classes named: which override keys it takes."""
 
-    def __init__(self, domain_type: str, classes: Sequence[str]) -> None:
+    def __init__(
+        self,
+        domain_type: str,
+        classes: Sequence[str],
+        tunables: Sequence[Tunable] | None = None,
+    ) -> None:
+        """`tunables`: another allow-list than the scenario domain's (a load test's)."""
+        chosen = TUNABLE.get(domain_type, _COMMON) if tunables is None else tunables
         self.leaves: dict[tuple[str, ...], Tunable] = {
-            path: tunable
-            for tunable in TUNABLE.get(domain_type, _COMMON)
-            for path in _expand(tunable.path, classes)
+            path: tunable for tunable in chosen for path in _expand(tunable.path, classes)
         }
         self._inner = {path[:i] for path in self.leaves for i in range(1, len(path))}
 
