@@ -30,6 +30,7 @@ from ui.sections import (  # noqa: E402
     alerts,
     evaluation,
     live,
+    loadtests,
     map,
     runs,
     shipping,
@@ -47,6 +48,7 @@ PAGES = (
     (runs, "Runs", "runs", ":material/play_circle:"),
     (try_it, "Try it", "try-it", ":material/credit_card:"),
     (evaluation, "Evaluation", "evaluation", ":material/insights:"),
+    (loadtests, "Load tests", "load-tests", ":material/speed:"),
 )
 
 

@@ -212,6 +212,22 @@ class ApiClient:
                 return None
             raise
 
+    def loadtest_files(self) -> dict[str, Any]:
+        """The load-test files (each with its editable part) and the keys edits may set."""
+        return self._get("/v1/loadtests/files")
+
+    def loadtest_runs(self) -> list[dict[str, Any]]:
+        """Every load test, earlier reports included, newest first (with the token: the
+        stderr tail of a failed one)."""
+        body: dict[str, Any] = self._request("GET", "/v1/loadtests/runs", control=True).json()
+        return list(body["runs"])
+
+    def loadtest_run(self, run_id: str) -> dict[str, Any]:
+        """One load test with its live figures, whole report and Vega-Lite charts."""
+        path = f"/v1/loadtests/runs/{quote(run_id, safe='')}"
+        body: dict[str, Any] = self._request("GET", path, control=True).json()
+        return body
+
     # -- the fraud endpoint --------------------------------------------------------------------
 
     def decide(self, transaction: dict[str, Any]) -> dict[str, Any]:
@@ -247,6 +263,20 @@ class ApiClient:
             control=True,
             json=changes,
         ).json()
+        return run
+
+    def start_loadtest(self, file: str, edits: dict[str, Any]) -> dict[str, Any]:
+        """POST /v1/control/loadtests: `edits` (rate shape, durations, SLOs) over the file;
+        the model checks them, so this can take a few seconds."""
+        body = {"file": file, "edits": edits}
+        run: dict[str, Any] = self._request(
+            "POST", "/v1/control/loadtests", control=True, json=body, timeout=60.0
+        ).json()
+        return run
+
+    def stop_loadtest(self, run_id: str) -> dict[str, Any]:
+        path = f"/v1/control/loadtests/{quote(run_id, safe='')}"
+        run: dict[str, Any] = self._request("DELETE", path, control=True, timeout=30.0).json()
         return run
 
     def stop_run(self, run_id: str) -> dict[str, Any]:
