@@ -1,14 +1,16 @@
-"""What the panel routes share: the app's feeds and run manager, and the 503 they answer
-without them."""
+"""What the panel routes share: the app's feeds, run manager and run evaluations, and the 503
+they answer without them."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from fastapi import HTTPException, Request, status
 
 from api.errors import ErrorBody
 from api.panel.consumers.feeds import Feeds
+from api.panel.run_evaluations import RunEvaluations
 from api.panel.runs import RunManager
 
 
@@ -26,6 +28,19 @@ def runs_of(request: Request) -> RunManager:
     if runs is None:
         raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "run control is not set up")
     return runs
+
+
+_EVALUATIONS = threading.Lock()
+
+
+def evaluations_of(request: Request) -> RunEvaluations:
+    """The evaluations of the app's runs, made on first use (503 without run control)."""
+    runs = runs_of(request)
+    with _EVALUATIONS:
+        found: RunEvaluations | None = getattr(request.app.state, "evaluations", None)
+        if found is None or found.runs is not runs:
+            found = request.app.state.evaluations = RunEvaluations(runs)
+    return found
 
 
 UNAVAILABLE: dict[int | str, dict[str, Any]] = {

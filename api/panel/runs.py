@@ -596,10 +596,10 @@ class RunManager:
         """The run's scenario, stack, pipeline and endpoint settings files; its environment."""
         scenario_file = workdir / "scenario.yaml"
         scenario_file.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-        stack_file, env = None, self.env
+        stack_file, env = None, self.child_env()
         if self.stack is not None:
             # Kafka client secrets go to the children by environment, never into the file.
-            stack, client_secrets = split_client_secrets(self.stack)
+            stack, _ = split_client_secrets(self.stack)
             if plan.pipeline is not None:
                 stack["dirs"]["checkpoints"] = str(workdir / "checkpoints")
             if url is not None:
@@ -610,8 +610,6 @@ class RunManager:
                 }
             stack_file = workdir / "stack.yaml"
             stack_file.write_text(yaml.safe_dump(stack, sort_keys=False), encoding="utf-8")
-            if client_secrets:
-                env = {**env, KAFKA_CLIENT_ENV: orjson.dumps(client_secrets).decode()}
         pipeline_file = settings_file = None
         if plan.pipeline is not None:
             pipeline_file = workdir / "pipeline.yaml"
@@ -626,6 +624,16 @@ class RunManager:
             plan.job, pipeline_file, settings_file,
         )  # fmt: skip
         return spec, env
+
+    def child_env(self) -> dict[str, str]:
+        """The environment of a run's children (and of its evaluation): the API's without its
+        control token, plus the Kafka client secrets the run's stack file leaves out."""
+        env = dict(self.env)
+        if self.stack is not None:
+            client_secrets = split_client_secrets(self.stack)[1]
+            if client_secrets:
+                env[KAFKA_CLIENT_ENV] = orjson.dumps(client_secrets).decode()
+        return env
 
     def _spawn(self, run: Run, name: Component, env: Mapping[str, str]) -> None:
         """Start one component in a process group of its own (stopping kills the group)."""
