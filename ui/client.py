@@ -212,6 +212,23 @@ class ApiClient:
                 return None
             raise
 
+    def run_evaluation(self, run_id: str) -> dict[str, Any] | None:
+        """A run's evaluation (status; report once done); None when it has none (404). With
+        the control token: its error and the run's overrides too."""
+        path = f"/v1/runs/{quote(run_id, safe='')}/evaluation"
+        try:
+            body: dict[str, Any] = self._request("GET", path, control=True).json()
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return body
+
+    def run_evaluations(self) -> list[dict[str, Any]]:
+        """Every run's evaluation with the run's knobs, newest first."""
+        body: dict[str, Any] = self._request("GET", "/v1/evaluations/runs", control=True).json()
+        return list(body["evaluations"])
+
     def loadtest_files(self) -> dict[str, Any]:
         """The load-test files (each with its editable part) and the keys edits may set."""
         return self._get("/v1/loadtests/files")
@@ -264,6 +281,13 @@ class ApiClient:
             json=changes,
         ).json()
         return run
+
+    def evaluate_run(self, run_id: str) -> dict[str, Any]:
+        """Score a run against truth: now (finished) or once it finishes (running)."""
+        found: dict[str, Any] = self._request(
+            "POST", f"/v1/control/runs/{quote(run_id, safe='')}/evaluation", control=True
+        ).json()
+        return found
 
     def start_loadtest(self, file: str, edits: dict[str, Any]) -> dict[str, Any]:
         """POST /v1/control/loadtests: `edits` (rate shape, durations, SLOs) over the file;
