@@ -119,3 +119,57 @@ def test_log_state_round_trips_and_keeps_legs() -> None:
     assert again.legs()[["ship_id", "readings"]].values.tolist() == [["S1", 2], ["S2", 1]]
     assert again.push("container", rows, DAY_MS) == 0  # the same ids: kept once
     assert len(again.frame("container")) == 3
+
+
+def _positions(ids: list[str], hours: list[float], sog: float, channel: str) -> pd.DataFrame:
+    """A ship's positions under way at `sog` knots, as the job routes them (`kind`, `channel`)."""
+    return pd.DataFrame(
+        {
+            "event_id": ids,
+            "ship_id": "S1",
+            "event_time": [int(h * 3_600_000) for h in hours],
+            "voyage_id": 1,
+            "lat": 10.0,
+            "lon": 60.0,
+            "sog_kn": sog,
+            "nav_status": "under_way",
+            "kind": "position",
+            "channel": channel,
+        }
+    )
+
+
+def test_live_rows_never_put_off_the_scoring_of_a_landed_voyage() -> None:
+    """A ship log fed a live position every batch, more often than the settle time (a demo's
+    speed), still scores the voyage that landed: only backfill puts the timer off."""
+    log = EntityLog("s:S1")
+    settle = 3_000
+    loiter = _positions([f"b{i}" for i in range(13)], [i / 6 for i in range(13)], 1.0, "onboard")
+    raised, _ = log.land(loiter, 0, 30 * DAY_MS, settle, 1_800_000)
+    assert not raised and log.timer_ms == settle
+    for batch in range(1, 20):  # every 1 s of processing time: a satellite position
+        now = batch * 1_000
+        if log.timer_ms is not None and now >= log.timer_ms:
+            raised += log.score(1_800_000)
+            log.timer_ms = None
+        live = _positions([f"l{batch}"], [3 + batch], 18.0, "satellite")
+        raised += log.land(live, now, 30 * DAY_MS, settle, 1_800_000)[0]
+    assert [s.alert.rule for s in raised] == ["route_deviation"]
+    backfill = _positions(["b99"], [20.0], 18.0, "onboard")
+    log.land(backfill, 30_000, 30 * DAY_MS, settle, 1_800_000)
+    assert log.timer_ms == 33_000  # a landing voyage does put it off
+
+
+def test_the_horizon_never_cuts_rows_no_rule_has_seen() -> None:
+    """Rows that landed since the last scoring are scored before the history horizon would cut
+    them away: a loiter in a log's first days, then a row weeks later, still alerts."""
+    log = EntityLog("s:S1")
+    loiter = _positions([f"b{i}" for i in range(13)], [i / 6 for i in range(13)], 1.0, "onboard")
+    assert log.land(loiter, 0, 21 * DAY_MS, 3_000, 1_800_000) == ([], 0)
+    assert not log.cuts_unscored(20 * DAY_MS, 21 * DAY_MS)
+    later = _positions(["l1"], [22 * 24.0], 18.0, "satellite")
+    raised, dropped = log.land(later, 1_000, 21 * DAY_MS, 3_000, 1_800_000)
+    assert [s.alert.rule for s in raised] == ["route_deviation"] and dropped == 0
+    assert raised[0].late and log.frame("position")["event_id"].tolist() == ["l1"]
+    assert log.cuts_unscored(50 * DAY_MS, 21 * DAY_MS)  # l1 is waiting for its timer
+    assert log.score(1_800_000) == [] and not log.cuts_unscored(50 * DAY_MS, 21 * DAY_MS)

@@ -49,7 +49,7 @@ from core.kafka.offsets import end_offsets
 from detectors import ALERT_COLUMNS, ALERT_SPARK_DDL, alerts_to_frame
 from pipeline.alerts_sink import AlertSink
 from pipeline.config import PipelineConfig
-from pipeline.jobs.shipping.logs import KINDS, EntityLog, Scored, rows_by_kind
+from pipeline.jobs.shipping.logs import KINDS, EntityLog, Scored
 from pipeline.jobs.vehicle_telemetry.job import FIRST_BATCH_WAIT_S, first_batch
 from pipeline.kafka_io import deadletter_records, parse_events, read_kafka, write_kafka
 from pipeline.metrics import MetricsPublisher
@@ -72,8 +72,9 @@ SOURCES: dict[str, tuple[str, StructType, tuple[str, ...]]] = {
         "port_event", SHIPPING_PORT_EVENT.spark_schema(), ("event", "ship_id")
     ),
 }  # fmt: skip
-#: The routed rows' columns: every kind's (`logs.KINDS`), null where a kind has none.
-ROW_COLUMNS = tuple(dict.fromkeys(c for cols in KINDS.values() for c in cols))
+#: The routed rows' columns: every kind's (`logs.KINDS`), null where a kind has none, and
+#: `channel` (`onboard`: held at sea and flushed in port, i.e. backfill; see `next_timer`).
+ROW_COLUMNS = (*dict.fromkeys(c for cols in KINDS.values() for c in cols), "channel")
 #: The processor's output: alert rows, plus rows counting late drops (alert_id null).
 OUTPUT_DDL = f"{ALERT_SPARK_DDL}, late BOOLEAN, late_by_ms BIGINT, dropped BIGINT"
 CARRY = ("late", "late_by_ms", "dropped")  # `LateDrops` takes `dropped` out again
@@ -115,7 +116,9 @@ def rows_stream(events: dict[str, DataFrame]) -> DataFrame:
 
 class ShippingProcessor(StatefulProcessor):
     """An `EntityLog` per key (see `logs`): rows pushed as they land, the rules re-run once
-    the log has been quiet for `settle_ms` of processing time (at once when 0)."""
+    backfill has stopped landing for `settle_ms` of processing time (at once when 0; live rows
+    do not put it off: `EntityLog.next_timer`), and before the history horizon would cut rows
+    that landed since the last scoring."""
 
     def __init__(self, watermark_ms: int, history_ms: int, settle_ms: int) -> None:
         self.watermark_ms, self.history_ms, self.settle_ms = watermark_ms, history_ms, settle_ms
@@ -133,15 +136,19 @@ class ShippingProcessor(StatefulProcessor):
     ) -> Iterator[pd.DataFrame]:
         log = self._load(str(key[0]))
         frame = pd.concat(list(rows), ignore_index=True)
-        dropped = sum(log.push(kind, part, self.history_ms) for kind, part in rows_by_kind(frame))
-        scored: list[Scored] = []
-        if self.settle_ms <= 0:
-            scored = log.score(self.watermark_ms)
-        else:
+        registered = log.timer_ms
+        scored, dropped = log.land(
+            frame,
+            timerValues.getCurrentProcessingTimeInMs(),
+            self.history_ms,
+            self.settle_ms,
+            self.watermark_ms,
+        )
+        if log.timer_ms != registered:
+            if registered is not None:
+                self.handle.deleteTimer(registered)
             if log.timer_ms is not None:
-                self.handle.deleteTimer(log.timer_ms)
-            log.timer_ms = timerValues.getCurrentProcessingTimeInMs() + self.settle_ms
-            self.handle.registerTimer(log.timer_ms)
+                self.handle.registerTimer(log.timer_ms)
         self.state.update((log.to_bytes(),))
         return output(scored, dropped)
 

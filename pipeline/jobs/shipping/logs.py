@@ -16,6 +16,10 @@ late in port is re-scored when it lands. A row older than that horizon is droppe
 `watermark_ms` behind the log's newest event when it is raised is late: `late_by_ms` says by
 how much. Alert ids are deterministic, and a log remembers the ids it raised, so re-scoring
 raises each alert once.
+
+When to score (`next_timer`, `cuts_unscored`): once a backfill has stopped landing for the
+settle time, but live rows never put that off, and never after the horizon has cut away rows
+that landed since the last scoring (those are scored first).
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ from detectors.shipping import (
 )
 
 BOX, SHIP = "c", "s"  # key prefixes: a container's log, a ship's log
+#: The `channel` of rows held on board at sea and flushed in port: backfill (`next_timer`).
+BACKFILL_CHANNEL = "onboard"
 #: The kinds of rows a log holds, with their columns (the rules' inputs).
 KINDS: dict[str, tuple[str, ...]] = {
     "container": CONTAINER_COLUMNS,
@@ -77,6 +83,7 @@ class EntityLog:
     newest_ms: int | None = None
     dirty: bool = False  # rows landed since the last scoring
     timer_ms: int | None = None  # the processing-time timer registered for this log
+    unscored_from_ms: int | None = None  # oldest event time among rows landed since scoring
 
     def frame(self, kind: str) -> pd.DataFrame:
         columns = list(KINDS[kind])
@@ -103,7 +110,52 @@ class EntityLog:
             if other != kind:
                 self.frames[other] = frame[frame["event_time"] >= horizon].reset_index(drop=True)
         self.dirty = self.dirty or not fresh.empty
+        if not fresh.empty:
+            oldest = int(fresh["event_time"].min())
+            held_from = self.unscored_from_ms
+            self.unscored_from_ms = oldest if held_from is None else min(held_from, oldest)
         return dropped
+
+    def land(
+        self, rows: pd.DataFrame, now_ms: int, history_ms: int, settle_ms: int, watermark_ms: int
+    ) -> tuple[list[Scored], int]:
+        """Rows of any kinds (a `kind` column; `channel`, if present, tells backfill) that
+        landed at processing time `now_ms`: the alerts to raise now, and how many rows were
+        dropped as older than `history_ms`. Sets `timer_ms`, when to score next (`next_timer`);
+        with `settle_ms` 0 it scores at once."""
+        scored: list[Scored] = []
+        if self.cuts_unscored(int(rows["event_time"].max()), history_ms):
+            scored = self.score(watermark_ms)
+        dropped = sum(self.push(kind, part, history_ms) for kind, part in rows_by_kind(rows))
+        if settle_ms <= 0:
+            return scored + self.score(watermark_ms), dropped
+        backfill = "channel" in rows and bool((rows["channel"] == BACKFILL_CHANNEL).any())
+        self.timer_ms = self.next_timer(now_ms, settle_ms, backfill)
+        return scored, dropped
+
+    def cuts_unscored(self, newest_ms: int, history_ms: int) -> bool:
+        """Whether rows up to `newest_ms` would move the horizon past rows that landed since the
+        last scoring: score first, so the horizon never cuts away a row no rule has seen."""
+        if self.unscored_from_ms is None:
+            return False
+        newest = newest_ms if self.newest_ms is None else max(newest_ms, self.newest_ms)
+        return newest - history_ms > self.unscored_from_ms
+
+    def next_timer(self, now_ms: int, settle_ms: int, backfill: bool) -> int:
+        """When to score after rows landed at processing time `now_ms`. Backfill rows (held on
+        board, flushed in port) put the scoring off to `settle_ms` after them: a voyage lands
+        over several batches and is scored once, whole. Live rows never put off a timer already
+        set: a ship's log at sea gets a satellite position every few hours, which at a demo's
+        speed is more often than `settle_ms`, so waiting for quiet would leave it unscored
+        until its history horizon had cut its first weeks away.
+
+        >>> log = EntityLog("s:9321483", timer_ms=5_000)
+        >>> log.next_timer(4_000, 3_000, backfill=False), log.next_timer(4_000, 3_000, True)
+        (5000, 7000)
+        """
+        if backfill or self.timer_ms is None:
+            return now_ms + settle_ms
+        return self.timer_ms
 
     def legs(self) -> pd.DataFrame:
         """A box's sessions: one per voyage leg (ship, voyage), with its first and last
@@ -131,6 +183,7 @@ class EntityLog:
         """The alerts not raised before, each marked late when its event time is more than
         `watermark_ms` behind the newest event."""
         self.dirty = False
+        self.unscored_from_ms = None
         newest = self.newest_ms or 0
         out = []
         for alert in {a.alert_id: a for a in self.alerts()}.values():
@@ -143,14 +196,22 @@ class EntityLog:
 
     def to_bytes(self) -> bytes:
         return pickle.dumps(
-            (self.frames, sorted(self.raised), self.newest_ms, self.dirty, self.timer_ms),
+            (
+                self.frames,
+                sorted(self.raised),
+                self.newest_ms,
+                self.dirty,
+                self.timer_ms,
+                self.unscored_from_ms,
+            ),
             protocol=pickle.HIGHEST_PROTOCOL,
         )
 
     @classmethod
     def from_bytes(cls, key: str, blob: bytes) -> EntityLog:
-        frames, raised, newest, dirty, timer = pickle.loads(blob)  # our own state store
-        return cls(key, frames, set(raised), newest, dirty, timer)
+        # our own state store; a state written before `unscored_from_ms` has five fields
+        frames, raised, newest, dirty, timer, *unscored = pickle.loads(blob)
+        return cls(key, frames, set(raised), newest, dirty, timer, *unscored)
 
 
 def aboard(boxes: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
