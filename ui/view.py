@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -51,6 +52,12 @@ def fmt_num(value: Any, digits: int = 0) -> str:
     if not isinstance(value, int | float):
         return "—"
     return f"{value:,.{digits}f}"
+
+
+def compact(value: Any, limit: int = 300) -> str:
+    """A value as one line of JSON, cut at `limit` characters."""
+    text = json.dumps(value, separators=(",", ":"))
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def masked(last4: Any) -> str:

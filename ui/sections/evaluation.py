@@ -18,7 +18,7 @@ import pandas as pd
 import streamlit as st
 
 from ui.client import ApiClient, ApiError, ApiUnavailable
-from ui.view import REFRESH_S, api_errors, fmt_ms, fmt_num
+from ui.view import REFRESH_S, api_errors, compact, fmt_ms, fmt_num
 
 NO_EVALUATION = "No evaluation yet"
 NOT_EVALUATED = "Not evaluated yet"
@@ -193,6 +193,10 @@ def _evaluate_a_run(client: ApiClient) -> str | None:
         format_func=lambda i: f"{by_id[i]['scenario']} · {i} · {by_id[i]['status']}",
     )
     run = by_id[run_id]
+    st.caption(
+        f"`{run_id}`: **{run['status']}**, started {fmt_ms(run.get('started_at'))} UTC"
+        + (f" · overrides `{compact(run['overrides'])}`" if run.get("overrides") else "")
+    )
     scorable = run["status"] in SCORABLE
     pressed = st.button(
         "Evaluate",

@@ -14,7 +14,7 @@ import streamlit as st
 
 from ui.client import ApiClient, ApiError, ApiUnavailable
 from ui.knobs import GROUP_TITLES, NO_CAP, Knob, knobs_for, run_request
-from ui.view import REFRESH_S, api_errors, fmt_ms, fmt_num
+from ui.view import REFRESH_S, api_errors, compact, fmt_ms, fmt_num
 
 PREFERRED = ("card_velocity", "sensor_fleet")
 LIVE_SPEEDS: list[Any] = [0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, "max"]
@@ -189,9 +189,9 @@ def _runs_list(client: ApiClient) -> None:
                         f"{fmt_num(summary.get('events_per_s'))} events/s"
                     )
                 if run.get("overrides"):
-                    st.caption(f"overrides: `{_compact(run['overrides'])}`")
+                    st.caption(f"overrides: `{compact(run['overrides'])}`")
                 if run.get("live"):
-                    st.caption(f"pacing set while running: `{_compact(run['live'])}`")
+                    st.caption(f"pacing set while running: `{compact(run['live'])}`")
                 if run.get("error"):
                     st.code(run["error"], language=None)
                 components_view(run)
@@ -320,10 +320,3 @@ def stop_run(client: ApiClient, run_id: str) -> None:
     else:
         st.toast(f"{run_id}: {stopped['status']}")
         st.rerun(scope="fragment")
-
-
-def _compact(value: Any) -> str:
-    import json
-
-    text = json.dumps(value, separators=(",", ":"))
-    return text if len(text) <= 300 else text[:297] + "..."
