@@ -16,6 +16,7 @@ from pipeline.jobs.shipping import job as shipping
 from pipeline.jobs.vehicle_telemetry import job as vehicle_telemetry
 from pipeline.jobs.window_counts import job as window_counts
 from pipeline.session import spark_session
+from pipeline.settings import duration_ms
 
 Job = Callable[[SparkSession, StackConfig, PipelineConfig], list[StreamingQuery]]
 
@@ -38,3 +39,23 @@ def start_job(
     if listener is not None:
         spark.streams.addListener(listener)
     return JOBS[cfg.job](spark, stack, cfg)
+
+
+def drain_job(
+    queries: list[StreamingQuery],
+    stack: StackConfig,
+    cfg: PipelineConfig,
+    settle_s: float | None = None,
+) -> None:
+    """Return once the job's queries have processed what their topics hold now.
+
+    `shipping` re-scores a log on a processing-time timer `settle` after its rows stop
+    landing, so its alerts query runs a batch every trigger and is never idle: it is drained
+    to the topics' end offsets, then given `settle_s` (default: twice its `settle`) for the
+    timers. The other jobs' queries are idle once they have read their input."""
+    if cfg.job == shipping.NAME:
+        default_s = 2 * duration_ms(cfg.shipping.settle) / 1000
+        shipping.drain_all(queries, stack, default_s if settle_s is None else settle_s)
+        return
+    for query in queries:
+        query.processAllAvailable()

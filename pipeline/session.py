@@ -4,7 +4,9 @@ Example:
     >>> spark = spark_session(load_stack(None), app="card-velocity")  # doctest: +SKIP
 
 The Kafka connector jars (resolved by `make setup` into .cache/jars/spark-kafka) are passed as
-`spark.jars`, so nothing is downloaded at session start and the stack works offline.
+`spark.jars`, so nothing is downloaded at session start and the stack works offline. On a
+cluster master the session also ships the project's packages to the executors
+(`pipeline.packaging`).
 
 Logs: the JVM the session starts writes its stdout and stderr (log4j's console appender,
 `log4j2.properties`, and what its Python workers print, such as transformWithStateInPandas'
@@ -28,6 +30,7 @@ from core.config import StackConfig
 from core.errors import StreamsimError
 from core.jvm import RESOLVE_HINT, spark_kafka_jars
 from core.kafka.clients import CLIENT_LOGGER
+from pipeline.packaging import ship_packages
 
 LOG4J2 = Path(__file__).with_name("log4j2.properties")
 FAIR_POOLS = Path(__file__).with_name("fairscheduler.xml")
@@ -64,6 +67,18 @@ def spark_conf(stack: StackConfig, app: str) -> dict[str, str]:
 
 def spark_is_local(stack: StackConfig) -> bool:
     return stack.spark.master.startswith("local")
+
+
+def needs_packages(stack: StackConfig) -> bool:
+    """Executors elsewhere cannot import the checkout: ship the zip unless one is configured.
+
+    >>> from core.config import StackConfig
+    >>> needs_packages(StackConfig.model_validate({"spark": {"master": "spark://m:7077"}}))
+    True
+    >>> needs_packages(StackConfig.model_validate({"spark": {"master": "local[2]"}}))
+    False
+    """
+    return not spark_is_local(stack) and "spark.submit.pyFiles" not in stack.spark.conf
 
 
 def spark_log_file(stack: StackConfig) -> Path:
@@ -116,8 +131,11 @@ def spark_session(stack: StackConfig, app: str) -> SparkSession:
     for key, value in spark_conf(stack, app).items():
         builder = builder.config(key, value)
     log = spark_log_file(stack)
+    fresh = SparkContext._active_spark_context is None
     with _jvm_output_to(log):
         session = builder.getOrCreate()
+    if fresh and needs_packages(stack):
+        ship_packages(session, stack)
     for name in ("py4j", CLIENT_LOGGER):  # the driver's Kafka clients (alert sinks, metrics)
         _log_to(log, name)
     session.sparkContext.setLogLevel(stack.spark.log_level)

@@ -62,7 +62,7 @@ class DemoScenario:
     inputs: list[str] | None = None  # the pipeline's input topics, if not its config's
     speed: float | None = None  # the demo's default speed, if not the scenario's
     end_of_input: dict[str, Any] | None = None  # the empty reading that ends the input
-    settle_s: float = 0.0  # shipping: drained by `drain_all`, then this long for the timers
+    settle_s: float = 0.0  # shipping: `drain_job` waits this long for its timers
 
 
 #: 2,000 vehicles at 10x: 20 simulated minutes in 120 s. Faults at 0.15 per
@@ -244,7 +244,7 @@ def _run(
     on_batch: Callable[[BatchReport], None] | None,
     run_id: str,
 ) -> tuple[dict[str, Any], PipelineConfig]:
-    from pipeline.catalog import start_job
+    from pipeline.catalog import drain_job, start_job
     from pipeline.metrics import MetricsPublisher
 
     cfg = load_model(PipelineConfig, plan.pipeline)
@@ -269,13 +269,7 @@ def _run(
     path, speed = scenario
     try:
         simulation = _simulate(path, child, duration_s * speed, speed, queries)
-        if plan.settle_s:  # shipping: its processing-time timers keep the query busy
-            from pipeline.jobs.shipping.job import drain_all
-
-            drain_all(queries, run_stack, plan.settle_s)
-        else:
-            for query in queries:
-                query.processAllAvailable()
+        drain_job(queries, run_stack, cfg, plan.settle_s or None)
         if plan.end_of_input is not None:
             end = _end_of_input(stack, cfg, queries, {**plan.end_of_input, "event_id": run_id})
             simulation["end_of_input"] = end

@@ -26,6 +26,14 @@ DurationOpt = Annotated[
         "query finished, as with trigger available_now)."
     ),
 ]
+DrainOpt = Annotated[
+    bool,
+    typer.Option(
+        "--drain",
+        help="Stop once the queries have processed what their topics hold at the start (a "
+        "backfill, or one pass on a cluster; shipping: and its settle timers have fired).",
+    ),
+]
 
 
 @app.command()
@@ -33,16 +41,19 @@ def run(
     job: Annotated[str, typer.Argument(help="The job, e.g. window-counts.")],
     pipeline_file: PipelineOpt = None,
     duration: DurationOpt = None,
+    drain: DrainOpt = False,
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Start JOB's streaming queries; print rows, rates, watermark and late drops per batch."""
-    from pipeline.catalog import start_job
+    from pipeline.catalog import drain_job, start_job
     from pipeline.config import PipelineConfig
     from pipeline.metrics import MetricsPublisher
     from pipeline.progress import BatchReport, ProgressTotals
     from pipeline.triggers import query_mode, query_note
 
+    if drain and duration:
+        raise StreamsimError("--drain and --duration both say when to stop: give one of them")
     cfg = load_model(PipelineConfig, pipeline_file or Path("config/pipelines") / f"{job}.yaml")
     if cfg.job != job:
         raise StreamsimError(f"{pipeline_file} configures job {cfg.job!r}, not {job!r}")
@@ -70,7 +81,9 @@ def run(
         )
     deadline = time.monotonic() + duration if duration else None
     try:
-        while deadline is None or time.monotonic() < deadline:
+        if drain:
+            drain_job(queries, stack, cfg)
+        while not drain and (deadline is None or time.monotonic() < deadline):
             failed = [q for q in queries if q.exception() is not None]
             if failed:
                 raise StreamsimError(f"query {failed[0].name} failed: {failed[0].exception()}")
@@ -140,10 +153,6 @@ def parity(
         raise typer.Exit(1)
 
 
-#: What a job's Python code imports on the executors: the base, the jobs and the detectors.
-EXECUTOR_PACKAGES = ("core", "detectors", "pipeline")
-
-
 @app.command()
 def package(
     out: Annotated[Path, typer.Option(help="The zip to write.", dir_okay=False)] = Path(
@@ -151,19 +160,12 @@ def package(
     ),
     as_json: JsonOpt = False,
 ) -> None:
-    """Zip the packages a job's executors import (core, detectors, pipeline), for a cluster:
-    set `spark.conf: {spark.submit.pyFiles: ZIP}` in the stack config."""
-    import zipfile
+    """Zip the packages a job's executors import (core, detectors, pipeline). A session on a
+    cluster master ships one by itself; this zip is for `spark.submit.pyFiles` in the stack
+    config, `spark-submit --py-files` or a container image."""
+    from pipeline.packaging import EXECUTOR_PACKAGES, write_packages_zip
 
-    root = Path(__file__).resolve().parents[2]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    files = 0
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name in EXECUTOR_PACKAGES:
-            for path in sorted((root / name).rglob("*")):
-                if path.is_file() and "__pycache__" not in path.parts:
-                    archive.write(path, path.relative_to(root).as_posix())
-                    files += 1
+    files = write_packages_zip(out)
     emit(
         {"zip": str(out.resolve()), "packages": list(EXECUTOR_PACKAGES), "files": files},
         as_json,
