@@ -12,6 +12,11 @@ few) and
    replay skips it. Kafka goes first: a crash between the two sinks re-publishes the same
    ids on replay (at least once, idempotent by id) instead of losing them.
 
+An unwritable lake (disk full, read-only, a file where a folder should be) holds the batch:
+it says so once on stderr (path and OS error), retries every `LAKE_RETRY_S`, and says when
+the file is written. Failing the batch instead would make Spark fail the query, and its
+replay would publish the batch's alerts to Kafka a second time. After `LAKE_WAIT_S` it fails.
+
 The query id comes from the checkpoint's `metadata` file, so a restart from the checkpoint
 keeps writing to the same folder and a fresh checkpoint starts a new one.
 
@@ -26,8 +31,10 @@ the latest event time of its new alerts before it decides (to let the first one 
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -47,6 +54,10 @@ from core.kafka import producer_config
 from detectors import ALERT_COLUMNS
 
 SOURCE = "pipeline"
+#: How long a batch waits for an unwritable lake before it fails (and with it the query).
+LAKE_WAIT_S = 600.0
+#: Seconds between two attempts to write a batch's file to an unwritable lake.
+LAKE_RETRY_S = 1.0
 
 LAKE_SCHEMA = pa.schema(
     [
@@ -231,10 +242,34 @@ class AlertSink:
             for record in records
         ]
         table = pa.Table.from_pylist(rows, schema=LAKE_SCHEMA)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_name(f".{target.name}.partial")
-        pq.write_table(table, partial)
-        os.replace(partial, target)
+        blocked_at: float | None = None
+        while True:
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                partial = target.with_name(f".{target.name}.partial")
+                pq.write_table(table, partial)
+                os.replace(partial, target)
+            except OSError as exc:
+                now = time.monotonic()
+                if blocked_at is None:
+                    blocked_at = now
+                    _say(
+                        f"{self.job}: alerts lake unwritable: {lake_error(exc, target)}; "
+                        f"batch {batch_id} holds its {len(rows)} alerts and retries every "
+                        f"{LAKE_RETRY_S:g}s for up to {LAKE_WAIT_S:g}s"
+                    )
+                elif now - blocked_at >= LAKE_WAIT_S:
+                    raise OSError(
+                        exc.errno, f"alerts lake unwritable for {LAKE_WAIT_S:g}s: {exc}"
+                    ) from exc
+                time.sleep(LAKE_RETRY_S)
+                continue
+            if blocked_at is not None:
+                _say(
+                    f"{self.job}: alerts lake writable again after "
+                    f"{time.monotonic() - blocked_at:.1f}s: batch {batch_id} written to {target}"
+                )
+            return
 
     def known_ids(self) -> set[str]:
         """The alert ids this sink has written (its lake folder's, then its own writes)."""
@@ -257,6 +292,21 @@ class AlertSink:
         if self._producer is not None:
             self._producer.flush(30)
             self._producer = None
+
+
+def lake_error(exc: OSError, target: Path) -> str:
+    """The path and OS error of a failed lake write, on one line.
+
+    >>> lake_error(NotADirectoryError(20, "Not a directory"), Path("/l/a/b.parquet"))
+    '/l/a/b.parquet: ENOTDIR (Not a directory)'
+    """
+    code = errno.errorcode.get(exc.errno or 0, "error")
+    return f"{exc.filename or target}: {code} ({exc.strerror or exc})"
+
+
+def _say(line: str) -> None:
+    """One line on stderr, where `pipeline run`'s log is (not in Spark's log file)."""
+    print(line, file=sys.stderr, flush=True)
 
 
 def _plain(value: Any) -> Any:

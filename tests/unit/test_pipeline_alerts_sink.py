@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 
 from core.config import StackConfig
 from detectors import Alert, alerts_to_frame
+from pipeline import alerts_sink
 from pipeline.alerts_sink import (
     AlertSink,
     alert_record,
@@ -134,6 +136,53 @@ def test_a_failed_publish_writes_no_lake_file(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError):
         sink(FakeBatch([A1]), 0)  # type: ignore[arg-type]
     assert lake_alert_ids(tmp_path / "lake") == set()  # so the replay publishes it again
+
+
+def block(path: Path) -> Path:
+    """Make `path` unwritable even for root: the folder moves aside, a file takes its name."""
+    aside = path.with_name(path.name + ".aside")
+    path.rename(aside)
+    path.write_text("in the way")
+    return aside
+
+
+def test_an_unwritable_lake_holds_the_batch_says_so_and_writes_once_it_clears(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(alerts_sink, "LAKE_RETRY_S", 0.01)
+    sink, published = make_sink(tmp_path)
+    sink(FakeBatch([A1]), 0)  # type: ignore[arg-type]
+    lake = tmp_path / "lake"
+    aside = block(lake)
+
+    def clear() -> None:
+        lake.unlink()
+        aside.rename(lake)
+
+    timer = threading.Timer(0.2, clear)  # while the batch below retries
+    timer.start()
+    sink(FakeBatch([A2]), 1)  # type: ignore[arg-type]
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2, err
+    folder = lake / "alerts" / "card-velocity" / QUERY_ID
+    assert err[0].startswith(f"card-velocity: alerts lake unwritable: {folder}: ENOTDIR")
+    assert "batch 1 holds its 1 alerts" in err[0]
+    assert err[1].startswith("card-velocity: alerts lake writable again after")
+    assert err[1].endswith(f"batch 1 written to {folder / 'batch-000000001.parquet'}")
+    assert [r["alert_id"] for r in published] == [A1.alert_id, A2.alert_id]  # once each
+    assert sorted(read_lake(lake)["alert_id"]) == sorted([A1.alert_id, A2.alert_id])
+
+
+def test_a_lake_unwritable_past_the_wait_fails_the_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(alerts_sink, "LAKE_RETRY_S", 0.01)
+    monkeypatch.setattr(alerts_sink, "LAKE_WAIT_S", 0.05)
+    sink, _ = make_sink(tmp_path)
+    (tmp_path / "lake").mkdir()
+    block(tmp_path / "lake")
+    with pytest.raises(OSError, match=r"alerts lake unwritable for 0\.05s"):
+        sink(FakeBatch([A1]), 0)  # type: ignore[arg-type]
 
 
 def test_lake_helpers_on_an_empty_lake(tmp_path: Path) -> None:
