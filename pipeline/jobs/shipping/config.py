@@ -24,6 +24,7 @@ class ShippingSettings(Settings):
     )
     settle: Duration = Field(
         "3 seconds",
-        description="Processing time a log waits after its latest rows before it re-runs the "
-        "rules: a voyage's backlog lands over several batches and is scored once, whole.",
+        description="Processing time a log waits after its latest backfill rows (held on "
+        "board, flushed in port) before it re-runs the rules: a voyage's backlog lands over "
+        "several batches and is scored once, whole. Live rows do not put it off.",
     )
