@@ -65,6 +65,7 @@ def test_frames() -> None:
     frame = runs_frame([LIVE, DONE])
     assert list(frame["status"]) == ["running", "finished"]
     assert list(frame["SLOs"]) == [None, "met"]
+    assert list(frame["p99"]) == ["—", "3.00 ms"] and list(frame["achieved"]) == ["—", "99.0/s"]
     assert slo_frame(REPORT).to_dict("records") == [
         {"SLO": "p99_ms", "threshold": 10, "measured": 3.0, "ok": "✓"}
     ]

@@ -27,7 +27,7 @@ STATUS_ICONS = {
     "failed": ":red[●]",
     "stopped": ":gray[●]",
 }
-SHOWN = "loadtest_shown"  # session key: the run whose report is shown
+SHOWN = "loadtest_report"  # the report shown (its selectbox's key): a new run's once started
 LIVE_S = 1.0
 NO_RUNS = "No load test yet"
 
@@ -63,11 +63,11 @@ def runs_frame(runs: list[dict[str, Any]]) -> pd.DataFrame:
                 "run": run["run_id"],
                 "status": run["status"],
                 "started": fmt_ms(run.get("started_at")),
-                "requests": summary.get("requests"),
-                "achieved/s": summary.get("achieved_rate"),
-                "p50 ms": latency.get("p50"),
-                "p99 ms": latency.get("p99"),
-                "errors": summary.get("errors"),
+                "requests": fmt_num(summary.get("requests")),
+                "achieved": fmt_rate(summary.get("achieved_rate")),
+                "p50": ms(latency.get("p50")),
+                "p99": ms(latency.get("p99")),
+                "errors": fmt_num(summary.get("errors")),
                 "SLOs": None if "ok" not in summary else ("met" if summary["ok"] else "FAILED"),
             }
         )
@@ -149,13 +149,11 @@ def _runs(client: ApiClient) -> None:
         if run["status"] in ACTIVE:
             _live(client, run)
     st.subheader("Reports")
-    st.dataframe(runs_frame(runs), hide_index=True, width="stretch")
+    st.table(runs_frame(runs).set_index("run"))  # plain HTML: every run id readable
     ids = [r["run_id"] for r in runs]
-    wanted = st.session_state.get(SHOWN)
-    index = ids.index(wanted) if wanted in ids else 0
-    shown = st.selectbox("Show report", ids, index=index, key="loadtest_report")
-    if shown != wanted:
-        st.session_state[SHOWN] = shown
+    if st.session_state.get(SHOWN) not in ids:
+        st.session_state.pop(SHOWN, None)  # gone: the newest instead
+    shown = st.selectbox("Show report", ids, key=SHOWN)
     with api_errors("Reading the report"):
         _report(client.loadtest_run(shown))
 
