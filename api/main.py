@@ -8,6 +8,8 @@ Routes:
 - `POST /v1/control/stats/reset`: control (bearer token);
 - `POST /v1/control/runs`, `DELETE /v1/control/runs/{id}`: scenario runs (bearer token);
   `GET /v1/runs`, `GET /v1/scenarios` (open);
+- `POST /v1/control/runs/{id}/evaluation`: score a run against truth (bearer token);
+  `GET /v1/runs/{id}/evaluation`, `GET /v1/evaluations/runs` (open);
 - `POST /v1/control/loadtests`, `DELETE /v1/control/loadtests/{id}`: load tests (bearer
   token); `GET /v1/loadtests/files`, `/v1/loadtests/runs[/{id}]` (open);
 - `GET /v1/alerts`, `/v1/activity/recent`, `/v1/pipeline`, `/v1/rates`,
@@ -43,6 +45,7 @@ from api.panel.loadtests import LoadTestManager
 from api.panel.owners import OwnerTokens, load_owner_tokens
 from api.panel.routes import ROUTERS as PANEL_ROUTERS
 from api.panel.routes import loadtests as loadtest_routes
+from api.panel.run_evaluations import RunEvaluations
 from api.panel.runs import RunManager
 from api.panel.views.fleet import FleetView
 from api.responses import OrjsonResponse
@@ -71,6 +74,7 @@ def create_app(
         feed = feed or Feeds(stack, service.settings.topic)
         evaluations_dir = evaluations_dir or Path(stack.dirs.data) / "evaluations"
         loadtests = loadtests or LoadTestManager.for_stack(stack)
+    evaluations = RunEvaluations(run_manager) if run_manager is not None else None
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -84,6 +88,8 @@ def create_app(
         finally:
             if shipping is not None:
                 await asyncio.to_thread(shipping.stop)
+            if evaluations is not None:
+                evaluations.close()
             if run_manager is not None:
                 await asyncio.to_thread(run_manager.close)
             if loadtests is not None:
@@ -102,6 +108,7 @@ def create_app(
     app.state.service = service
     app.state.control_token = service.secrets.api_token
     app.state.runs = run_manager
+    app.state.evaluations = evaluations
     app.state.feeds = feed
     app.state.evaluations_dir = evaluations_dir
     app.state.owner_tokens = owner_tokens

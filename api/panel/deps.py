@@ -3,7 +3,6 @@ they answer without them."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from fastapi import HTTPException, Request, status
@@ -30,16 +29,12 @@ def runs_of(request: Request) -> RunManager:
     return runs
 
 
-_EVALUATIONS = threading.Lock()
-
-
 def evaluations_of(request: Request) -> RunEvaluations:
-    """The evaluations of the app's runs, made on first use (503 without run control)."""
-    runs = runs_of(request)
-    with _EVALUATIONS:
-        found: RunEvaluations | None = getattr(request.app.state, "evaluations", None)
-        if found is None or found.runs is not runs:
-            found = request.app.state.evaluations = RunEvaluations(runs)
+    """The evaluations of the app's runs (503 without run control, as the runs)."""
+    runs_of(request)
+    found: RunEvaluations | None = getattr(request.app.state, "evaluations", None)
+    if found is None:
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "run control is not set up")
     return found
 
 
