@@ -37,6 +37,7 @@ from ui.sections import (  # noqa: E402
     try_it,
     vehicles,
 )
+from ui.status import show_down  # noqa: E402
 from ui.view import client  # noqa: E402
 
 PAGES = (
@@ -50,12 +51,15 @@ PAGES = (
     (evaluation, "Evaluation", "evaluation", ":material/insights:"),
     (loadtests, "Load tests", "load-tests", ":material/speed:"),
 )
+#: The pages fed by a Spark job: each says so when none reports.
+NEEDS_JOB = (live, vehicles, shipping, alerts)
 
 
 def page(module: ModuleType, api: ApiClient) -> Callable[[], None]:
     """The page function of a section (named after it, so Streamlit keys stay stable)."""
 
     def show() -> None:
+        show_down(api, needs_job=module in NEEDS_JOB)
         module.render(api)
 
     show.__name__ = module.__name__.rsplit(".", 1)[-1]
