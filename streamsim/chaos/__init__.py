@@ -5,12 +5,13 @@
 - `broker`: the broker faults (`broker`, `broker-of-3`) on a private local broker or cluster.
 - `checkpoint`, `alerts`, `driver`: the `driver` fault (kill -9 a Spark job's driver mid-batch).
 - `acks`, `endpoint`: the `endpoint` fault (kill -9 the fraud endpoint under load).
+- `lake`: the `lake-full` fault (card-velocity's lake unwritable mid-run, then writable).
 """
 
 from streamsim.chaos.broker import BROKER_FAULTS, run_broker_fault
 from streamsim.chaos.report import ChaosReport
 
 #: Every `--fault` value.
-FAULTS = (*BROKER_FAULTS, "driver", "endpoint")
+FAULTS = (*BROKER_FAULTS, "driver", "endpoint", "lake-full")
 
 __all__ = ["BROKER_FAULTS", "FAULTS", "ChaosReport", "run_broker_fault"]

@@ -38,7 +38,7 @@ from core.kafka.admin import ensure_topics
 from core.kafka.offsets import end_offsets
 from core.kafka.reader import read_topic
 from streamsim.bench.api import ServerProcess
-from streamsim.chaos.alerts import tally_alerts
+from streamsim.chaos.alerts import AlertTally, tally_alerts
 from streamsim.chaos.broker import private_stack
 from streamsim.chaos.checkpoint import batch_state, covers, source_offsets
 from streamsim.chaos.report import ChaosReport
@@ -214,8 +214,29 @@ def job_run(name: str, private: StackConfig, home: Path) -> JobRun:
     return JobRun(name, root, stack, env, stack_file, pipeline_file, data["output_topic"])
 
 
+def compare_runs(reference: JobRun, faulted: JobRun, notes: list[str]) -> tuple[AlertTally, bool]:
+    """The faulted run's alerts (topic and lake) against the uninterrupted run's, noted in
+    `notes`; and whether the uninterrupted run's topic and lake agree (else nothing holds)."""
+    ref_topic, ref_lake = reference.alert_ids()
+    got_topic, got_lake = faulted.alert_ids()
+    tally = tally_alerts(ref_topic, got_topic, got_lake)
+    notes.append(
+        f"uninterrupted run: {tally.expected} alerts ({len(ref_topic)} in its topic, "
+        f"{len(ref_lake)} in its lake); faulted run: {len(got_topic)} in the topic, "
+        f"{len(got_lake)} in the lake"
+    )
+    consistent = set(ref_topic) == set(ref_lake)
+    if not consistent:
+        notes.append("the uninterrupted run's topic and lake differ")
+    if tally.unexpected:
+        notes.append(f"{tally.unexpected} alert ids the uninterrupted run did not raise")
+    if tally.expected == 0:
+        notes.append("the uninterrupted run raised no alert: nothing was compared")
+    return tally, consistent
+
+
 @dataclass
-class _Producing:
+class Producing:
     """The simulator in a thread, into the private broker."""
 
     config: ScenarioConfig
@@ -274,7 +295,7 @@ def run_driver_fault(
         runs.append(faulted)
         faulted.start()
         faulted.wait_started()
-        producing = _Producing(config, private, events, speed, seed)
+        producing = Producing(config, private, events, speed, seed)
         producing.thread.start()
 
         killed_at = recovered_at = None
@@ -314,20 +335,7 @@ def run_driver_fault(
         reference.wait_drained(topic, None)
         reference.stop()
 
-        ref_topic, ref_lake = reference.alert_ids()
-        got_topic, got_lake = faulted.alert_ids()
-        tally = tally_alerts(ref_topic, got_topic, got_lake)
-        notes.append(
-            f"uninterrupted run: {tally.expected} alerts ({len(ref_topic)} in its topic, "
-            f"{len(ref_lake)} in its lake); faulted run: {len(got_topic)} in the topic, "
-            f"{len(got_lake)} in the lake"
-        )
-        if set(ref_topic) != set(ref_lake):
-            notes.append("the uninterrupted run's topic and lake differ")
-        if tally.unexpected:
-            notes.append(f"{tally.unexpected} alert ids the uninterrupted run did not raise")
-        if tally.expected == 0:
-            notes.append("the uninterrupted run raised no alert: nothing was compared")
+        tally, consistent = compare_runs(reference, faulted, notes)
         summary = producing.summary
         if summary.failed:
             notes.append(f"the simulator failed to send {summary.failed} records")
@@ -338,7 +346,7 @@ def run_driver_fault(
             and tally.lost == 0
             and tally.duplicate_ids == 0
             and tally.unexpected == 0
-            and set(ref_topic) == set(ref_lake)
+            and consistent
             and summary.failed == 0
         )
         return ChaosReport(

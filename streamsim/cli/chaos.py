@@ -18,6 +18,7 @@ RECOVERED = {
     "broker-of-3": "writes acknowledged again",
     "driver": "the restarted job committed the killed batch",
     "endpoint": "the restarted endpoint was live (state rebuilt)",
+    "lake-full": "the held batch reached the lake",
 }
 
 
@@ -42,7 +43,8 @@ def chaos(
         typer.Option(
             help="broker: kill -9 the single broker; broker-of-3: kill -9 one of 3 brokers; "
             "driver: kill -9 the card-velocity Spark driver mid-batch (card scenarios); "
-            "endpoint: kill -9 the fraud endpoint under load."
+            "endpoint: kill -9 the fraud endpoint under load; "
+            "lake-full: card-velocity's lake becomes unwritable for --outage-s."
         ),
     ] = "broker",
     events: Annotated[
@@ -52,7 +54,8 @@ def chaos(
         str | None,
         typer.Option(
             help="Simulated seconds per wall second, or 'max'. Default: 1 (broker faults), "
-            "300 (driver: the job must see several batches while the simulator produces)."
+            "300 (driver, lake-full: the job must see several batches while the simulator "
+            "produces)."
         ),
     ] = None,
     entities: Annotated[
@@ -77,6 +80,7 @@ def chaos(
     from streamsim.chaos import BROKER_FAULTS, FAULTS, run_broker_fault
     from streamsim.chaos.driver import run_driver_fault
     from streamsim.chaos.endpoint import run_endpoint_fault
+    from streamsim.chaos.lake import run_lake_fault
 
     if fault not in FAULTS:
         raise typer.BadParameter(f"{fault!r}: one of {', '.join(FAULTS)}", param_hint="--fault")
@@ -94,8 +98,9 @@ def chaos(
             seed=seed,
             keep=keep,
         )
-    elif fault == "driver":
-        report = run_driver_fault(
+    elif fault in ("driver", "lake-full"):
+        run_job_fault = run_driver_fault if fault == "driver" else run_lake_fault
+        report = run_job_fault(
             scenario_config,
             stack,
             events=events,
