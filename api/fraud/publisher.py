@@ -13,7 +13,8 @@ makes librdkafka's broker thread busy-poll (figures in the CHANGELOG). The price
 reaches the topic (other instances' state, the read API, Spark) up to 100 ms later; the request
 itself never waits for it. While Kafka is unreachable, records wait in librdkafka's queue and are
 retried until `message.timeout.ms`; whatever still fails is counted (`failed`, `last_error`) and
-logged, never dropped silently. Records never hold a PAN.
+logged, never dropped silently. A broker that throttles the publisher (a client quota) is
+logged when it starts and stops (`core.kafka.throttle`). Records never hold a PAN.
 
 Each record carries its transaction id in the `transaction_id` header (`TXID_HEADER`), so the
 updater can skip the endpoint's own records as they come back without parsing them.
@@ -32,6 +33,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from api.kafkalog import kafka_logger
 from core.config import StackConfig
 from core.kafka import producer_config
+from core.kafka.throttle import ThrottleWatch
 
 log = logging.getLogger("api.publisher")
 
@@ -65,6 +67,7 @@ class KafkaPublisher:
         self.last_error: str | None = None
         self._probe: tuple[float, bool] = (0.0, False)
         self._stop = threading.Event()
+        self.throttle = ThrottleWatch(f"the publisher to {topic}", log.warning)
         self._producer = Producer(
             producer_config(
                 stack,
@@ -74,6 +77,7 @@ class KafkaPublisher:
                     "delivery.report.only.error": True,
                     "on_delivery": self._on_delivery,
                     "error_cb": self._on_error,
+                    "throttle_cb": self.throttle,
                     "logger": kafka_logger(),
                 },
             )

@@ -8,7 +8,8 @@ which slows the simulator to the broker's pace with bounded memory.
 A broker outage does not stop the run: records wait in librdkafka's queue (and the simulator
 waits on it when it is full) until the broker is back, within `message.timeout.ms`. The outage
 is reported: a warning when the cluster becomes unreachable, and `kafka_outage` in the summary
-(how many transport errors, over how many seconds).
+(how many transport errors, over how many seconds). A broker that throttles the producer (a
+client quota) is reported likewise: a warning when it starts, and `kafka_throttle` in the summary.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from core.config import StackConfig
 from core.errors import StreamsimError
 from core.kafka import ensure_topics, producer_config
 from core.kafka.admin import is_reachable
+from core.kafka.throttle import ThrottleWatch
 from simulators.sinks.base import Records, SinkReport, Topics
 
 MAX_ERRORS_KEPT = 5
@@ -55,6 +57,7 @@ class KafkaSink:
         self._outage_errors = 0
         self._outage_first: float | None = None
         self._outage_last: float | None = None
+        self._throttle = ThrottleWatch("the simulator's producer", _warn)
 
     def open(self, topics: Topics) -> None:
         self.topics = topics
@@ -66,6 +69,7 @@ class KafkaSink:
                 "delivery.report.only.error": True,
                 "on_delivery": self._on_delivery,
                 "error_cb": self._on_error,
+                "throttle_cb": self._throttle,
             },
             **self.overrides,
         )
@@ -168,5 +172,12 @@ class KafkaSink:
                 "errors": self._outage_errors,
                 "seconds": round(self._outage_last - self._outage_first, 3),
             }
+        throttle = self._throttle.summary()
+        if throttle["events"]:
+            self._report.details["kafka_throttle"] = throttle
         self._producer = None
         return self._report
+
+
+def _warn(line: str) -> None:
+    print(line, file=sys.stderr)
