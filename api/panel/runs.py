@@ -25,7 +25,8 @@ and the fraud endpoint in POS mode).
 - a supervisor thread per run records each component's state (starting, running, exited with
   its code, stopped), the job's batch progress (from `progress`, the panel's view of the
   `metrics` topic), and ends the run: when the simulator exits by itself, the job is stopped
-  once it drained (or after `drain_timeout_s`), then the endpoint: `finished` with the
+  once it drained (or after `drain_timeout_s`; a job still starting, no batch yet, first
+  gets `job_start_timeout_s` to start: it has read nothing), then the endpoint: `finished` with the
   `--json` summary; `failed` with the tail of stderr when the simulator fails or another
   component exits first; `stopped` when `stop(run_id)` asked for it (the same order: each
   group gets its stop signal, SIGTERM or the job's SIGINT, then SIGKILL after
@@ -398,6 +399,7 @@ class RunManager:
         commands: Mapping[Component, CommandOf] | None = None,
         stop_timeout_s: float = 15.0,
         drain_timeout_s: float = 30.0,
+        job_start_timeout_s: float = 120.0,
         endpoint_timeout_s: float = 90.0,
         keep: int = 100,
         env: Mapping[str, str] | None = None,
@@ -423,6 +425,7 @@ class RunManager:
         }
         self.stop_timeout_s = stop_timeout_s
         self.drain_timeout_s = drain_timeout_s
+        self.job_start_timeout_s = job_start_timeout_s
         self.endpoint_timeout_s = endpoint_timeout_s
         self.keep = keep
         base_env = dict(os.environ if env is None else env)
@@ -778,6 +781,14 @@ class RunManager:
     def _wait_drained(self, run: Run, job: Part) -> None:
         simulator = run.parts.get("simulator")
         sim_end = (simulator.ended_at if simulator else None) or _now_ms()
+        finished = simulator is not None and simulator.exit_code == 0
+        if self.progress is not None and finished and not run.stop_requested:
+            # Spark's first batch can take a minute on a busy machine: a job stopped before it
+            # has read nothing of the run. (A stop asked for, or a failure, does not wait.)
+            started = time.monotonic() + self.job_start_timeout_s
+            while job.state == "starting" and time.monotonic() < started and _alive(job):
+                self._update_progress(run)
+                time.sleep(self.poll_s)
         deadline = time.monotonic() + self.drain_timeout_s
         while time.monotonic() < deadline and job.proc is not None and job.proc.poll() is None:
             self._update_progress(run)
@@ -880,6 +891,10 @@ class RunManager:
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def _alive(part: Part) -> bool:
+    return part.proc is not None and part.proc.poll() is None
 
 
 def _kill_group(pgid: int | None, sig: signal.Signals) -> None:

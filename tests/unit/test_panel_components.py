@@ -445,3 +445,42 @@ def test_a_component_log_tail_is_its_end(tmp_path: Path) -> None:
     assert tail.endswith("the last line") and len(tail) <= 2000
     assert part.to_dict(private=False)["log_tail"] is None
     assert Part("job", tmp_path / "missing.log").to_dict()["log_tail"] == ""
+
+
+class LateProgress:
+    """A metrics feed whose job reports its first (empty) batch only after `after_s`."""
+
+    def __init__(self, job: str, after_s: float) -> None:
+        self.job, self.at = job, time.monotonic() + after_s
+
+    def queries(self, now_ms: int) -> list[dict[str, Any]]:
+        if time.monotonic() < self.at:
+            return []
+        return [report("counts", now_ms, rows=0, job=self.job)]
+
+
+def test_a_job_still_starting_when_the_simulator_finishes_gets_time_to_start(
+    tmp_path: Path, scenario_dir: Path
+) -> None:
+    seen: list[tuple[str, RunSpec]] = []
+    runs = make_manager(tmp_path, scenario_dir, seen, simulator="done")
+    runs.drain_timeout_s = 0.2  # shorter than the job's start: the start is waited for first
+    runs.progress = LateProgress("window-counts", 2.0)
+    run = runs.start("sensor_fleet")
+    assert run.done.wait(30)
+    assert run.status == "finished", run.error
+    job, simulator = run.parts["job"], run.parts["simulator"]
+    assert job.progress, "stopped before its first batch"
+    assert (job.ended_at or 0) - (simulator.ended_at or 0) >= 1000
+
+
+def test_a_stop_does_not_wait_for_a_starting_job(tmp_path: Path, scenario_dir: Path) -> None:
+    seen: list[tuple[str, RunSpec]] = []
+    runs = make_manager(tmp_path, scenario_dir, seen)
+    runs.drain_timeout_s = 0.2
+    runs.progress = LateProgress("window-counts", 600.0)  # never starts
+    run = runs.start("sensor_fleet")
+    wait_ready(run.workdir / "stdout.log")
+    began = time.monotonic()
+    assert runs.stop(run.run_id).status == "stopped"
+    assert time.monotonic() - began < 15
