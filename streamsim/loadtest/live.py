@@ -70,7 +70,8 @@ class LiveFile:
         now = self.clock()
         if self.t0 is None:
             self.t0 = now
-        if self._last_t is not None and now - self._last_t < self.every_s:
+        all_done = finished >= total  # the last call: never throttled away
+        if self._last_t is not None and now - self._last_t < self.every_s and not all_done:
             return
         self.write(self.snapshot(sent, finished, total, rec, now))
 

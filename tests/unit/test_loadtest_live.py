@@ -59,8 +59,13 @@ def test_live_file_writes_at_most_once_per_interval_and_rates_the_good_answers(
     assert (second["good"], second["errors"]) == (2, 1)
     assert second["achieved_rate"] == 1.0  # 2 good answers over the 2 s since the first write
     assert second["latency_ms"]["max"] == 10.0
+    for slot in range(3, 10):
+        rec.answered(slot, 200, slot * 0.5 + 0.01)
+    now[0] = 102.1
+    live(10, 10, 10, rec)  # every request finished: written at once
+    assert orjson.loads(path.read_bytes())["finished"] == 10
     now[0] = 103.0
     live.done()
     last = orjson.loads(path.read_bytes())
-    assert last["phase"] == "done" and last["elapsed_s"] == 3.0 and last["good"] == 2
+    assert last["phase"] == "done" and last["elapsed_s"] == 3.0 and last["good"] == 9
     assert not path.with_suffix(".part").exists()
