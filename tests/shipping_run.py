@@ -3,11 +3,16 @@ far more frequent than by default, so each type the seed injects has support in 
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from core.config.loader import load_model
-from scenarios.catalog import ScenarioConfig
+from core.contracts import topics
+from scenarios.catalog import ScenarioConfig, run_scenario
+from simulators.sinks import JsonlSink
 
 REPO = Path(__file__).resolve().parents[1]
 SEED = 11
@@ -34,3 +39,37 @@ def small_shipping(run_id: str, seed: int = SEED) -> dict[str, Any]:
         reefer_failure=0.2, door_tamper=0.05, missed_unload=0.1, route_deviation=0.5
     )
     return data
+
+
+#: Each shipping schema's topic and key field (DESIGN.md).
+TOPIC = {
+    "shipping.container/1": (topics.SHIPPING_CONTAINERS.name, "container_id"),
+    "shipping.position/1": (topics.SHIPPING_POSITIONS.name, "ship_id"),
+    "shipping.port-event/1": (topics.SHIPPING_PORT_EVENTS.name, "port"),
+}
+
+
+def seeded_events(
+    out: Path, ships: int = 3, boxes: int = 150, days: int = 4
+) -> list[dict[str, Any]]:
+    """A run of seed 13, written to `out` as JSONL; its events in emit order. The batch rules
+    find 4 incident types in it with 150 boxes over 4 days (~32,000 events), 3 with 80 boxes
+    over 3 days (~12,000)."""
+    data = small_shipping(uuid.uuid4().hex[:8], seed=13)
+    data.update(
+        entities=ships + boxes + 30,
+        duration_s=days * 86_400.0,
+        classes=[
+            {"name": "ship", "share": ships},
+            {"name": "container", "share": boxes},
+            {"name": "port", "share": 30},
+        ],
+    )
+    data["domain"]["capacity"] = 80
+    run_scenario(ScenarioConfig.model_validate(data), JsonlSink(out), speed="max")
+    return [orjson.loads(line) for line in (out / "events.jsonl").open("rb")]
+
+
+def keyed_records(events: list[dict[str, Any]]) -> list[tuple[str, str, bytes]]:
+    """(topic, key, value) of each event, as the simulator's Kafka sink writes them."""
+    return [(TOPIC[e["schema"]][0], str(e[TOPIC[e["schema"]][1]]), orjson.dumps(e)) for e in events]

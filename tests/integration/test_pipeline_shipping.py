@@ -32,18 +32,11 @@ from pipeline.config import PipelineConfig
 from pipeline.jobs.shipping import job
 from pipeline.metrics import MetricsPublisher
 from pipeline.progress import ProgressTotals
-from scenarios.catalog import ScenarioConfig, run_scenario
-from simulators.sinks import JsonlSink
 from streamsim.evaluate.shipping import TOPIC_COLUMNS, frame_of, run_rules
-from tests.shipping_run import small_shipping
+from tests.shipping_run import TOPIC, keyed_records, seeded_events
 
 pytestmark = pytest.mark.integration
 
-TOPIC = {
-    "shipping.container/1": (topics.SHIPPING_CONTAINERS.name, "container_id"),
-    "shipping.position/1": (topics.SHIPPING_POSITIONS.name, "ship_id"),
-    "shipping.port-event/1": (topics.SHIPPING_PORT_EVENTS.name, "port"),
-}
 DAY_MS = 86_400_000
 SETTLE_S = 2
 
@@ -65,21 +58,7 @@ def produce(stack: StackConfig, records: list[tuple[str, str, bytes]]) -> None:
 
 @pytest.fixture(scope="module")
 def events(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    out = tmp_path_factory.mktemp("ship-run")
-    tag = uuid.uuid4().hex[:8]
-    data = small_shipping(tag, seed=13)
-    data.update(
-        entities=3 + 150 + 30,
-        duration_s=4 * 86_400.0,
-        classes=[
-            {"name": "ship", "share": 3},
-            {"name": "container", "share": 150},
-            {"name": "port", "share": 30},
-        ],
-    )
-    data["domain"]["capacity"] = 80
-    run_scenario(ScenarioConfig.model_validate(data), JsonlSink(out), speed="max")
-    return [orjson.loads(line) for line in (out / "events.jsonl").open("rb")]
+    return seeded_events(tmp_path_factory.mktemp("ship-run"))
 
 
 def test_job_raises_the_batch_alerts_and_counts_late_drops(
@@ -104,9 +83,7 @@ def test_job_raises_the_batch_alerts_and_counts_late_drops(
             "shipping": {"history": "30 days", "settle": f"{SETTLE_S} seconds"},
         }
     )
-    records = [
-        (TOPIC[e["schema"]][0], str(e[TOPIC[e["schema"]][1]]), orjson.dumps(e)) for e in events
-    ]
+    records = keyed_records(events)
     boxes = [e for e in events if e["schema"] == "shipping.container/1"][:3]
     stale = [
         {**e, "event_id": f"{e['event_id']}-stale", "event_time": e["event_time"] - 60 * DAY_MS}

@@ -4,13 +4,16 @@
 its input), giving the same output as `local[2]` on the same input:
 - `window-counts`: the same window counts, on the sensor_fleet scenario (seed 7);
 - `card-velocity` and `vehicle-telemetry`: the same alert ids, every planted kind among them, on
-  the hand-made incidents of their own integration tests.
+  the hand-made incidents of their own integration tests;
+- `shipping`: the same alert ids on a seeded shipping run. Its processing-time timers keep its
+  alerts query busy, so it runs in micro-batches with `pipeline run --drain`.
 
 The executors read Kafka themselves, so this proves the connector jars (`spark.jars`) reach
 them. The executors' Python cannot import the project from the checkout (a `sitecustomize`
 takes the editable install's path out of `sys.path`), so the rules that run there, in
-transformWithStateInPandas Python workers, prove the `spark.submit.pyFiles` zip carries
-`detectors/` and `pipeline/`.
+transformWithStateInPandas Python workers, prove that the packages zip the session ships by
+itself on a cluster master (`pipeline.packaging`, nothing configured) carries `detectors/` and
+`pipeline/`.
 """
 
 from __future__ import annotations
@@ -38,9 +41,13 @@ from core.config import StackConfig
 from core.jvm import java_executable
 from core.kafka import ensure_topics, producer_config
 from core.kafka.reader import read_topic
+from pipeline.jobs.shipping import job as shipping
+from pipeline.packaging import ZIP_NAME
 from tests.conftest import REPO_ROOT, free_port
 from tests.integration import test_pipeline_card_velocity as cards
+from tests.integration import test_pipeline_shipping as ships
 from tests.integration import test_pipeline_vehicle_telemetry as vehicles
+from tests.shipping_run import keyed_records, seeded_events
 
 pytestmark = pytest.mark.integration
 SPARK_HOME = Path(pyspark.__file__).parent
@@ -149,14 +156,6 @@ def streamsim(*args: str, timeout_s: float) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
 
 
-@pytest.fixture(scope="module")
-def package_zip(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The project's packages as one zip for the executors (`spark.submit.pyFiles`)."""
-    out = tmp_path_factory.mktemp("package") / "streamsim-packages.zip"
-    streamsim("pipeline", "package", "--out", str(out), timeout_s=120)
-    return out
-
-
 HIDE_CHECKOUT = """import sys
 from pathlib import Path
 
@@ -188,7 +187,6 @@ class Cluster:
     url: str  # spark://127.0.0.1:PORT
     ui: int  # the master's web UI port
     work: Path  # the worker's directory: one folder per application and executor
-    zip_path: Path  # spark.submit.pyFiles
     no_checkout: Path  # the executors' PYTHONPATH
     hidden: Path  # marked each time an executor's Python started without the checkout
 
@@ -197,10 +195,8 @@ class Cluster:
 
 
 @pytest.fixture(scope="module")
-def cluster(
-    spark_cluster: tuple[str, int, Path], package_zip: Path, no_checkout: tuple[Path, Path]
-) -> Cluster:
-    return Cluster(*spark_cluster, package_zip, *no_checkout)
+def cluster(spark_cluster: tuple[str, int, Path], no_checkout: tuple[Path, Path]) -> Cluster:
+    return Cluster(*spark_cluster, *no_checkout)
 
 
 Record = tuple[str, bytes]
@@ -212,6 +208,7 @@ class Case:
 
     job: str
     settings: Callable[[str], dict[str, Any]]  # run tag -> pipeline YAML keys
+    drain: bool = False  # `pipeline run --drain`, for a job whose queries are never idle
 
 
 @dataclass(frozen=True)
@@ -337,7 +334,6 @@ def run_job(
     if master.startswith("spark://"):
         conf |= {
             "spark.driver.host": "127.0.0.1",
-            "spark.submit.pyFiles": str(cluster.zip_path),
             "spark.executorEnv.PYTHONPATH": str(cluster.no_checkout),
         }
     data = tmp / tag
@@ -370,7 +366,7 @@ def run_job(
                 "input_topics": [topic],
                 "deadletter_topic": f"deadletter-{tag}",
                 "trigger": {"mode": "available_now"},
-                **settings,
+                **settings,  # a case's own inputs and trigger win
             }
         )
     )
@@ -382,8 +378,7 @@ def run_job(
         str(pipeline),
         "--config",
         str(stack),
-        "--duration",
-        "400",
+        *(["--drain"] if case.drain else ["--duration", "400"]),
         "--json",
         timeout_s=500,
     )
@@ -407,7 +402,7 @@ def assert_ran_on_the_cluster(cluster: Cluster, job: str) -> None:
     ids = [app["id"] for app in apps if app["name"] == f"streamsim-{job}"]
     assert ids, [app["name"] for app in apps]
     shipped = {p.name for app in ids for p in cluster.work.glob(f"{app}/*/*")}
-    assert "streamsim-packages.zip" in shipped
+    assert ZIP_NAME in shipped
     assert any(name.startswith("spark-sql-kafka") for name in shipped)
 
 
@@ -455,3 +450,36 @@ def test_alerting_job_on_a_standalone_cluster_matches_local(
     assert cluster_alerts == local_alerts
     assert alerting.planted <= set(cluster_alerts.values()), set(cluster_alerts.values())
     assert_ran_on_the_cluster(cluster, job)
+
+
+def test_shipping_on_a_standalone_cluster_matches_local(
+    kafka_stack: StackConfig, cluster: Cluster, tmp_path: Path
+) -> None:
+    """The job reads the shipping topics themselves, from their end offsets before the run."""
+    inputs = list(shipping.SOURCES)
+    ensure_topics(kafka_stack, inputs)
+    offsets = ships.starting_after(kafka_stack, inputs)
+    ships.produce(kafka_stack, keyed_records(seeded_events(tmp_path / "run", boxes=80, days=3)))
+    settings = {
+        "input_topics": inputs,
+        "starting_offsets": offsets,
+        "watermark": "30 minutes",
+        "trigger": {"mode": "microbatch", "interval": "1 second"},
+        "shipping": {"history": "30 days", "settle": "2 seconds"},
+    }
+    case = Case("shipping", lambda tag: settings, drain=True)
+    hidden_before = cluster.hidden_count()
+    on_cluster, on_local = on_cluster_and_local(tmp_path, kafka_stack, case, inputs[0], cluster)
+    assert cluster.hidden_count() > hidden_before
+
+    def alerts(output: str) -> dict[str, tuple[str, bool]]:
+        rows = read_topic(kafka_stack, output)
+        by_id = {r["alert_id"]: (r["rule"], r["late"]) for r in rows}
+        assert len(by_id) == len(rows)  # each alert once
+        return by_id
+
+    cluster_alerts, local_alerts = alerts(on_cluster), alerts(on_local)
+    assert cluster_alerts == local_alerts
+    assert len({rule for rule, _ in cluster_alerts.values()}) >= 3, cluster_alerts
+    assert any(late for _, late in cluster_alerts.values())  # voyages re-scored when they land
+    assert_ran_on_the_cluster(cluster, "shipping")
