@@ -17,7 +17,7 @@ A door opened at sea alerts; the same door opened in port does not:
 """
 
 from detectors.shipping.door import DoorParams, door_tamper
-from detectors.shipping.overboard import OverboardParams, lost_overboard
+from detectors.shipping.overboard import OverboardParams, lost_overboard, ship_log
 from detectors.shipping.reefer import ReeferParams, reefer_failure
 from detectors.shipping.route import RouteParams, route_deviation
 from detectors.shipping.unload import missed_unload
@@ -30,6 +30,7 @@ CONTAINER_COLUMNS = (
 )  # fmt: skip
 POSITION_COLUMNS = (
     "event_id", "ship_id", "event_time", "voyage_id", "lat", "lon", "sog_kn", "nav_status",
+    "channel",
 )  # fmt: skip
 PORT_EVENT_COLUMNS = (
     "event_id", "event", "ship_id", "voyage_id", "port", "event_time", "container_id",
@@ -48,4 +49,5 @@ __all__ = [
     "missed_unload",
     "reefer_failure",
     "route_deviation",
+    "ship_log",
 ]

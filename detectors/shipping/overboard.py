@@ -1,7 +1,13 @@
 """Lost overboard: a container's readings stop at sea while its ship's go on. Fires when the
-box's last reading was at sea (on a ship, not in a port) and its ship logged positions for
-`silence_s` after it. A box unloaded in port (delivered or transshipped) last reported in that
-port, so it does not fire. The shock of the last reading is evidence, not a condition.
+box's last reading was at sea (on a ship, not in a port) and its ship's own log (`ship_log`:
+not the satellite slice) has positions for `silence_s` after it. A box unloaded in port
+(delivered or transshipped) last reported in that port, so it does not fire. The shock of the
+last reading is evidence, not a condition.
+
+Why not the satellite slice: at sea a box's readings are held on board like the ship's log,
+and only its alarms go live. A box whose temperature or door alarm went up by satellite, with
+its ship's satellite positions going on for hours after, has not fallen silent: its held
+readings have not landed yet. The ship's held positions land with them, in the same flush.
 Key: the box's last event id.
 """
 
@@ -14,6 +20,9 @@ import pandas as pd
 from detectors.alert import Alert, alert_id_for
 
 RULE = "lost_overboard"
+#: The channel of the live slice (`channel` of a position; a frame without the column is all
+#: the ship's own log).
+SATELLITE = "satellite"
 
 
 @dataclass(frozen=True)
@@ -30,7 +39,7 @@ def lost_overboard(
     last = ordered.groupby("container_id", sort=True).tail(3)
     final = last.groupby("container_id", sort=True).tail(1)
     final = final[final["ship_id"].notna() & final["port"].isna()]
-    ship_last = positions.groupby("ship_id")["event_time"].max()
+    ship_last = ship_log(positions).groupby("ship_id")["event_time"].max()
     out: list[Alert] = []
     for row in final.itertuples(index=False):
         seen = ship_last.get(row.ship_id)
@@ -56,3 +65,10 @@ def lost_overboard(
             )
         )
     return out
+
+
+def ship_log(positions: pd.DataFrame) -> pd.DataFrame:
+    """The positions of the ships' own logs: those not sent live by satellite."""
+    if "channel" not in positions.columns:
+        return positions
+    return positions[positions["channel"] != SATELLITE]

@@ -9,7 +9,8 @@ reading), as the job's backfill path re-scores a flushed voyage when it lands.
 When an alert could have been raised (`detected_sim_ms`, simulated clock): the latest of the
 alert's own event time and the arrival (emit time, from truth) of the events it names; for a
 box lost overboard, whose evidence is its ship's positions going on after the box fell silent,
-also the arrival of the ship's first position at or after that moment. It is the earliest a
+also the arrival of the ship's first position of its own log (`ship_log`: not the satellite
+slice) at or after that moment. It is the earliest a
 streaming job that processes each record the moment it lands could alert.
 """
 
@@ -35,6 +36,7 @@ from detectors.shipping import (
     missed_unload,
     reefer_failure,
     route_deviation,
+    ship_log,
 )
 
 #: The topics the rules read, with the columns each rule needs (so an empty topic still
@@ -197,7 +199,8 @@ def _ship_arrivals(
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     if positions.empty:
         return out
-    frame = positions.assign(emit=positions["event_id"].map(emit)).dropna(subset=["emit"])
+    logged = ship_log(positions)
+    frame = logged.assign(emit=logged["event_id"].map(emit)).dropna(subset=["emit"])
     for ship, rows in frame.sort_values("event_time").groupby("ship_id", sort=False):
         t = rows["event_time"].to_numpy(np.float64)
         landed = np.minimum.accumulate(rows["emit"].to_numpy(np.float64)[::-1])[::-1]

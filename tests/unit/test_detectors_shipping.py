@@ -97,6 +97,17 @@ def test_lost_overboard_when_the_box_goes_silent_at_sea_not_when_unloaded() -> N
     assert lost_overboard(lost, short) == []
 
 
+def test_no_box_is_lost_on_the_satellite_slice_alone() -> None:
+    """A box's temperature alarm went up live; the ship's satellite positions go on for hours
+    while both held logs wait for the port: the box has not fallen silent."""
+    alarm = box_rows(1, temp_c=-9.0)
+    live = positions(3, every_min=240, channel="satellite")  # every 4 h, for 8 h
+    assert lost_overboard(alarm, live) == []
+    held = pd.concat([live, positions(60, channel="onboard")], ignore_index=True)
+    [alert] = lost_overboard(alarm, held)  # the voyage landed: the ship's log went on
+    assert alert.event_ids == ("e0000",)
+
+
 def test_missed_unload_after_leaving_the_discharge_port() -> None:
     events = pd.DataFrame(
         [

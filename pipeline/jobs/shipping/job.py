@@ -74,7 +74,7 @@ SOURCES: dict[str, tuple[str, StructType, tuple[str, ...]]] = {
 }  # fmt: skip
 #: The routed rows' columns: every kind's (`logs.KINDS`), null where a kind has none, and
 #: `channel` (`onboard`: held at sea and flushed in port, i.e. backfill; see `next_timer`).
-ROW_COLUMNS = (*dict.fromkeys(c for cols in KINDS.values() for c in cols), "channel")
+ROW_COLUMNS = tuple(dict.fromkeys([*(c for cols in KINDS.values() for c in cols), "channel"]))
 #: The processor's output: alert rows, plus rows counting late drops (alert_id null).
 OUTPUT_DDL = f"{ALERT_SPARK_DDL}, late BOOLEAN, late_by_ms BIGINT, dropped BIGINT"
 CARRY = ("late", "late_by_ms", "dropped")  # `LateDrops` takes `dropped` out again
