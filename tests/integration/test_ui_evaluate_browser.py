@@ -142,6 +142,17 @@ def wait_run(http: httpx.Client, run_id: str, statuses: tuple[str, ...]) -> dict
         time.sleep(1.0)
 
 
+def wait_scored(http: httpx.Client, run_id: str) -> dict[str, Any]:
+    """The run's evaluation once done or failed (its error says why)."""
+    deadline = time.monotonic() + RUN_S
+    while True:
+        found: dict[str, Any] = http.get(f"/v1/runs/{run_id}/evaluation", headers=AUTH).json()
+        if found.get("status") in ("done", "failed"):
+            return found
+        assert time.monotonic() < deadline, f"not scored after {RUN_S}s: {found}"
+        time.sleep(1.0)
+
+
 def fmt(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
 
@@ -166,10 +177,9 @@ def test_a_run_started_on_the_panel_is_evaluated_on_the_panel(
         wait_text(browser, "waiting for the run to finish")
         run = wait_run(http, run_id, ("finished", "failed", "stopped"))
         assert run["status"] == "finished", run
-    wait_text(browser, f"run {run_id}", "Detection quality", timeout_s=RUN_S)  # `code`: no ticks
-
-    found = http.get(f"/v1/runs/{run_id}/evaluation", headers=AUTH).json()
-    assert found["status"] == "done", found
+    found = wait_scored(http, run_id)
+    assert found["status"] == "done", found["error"]
+    wait_text(browser, f"run {run_id}", "Detection quality")  # `code` shows without ticks
     report = found["report"]
     assert report["scenario"] == scenario and report["run"]["id_prefix"]
     scores = report["paths"][plan["path"]]
