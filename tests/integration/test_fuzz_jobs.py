@@ -1,7 +1,7 @@
 """Hostile input into each real Spark job: Hypothesis-drawn malformed records (see
-`tests/fuzz_records.py`), plus valid ones for `window-counts`, go into the job's input topic;
-the job keeps running (every query reads every record and ends without an error), every record
-its parser rejects is in the dead-letter topic once with a reason, and dead-lettered + processed
+`tests/fuzz_records.py`), plus valid ones for `window-counts`, go into the job's input topic
+(`shipping`: a third into each of its three topics); the job keeps running (every query reads
+every record and ends without an error), every record its parser rejects is in the dead-letter topic once with a reason, and dead-lettered + processed
 == sent. Size: `--records N` per job (CI: 2000; full size: 10000).
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -16,17 +17,20 @@ from typing import Any
 
 import orjson
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import KafkaError, Message, Producer
 
 from core.config import StackConfig
 from core.kafka import ensure_topics, producer_config
+from core.kafka.offsets import end_offsets
 from core.kafka.reader import read_topic
 from pipeline.config import PipelineConfig
 from pipeline.jobs.card_velocity import job as card_velocity
+from pipeline.jobs.shipping import job as shipping
 from pipeline.jobs.vehicle_telemetry import job as vehicle_telemetry
 from pipeline.jobs.window_counts import job as window_counts
 from pipeline.kafka_io import parse_events, read_kafka_batch
 from tests.fuzz_records import T0, malformed_records
+from tests.shipping_run import TOPIC
 
 pytestmark = pytest.mark.integration
 
@@ -157,3 +161,68 @@ def test_fuzzed_job_dead_letters_every_bad_record(
     reasons = Counter(d["reason"] for d in dead)
     print(f"fuzz {job.name}: sent {sent}, dead-lettered {len(dead)}, processed {processed}")
     print(f"  reasons: {dict(reasons)}; kinds: {dict(Counter(kinds))}")
+
+
+def test_fuzzed_shipping_job_dead_letters_every_bad_record(
+    kafka_stack: StackConfig, spark, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """`shipping` reads its three topics (DESIGN's names) from their end offsets before the
+    run; a third of the records into each, keyed by its entity. Its alerts query never idles
+    (processing-time timers), so it runs in micro-batches and is drained to the end offsets."""
+    n = int(request.config.getoption("--records"))
+    run = uuid.uuid4().hex[:8]
+    inputs = list(shipping.SOURCES)
+    ensure_topics(kafka_stack, inputs)
+    start = {t: {str(p): o for p, o in end_offsets(kafka_stack, t).items()} for t in inputs}
+    keys = {topic: key for topic, key in TOPIC.values()}
+    kinds: dict[tuple[str, int, int], str] = {}  # (topic, partition, offset) -> kind
+
+    def delivered(kind: str) -> Callable[[KafkaError | None, Message], None]:
+        def record(error: KafkaError | None, message: Message) -> None:
+            assert error is None, error
+            kinds[(str(message.topic()), int(message.partition()), int(message.offset()))] = kind
+
+        return record
+
+    producer = Producer(producer_config(kafka_stack, **{"message.max.bytes": 2_000_000}))
+    sent: Counter[str] = Counter()
+    for i, topic in enumerate(inputs):
+        for key, value, kind in malformed_records(n // 3, seed=13 + i, entity_key=keys[topic]):
+            producer.produce(topic, value, key=key, on_delivery=delivered(kind))
+            producer.poll(0)
+            sent[topic] += 1
+    assert producer.flush(120) == 0
+
+    dirs = {"checkpoints": tmp_path / "checkpoints", "lake": tmp_path / "lake"}
+    stack = kafka_stack.model_copy(update={"dirs": kafka_stack.dirs.model_copy(update=dirs)})
+    cfg = PipelineConfig(
+        job="shipping",
+        input_topics=inputs,
+        output_topic=f"fuzz.ship-alerts-{run}",
+        deadletter_topic=f"fuzz.ship-dead-{run}",
+        starting_offsets=orjson.dumps(start).decode(),
+        trigger={"mode": "microbatch", "interval": "1 second"},
+        shipping={"settle": "1 second"},
+    )
+    queries = shipping.start(spark, stack, cfg)
+    try:
+        shipping.drain_all(queries, stack, settle_s=2, timeout_s=500)
+        for query in queries:
+            assert query.isActive and query.exception() is None  # the job kept running
+    finally:
+        for query in queries:
+            query.stop()
+
+    dead = read_topic(stack, cfg.deadletter_topic)
+    assert all(d["job"] == "shipping" and d["topic"] in inputs for d in dead)
+    assert all(isinstance(d["reason"], str) and d["reason"] for d in dead)
+    rejected = {(d["topic"], d["partition"], d["offset"]) for d in dead}
+    assert len(rejected) == len(dead)  # each bad record once
+    batch = read_kafka_batch(spark, stack, inputs, orjson.dumps(start).decode())
+    for topic, (_kind, schema, required) in shipping.SOURCES.items():
+        processed = parse_events(batch.where(batch.topic == topic), schema, required)[0].count()
+        from_topic = sum(1 for d in dead if d["topic"] == topic)
+        assert from_topic + processed == sent[topic], (topic, from_topic, processed)
+    missed = Counter(k for at, k in kinds.items() if k in ALWAYS_REJECTED and at not in rejected)
+    assert not missed, f"accepted as events: {missed}"
+    print(f"fuzz shipping: sent {sum(sent.values())}, dead-lettered {len(dead)}")
