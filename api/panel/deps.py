@@ -1,5 +1,5 @@
-"""What the panel routes share: the app's feeds, run manager and run evaluations, and the 503
-they answer without them."""
+"""What the panel routes share: the app's feeds, run manager, run evaluations and load tests,
+and the 503 they answer without them."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from fastapi import HTTPException, Request, status
 
 from api.errors import ErrorBody
 from api.panel.consumers.feeds import Feeds
+from api.panel.loadtests import LoadTestManager
 from api.panel.run_evaluations import RunEvaluations
 from api.panel.runs import RunManager
 
@@ -38,9 +39,21 @@ def evaluations_of(request: Request) -> RunEvaluations:
     return found
 
 
+def loadtests_of(request: Request) -> LoadTestManager:
+    manager: LoadTestManager | None = getattr(request.app.state, "loadtests", None)
+    if manager is None:
+        raise HTTPException(
+            status.HTTP_503_SERVICE_UNAVAILABLE, "load tests need a stack: this API runs without"
+        )
+    return manager
+
+
 UNAVAILABLE: dict[int | str, dict[str, Any]] = {
     503: {"model": ErrorBody, "description": "No Kafka configured."}
 }
 RUNS_UNAVAILABLE: dict[int | str, dict[str, Any]] = {
     503: {"model": ErrorBody, "description": "Run control is not set up."}
+}
+LOADTESTS_UNAVAILABLE: dict[int | str, dict[str, Any]] = {
+    503: {"model": ErrorBody, "description": "Load tests are not set up (no stack)."}
 }

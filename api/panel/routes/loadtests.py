@@ -17,30 +17,18 @@ from fastapi import APIRouter, Depends, HTTPException, Request, status
 
 from api.auth import TOKEN_RESPONSES, has_token, require_token
 from api.errors import BAD_BODY, ErrorBody, safe_errors
-from api.panel.loadtests import InvalidEdits, LoadTestConflict, LoadTestManager, UnknownLoadTest
+from api.panel.deps import LOADTESTS_UNAVAILABLE, loadtests_of
+from api.panel.loadtests import InvalidEdits, LoadTestConflict, UnknownLoadTest
 from api.panel.models.loadtests import LoadTestFiles, LoadTestInfo, LoadTestList, LoadTestRequest
 from api.responses import OrjsonResponse
 
 router = APIRouter(tags=["loadtests"])
 
-UNAVAILABLE: dict[int | str, dict[str, object]] = {
-    503: {"model": ErrorBody, "description": "Load tests are not set up (no stack)."}
-}
-
-
-def loadtests_of(request: Request) -> LoadTestManager:
-    manager: LoadTestManager | None = getattr(request.app.state, "loadtests", None)
-    if manager is None:
-        raise HTTPException(
-            status.HTTP_503_SERVICE_UNAVAILABLE, "load tests need a stack: this API runs without"
-        )
-    return manager
-
 
 @router.get(
     "/v1/loadtests/files",
     response_class=OrjsonResponse,
-    responses={200: {"model": LoadTestFiles}, **UNAVAILABLE},
+    responses={200: {"model": LoadTestFiles}, **LOADTESTS_UNAVAILABLE},
     tags=["read"],
 )
 def list_files(request: Request) -> OrjsonResponse:
@@ -61,7 +49,7 @@ def list_files(request: Request) -> OrjsonResponse:
         404: {"model": ErrorBody, "description": "No such load-test file."},
         409: {"model": ErrorBody, "description": "A load test is already running."},
         422: {"model": ErrorBody, "description": "Invalid body or edits (key by key)."},
-        **UNAVAILABLE,
+        **LOADTESTS_UNAVAILABLE,
     },
     summary="Start a load test",
 )
@@ -91,7 +79,7 @@ def start_loadtest(body: LoadTestRequest, request: Request) -> OrjsonResponse:
         200: {"model": LoadTestInfo, "description": "Stopped (or had already ended)."},
         **TOKEN_RESPONSES,
         404: {"model": ErrorBody, "description": "No such load test run."},
-        **UNAVAILABLE,
+        **LOADTESTS_UNAVAILABLE,
     },
     summary="Stop a load test",
 )
@@ -106,7 +94,7 @@ def stop_loadtest(run_id: str, request: Request) -> OrjsonResponse:
 @router.get(
     "/v1/loadtests/runs",
     response_class=OrjsonResponse,
-    responses={200: {"model": LoadTestList}, **UNAVAILABLE},
+    responses={200: {"model": LoadTestList}, **LOADTESTS_UNAVAILABLE},
     tags=["read"],
 )
 def list_loadtests(request: Request) -> OrjsonResponse:
@@ -123,7 +111,7 @@ def list_loadtests(request: Request) -> OrjsonResponse:
     responses={
         200: {"model": LoadTestInfo},
         404: {"model": ErrorBody, "description": "No such load test run."},
-        **UNAVAILABLE,
+        **LOADTESTS_UNAVAILABLE,
     },
     tags=["read"],
 )
