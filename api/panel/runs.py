@@ -801,8 +801,8 @@ class RunManager:
     def _terminate(self, part: Part, grace_s: float) -> None:
         assert part.proc is not None
         with self._lock:
-            if part.exit_code is not None:
-                return
+            if part.exit_code is not None or part.proc.poll() is not None:
+                return  # it ended by itself (a job dying while it drains): `_reap` says how
             part.signalled = True
         _kill_group(part.pid, STOP_SIGNALS[part.name])
         try:
@@ -819,10 +819,17 @@ class RunManager:
     def _finish(self, run: Run) -> None:
         simulator = run.parts.get("simulator")
         summary = _last_json_line(run.workdir / "stdout.log")
+        crashed = next(
+            (p.name for p in run.parts.values()
+             if p.name != "simulator" and p.state == "exited" and p.exit_code != 0),
+            None,
+        )  # fmt: skip
         with self._lock:
             run.exit_code = simulator.exit_code if simulator else None
             run.ended_at = _now_ms()
             run.summary = summary
+            if crashed is not None and run.error is None and not run.stop_requested:
+                run.error = self._failure(run, crashed)  # its results are partial: not finished
             if run.stop_requested:
                 run.status = "stopped"
             elif run.error is None and run.exit_code == 0:

@@ -448,15 +448,13 @@ def test_a_component_log_tail_is_its_end(tmp_path: Path) -> None:
 
 
 class LateProgress:
-    """A metrics feed whose job reports its first (empty) batch only after `after_s`."""
+    """A metrics feed whose job reports its first (empty) batch only once `ready()`."""
 
-    def __init__(self, job: str, after_s: float) -> None:
-        self.job, self.at = job, time.monotonic() + after_s
+    def __init__(self, job: str, ready: Callable[[], bool]) -> None:
+        self.job, self.ready = job, ready
 
     def queries(self, now_ms: int) -> list[dict[str, Any]]:
-        if time.monotonic() < self.at:
-            return []
-        return [report("counts", now_ms, rows=0, job=self.job)]
+        return [report("counts", now_ms, rows=0, job=self.job)] if self.ready() else []
 
 
 def test_a_job_still_starting_when_the_simulator_finishes_gets_time_to_start(
@@ -465,22 +463,41 @@ def test_a_job_still_starting_when_the_simulator_finishes_gets_time_to_start(
     seen: list[tuple[str, RunSpec]] = []
     runs = make_manager(tmp_path, scenario_dir, seen, simulator="done")
     runs.drain_timeout_s = 0.2  # shorter than the job's start: the start is waited for first
-    runs.progress = LateProgress("window-counts", 2.0)
-    run = runs.start("sensor_fleet")
+    started: list[Run] = []
+
+    def late() -> bool:  # the job's first batch: 1.5 s after the simulator ended
+        ended = started[0].parts["simulator"].ended_at if started else None
+        return ended is not None and time.time() * 1000 - ended > 1500
+
+    runs.progress = LateProgress("window-counts", late)
+    started.append(run := runs.start("sensor_fleet"))
     assert run.done.wait(30)
     assert run.status == "finished", run.error
     job, simulator = run.parts["job"], run.parts["simulator"]
     assert job.progress, "stopped before its first batch"
-    assert (job.ended_at or 0) - (simulator.ended_at or 0) >= 1000
+    assert (job.ended_at or 0) - (simulator.ended_at or 0) >= 1500
 
 
 def test_a_stop_does_not_wait_for_a_starting_job(tmp_path: Path, scenario_dir: Path) -> None:
     seen: list[tuple[str, RunSpec]] = []
     runs = make_manager(tmp_path, scenario_dir, seen)
     runs.drain_timeout_s = 0.2
-    runs.progress = LateProgress("window-counts", 600.0)  # never starts
+    runs.progress = LateProgress("window-counts", lambda: False)  # never starts
     run = runs.start("sensor_fleet")
     wait_ready(run.workdir / "stdout.log")
     began = time.monotonic()
     assert runs.stop(run.run_id).status == "stopped"
     assert time.monotonic() - began < 15
+
+
+def test_a_job_that_dies_while_it_drains_fails_the_run(tmp_path: Path, scenario_dir: Path) -> None:
+    seen: list[tuple[str, RunSpec]] = []
+    runs = make_manager(tmp_path, scenario_dir, seen, simulator="done", job="exit3")
+    runs.progress = Progress("window-counts")
+    runs.drain_timeout_s = 5.0
+    run = runs.start("sensor_fleet")
+    assert run.done.wait(30)
+    assert run.parts["simulator"].exit_code == 0
+    assert run.parts["job"].state == "exited" and run.parts["job"].exit_code == 3
+    assert run.status == "failed", run.status
+    assert run.error is not None and "job exited with code 3" in run.error
