@@ -6,12 +6,13 @@
 - `checkpoint`, `alerts`, `driver`: the `driver` fault (kill -9 a Spark job's driver mid-batch).
 - `acks`, `endpoint`: the `endpoint` fault (kill -9 the fraud endpoint under load).
 - `lake`: the `lake-full` fault (card-velocity's lake unwritable mid-run, then writable).
+- `slow`: the `slow-broker` fault (client quotas throttle the broker, then are lifted).
 """
 
 from streamsim.chaos.broker import BROKER_FAULTS, run_broker_fault
 from streamsim.chaos.report import ChaosReport
 
 #: Every `--fault` value.
-FAULTS = (*BROKER_FAULTS, "driver", "endpoint", "lake-full")
+FAULTS = (*BROKER_FAULTS, "driver", "endpoint", "lake-full", "slow-broker")
 
 __all__ = ["BROKER_FAULTS", "FAULTS", "ChaosReport", "run_broker_fault"]

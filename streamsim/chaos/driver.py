@@ -46,7 +46,10 @@ from streamsim.kafka.broker import LocalBroker
 from streamsim.stackfile import write_stack_file
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from scenarios.catalog import ScenarioConfig
+    from simulators import Progress
 
 JOB = "card-velocity"
 PIPELINE_FILE = Path("config/pipelines") / f"{JOB}.yaml"
@@ -244,6 +247,7 @@ class Producing:
     events: int
     speed: float | str | None
     seed: int | None
+    progress: Callable[[Progress], None] | None = None
     summary: Any = None
     error: BaseException | None = None
     thread: threading.Thread = field(init=False)
@@ -262,6 +266,7 @@ class Producing:
                 events=self.events,
                 speed=self.speed,
                 seed=self.seed,
+                progress=self.progress,
                 stack=self.stack,
             )
         except BaseException as exc:  # reported, never swallowed

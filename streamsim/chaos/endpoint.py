@@ -67,7 +67,7 @@ PAN_SECRET = "chaos-endpoint-pan-secret-0123456789"  # only for the private endp
 
 
 @dataclass
-class _Load:
+class Load:
     """Posts the bodies of given indexes from `WORKERS` threads until done or `halt` is set;
     keeps each 200 with its arrival time. A worker stops at its first connection error."""
 
@@ -123,7 +123,44 @@ class _Load:
             return len(self.answers)
 
 
-def _endpoint(
+def private_endpoint_stack(stack: StackConfig, home: Path) -> tuple[StackConfig, str]:
+    """A private broker's stack (`broker.private_stack`) with the API on a free port; its URL."""
+    private = private_stack(stack, 1, home)
+    private = private.model_copy(
+        update={"api": private.api.model_copy(update={"port": free_port(private.api.host)})}
+    )
+    return private, f"http://{private.api.host}:{private.api.port}"
+
+
+def endpoint_files(
+    private: StackConfig, home: Path, topic: str
+) -> tuple[Path, Path, dict[str, str]]:
+    """The private endpoint's stack file, settings file (POS mode: decisions to `topic`, no
+    profiles) and environment, in `home`."""
+    stack_file = home / "stack.yaml"
+    env = write_stack_file(private, stack_file)
+    env["STREAMSIM_PAN_SECRET"] = PAN_SECRET
+    settings_file = home / "api.yaml"
+    settings_file.write_text(
+        yaml.safe_dump({"kind": "api", "topic": topic, "profiles_topic": None,
+                        "rebuild_timeout_s": 120.0}),
+        encoding="utf-8",
+    )  # fmt: skip
+    return stack_file, settings_file, env
+
+
+def seeded_requests(events: int, seed: int) -> tuple[list[str], list[bytes]]:
+    """Transaction ids and bodies of a seeded card stream (the load test's payloads: ordinary
+    use, impossible travel, card testing), event times 10 ms apart from now."""
+    times_s = np.arange(events, dtype=np.float64) * 0.01
+    payloads = build_payloads(PayloadMix(invalid_share=0.0), times_s, seed)
+    ids = [f"chaos-{seed}-{i}" for i in range(events)]
+    base_ms = time.time_ns() // 1_000_000
+    bodies = [payloads.body(i, ids[i], base_ms + round(t * 1000)) for i, t in enumerate(times_s)]
+    return ids, bodies
+
+
+def endpoint_server(
     home: Path, stack_file: Path, settings_file: Path, env: dict[str, str]
 ) -> ServerProcess:
     command = [
@@ -133,7 +170,7 @@ def _endpoint(
     return ServerProcess("fraud endpoint", command, home / "endpoint.log", env)
 
 
-def _live(url: str) -> bool:
+def live(url: str) -> bool:
     health = httpx.get(f"{url}/v1/health", timeout=2).json()
     return bool(health["state"]["status"] == "live")
 
@@ -157,11 +194,7 @@ def run_endpoint_fault(
     run_seed = config.seed if seed is None else seed
     stack.dirs.data.mkdir(parents=True, exist_ok=True)
     home = Path(tempfile.mkdtemp(prefix="chaos-endpoint-", dir=stack.dirs.data)).resolve()
-    private = private_stack(stack, 1, home)
-    private = private.model_copy(
-        update={"api": private.api.model_copy(update={"port": free_port(private.api.host)})}
-    )
-    url = f"http://{private.api.host}:{private.api.port}"
+    private, url = private_endpoint_stack(stack, home)
     topic = topics.CARDS_ACTIVITY.name
     broker = LocalBroker(private)
     server: ServerProcess | None = None
@@ -169,26 +202,12 @@ def run_endpoint_fault(
     try:
         broker.up()
         ensure_topics(private, [topic])
-        stack_file = home / "stack.yaml"
-        env = write_stack_file(private, stack_file)
-        env["STREAMSIM_PAN_SECRET"] = PAN_SECRET
-        settings_file = home / "api.yaml"
-        settings_file.write_text(
-            yaml.safe_dump({"kind": "api", "topic": topic, "profiles_topic": None,
-                            "rebuild_timeout_s": 120.0}),
-            encoding="utf-8",
-        )  # fmt: skip
-        times_s = np.arange(events, dtype=np.float64) * 0.01  # event times 10 ms apart
-        payloads = build_payloads(PayloadMix(invalid_share=0.0), times_s, run_seed)
-        ids = [f"chaos-{run_seed}-{i}" for i in range(events)]
-        base_ms = time.time_ns() // 1_000_000
-        bodies = [
-            payloads.body(i, ids[i], base_ms + round(t * 1000)) for i, t in enumerate(times_s)
-        ]
+        stack_file, settings_file, env = endpoint_files(private, home, topic)
+        ids, bodies = seeded_requests(events, run_seed)
 
-        server = _endpoint(home, stack_file, settings_file, env)
-        wait_ready(server, lambda: _live(url))
-        load = _Load(url, bodies, ids)
+        server = endpoint_server(home, stack_file, settings_file, env)
+        wait_ready(server, lambda: live(url))
+        load = Load(url, bodies, ids)
         threads = load.run(list(range(events)), background=True)
         while load.answered() < events // 2:
             server.check_alive()
@@ -205,20 +224,20 @@ def run_endpoint_fault(
         sent_before = len(before) + len(load.unanswered)
 
         time.sleep(outage_s)
-        server = _endpoint(home, stack_file, settings_file, env)
-        wait_ready(server, lambda: _live(url))
+        server = endpoint_server(home, stack_file, settings_file, env)
+        wait_ready(server, lambda: live(url))
         recovery_s = time.monotonic() - killed_at
         survived = activity_ids(private, topic)  # nothing publishes now: the kill's leftovers
 
         answered_ids = {a.transaction_id for a in before}
         replay_idx = [i for i, txid in enumerate(ids) if txid in answered_ids]
-        replay = _Load(url, bodies, ids)
+        replay = Load(url, bodies, ids)
         replay.run(replay_idx)
         replays = {a.transaction_id: a.body for a in replay.answers}
         acks = tally_acks(before, survived.keys(), killed_at, replays)
 
         rest_idx = [i for i, txid in enumerate(ids) if txid not in answered_ids]
-        rest = _Load(url, bodies, ids)
+        rest = Load(url, bodies, ids)
         rest.run(rest_idx)
         server.proc.send_signal(signal.SIGINT)  # Ctrl-C: uvicorn stops, the publisher flushes
         code = server.proc.wait(60)

@@ -19,6 +19,7 @@ RECOVERED = {
     "driver": "the restarted job committed the killed batch",
     "endpoint": "the restarted endpoint was live (state rebuilt)",
     "lake-full": "the held batch reached the lake",
+    "slow-broker": "the simulator's last record was acknowledged",
 }
 
 
@@ -44,7 +45,8 @@ def chaos(
             help="broker: kill -9 the single broker; broker-of-3: kill -9 one of 3 brokers; "
             "driver: kill -9 the card-velocity Spark driver mid-batch (card scenarios); "
             "endpoint: kill -9 the fraud endpoint under load; "
-            "lake-full: card-velocity's lake becomes unwritable for --outage-s."
+            "lake-full: card-velocity's lake becomes unwritable for --outage-s; "
+            "slow-broker: client quotas throttle the broker for --outage-s."
         ),
     ] = "broker",
     events: Annotated[
@@ -81,6 +83,7 @@ def chaos(
     from streamsim.chaos.driver import run_driver_fault
     from streamsim.chaos.endpoint import run_endpoint_fault
     from streamsim.chaos.lake import run_lake_fault
+    from streamsim.chaos.slow import run_slow_broker_fault
 
     if fault not in FAULTS:
         raise typer.BadParameter(f"{fault!r}: one of {', '.join(FAULTS)}", param_hint="--fault")
@@ -110,7 +113,8 @@ def chaos(
             keep=keep,
         )
     else:
-        report = run_endpoint_fault(
+        run_client_fault = run_endpoint_fault if fault == "endpoint" else run_slow_broker_fault
+        report = run_client_fault(
             scenario_config, stack, events=events, outage_s=outage_s, seed=seed, keep=keep
         )
     verdict = "[green]ok[/]" if report.ok else "[red]FAILED[/]"
