@@ -13,6 +13,14 @@ import streamlit as st
 from ui.client import ApiClient, ApiError, ApiUnavailable
 
 REFRESH_S = 2.0
+#: A run's or a load test's status, as a coloured dot.
+STATUS_ICONS = {
+    "running": ":green[●]",
+    "stopping": ":orange[●]",
+    "finished": ":blue[●]",
+    "failed": ":red[●]",
+    "stopped": ":gray[●]",
+}
 
 
 @st.cache_resource

@@ -17,16 +17,9 @@ import streamlit as st
 import yaml
 
 from ui.client import ApiClient
-from ui.view import api_errors, fmt_ms, fmt_num, fmt_rate
+from ui.view import STATUS_ICONS, api_errors, fmt_ms, fmt_num, fmt_rate
 
 ACTIVE = ("running", "stopping")
-STATUS_ICONS = {
-    "running": ":green[●]",
-    "stopping": ":orange[●]",
-    "finished": ":blue[●]",
-    "failed": ":red[●]",
-    "stopped": ":gray[●]",
-}
 SHOWN = "loadtest_report"  # the report shown (its selectbox's key): a new run's once started
 LIVE_S = 1.0
 NO_RUNS = "No load test yet"

@@ -14,18 +14,11 @@ import streamlit as st
 
 from ui.client import ApiClient, ApiError, ApiUnavailable
 from ui.knobs import GROUP_TITLES, NO_CAP, Knob, knobs_for, run_request
-from ui.view import REFRESH_S, api_errors, compact, fmt_ms, fmt_num
+from ui.view import REFRESH_S, STATUS_ICONS, api_errors, compact, fmt_ms, fmt_num
 
 PREFERRED = ("card_velocity", "sensor_fleet")
 LIVE_SPEEDS: list[Any] = [0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, "max"]
 LIVE_CAPS: list[Any] = [NO_CAP, 10.0, 50.0, 100.0, 500.0, 1000.0, 5000.0, 10_000.0, 50_000.0]
-STATUS_ICONS = {
-    "running": ":green[●]",
-    "stopping": ":orange[●]",
-    "finished": ":blue[●]",
-    "failed": ":red[●]",
-    "stopped": ":gray[●]",
-}
 COMPONENT_ICONS = {
     "starting": ":orange[◌]",
     "running": ":green[●]",
