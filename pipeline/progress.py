@@ -66,6 +66,11 @@ class BatchReport:
         return asdict(self)
 
 
+def no_batches() -> dict[str, Any]:
+    """A query's totals before its first batch."""
+    return {"batches": 0, "input_rows": 0, "dropped_by_watermark": 0, "late_events": 0}
+
+
 def dropped_by_watermark(progress: dict[str, Any]) -> int:
     """Rows the stateful operators dropped as too late in this batch (summed over operators)."""
     return sum(op.get("numRowsDroppedByWatermark", 0) for op in progress.get("stateOperators", []))
@@ -186,10 +191,7 @@ class ProgressTotals(StreamingQueryListener):
         """Count one batch's progress (Spark's JSON) and pass its report on."""
         report = BatchReport.from_progress(json.loads(progress))
         with self._lock:
-            totals = self.queries.setdefault(
-                report.query,
-                {"batches": 0, "input_rows": 0, "dropped_by_watermark": 0, "late_events": 0},
-            )
+            totals = self.queries.setdefault(report.query, no_batches())
             totals["batches"] += 1
             totals["input_rows"] += report.input_rows
             totals["dropped_by_watermark"] += report.dropped_by_watermark

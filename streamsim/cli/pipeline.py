@@ -49,7 +49,7 @@ def run(
     from pipeline.catalog import drain_job, start_job
     from pipeline.config import PipelineConfig
     from pipeline.metrics import MetricsPublisher
-    from pipeline.progress import BatchReport, ProgressTotals
+    from pipeline.progress import BatchReport, ProgressTotals, no_batches
     from pipeline.triggers import query_mode, query_note
 
     if drain and duration:
@@ -98,7 +98,7 @@ def run(
         metrics.close()
     queries_totals = totals.to_dict()
     for name, mode in modes.items():
-        queries_totals.setdefault(name, {"batches": 0, "input_rows": 0, "dropped_by_watermark": 0})
+        queries_totals.setdefault(name, no_batches())  # a query stopped before its first
         queries_totals[name]["mode"] = mode
     emit(
         {"job": job, "mode": cfg.trigger.mode, "queries": queries_totals},
