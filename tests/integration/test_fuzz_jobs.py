@@ -1,8 +1,9 @@
 """Hostile input into each real Spark job: Hypothesis-drawn malformed records (see
 `tests/fuzz_records.py`), plus valid ones for `window-counts`, go into the job's input topic
 (`shipping`: a third into each of its three topics); the job keeps running (every query reads
-every record and ends without an error), every record its parser rejects is in the dead-letter topic once with a reason, and dead-lettered + processed
-== sent. Size: `--records N` per job (CI: 2000; full size: 10000).
+every record and ends without an error), every record its parser rejects is in the
+dead-letter topic once with a reason, and dead-lettered + processed == sent. Size:
+`--records N` per job (CI: 2000; full size: 10000).
 """
 
 from __future__ import annotations
