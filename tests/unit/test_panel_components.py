@@ -192,8 +192,8 @@ if mode == "grandchild":  # left in the group, deaf to stops: only the group's S
     subprocess.Popen([sys.executable, "-c", "import signal, time; "
         "[signal.signal(s, signal.SIG_IGN) for s in (signal.SIGTERM, signal.SIGINT)]; "
         "time.sleep(120)"])
-if mode == "exit3":
-    time.sleep(0.5)
+if mode in ("exit3", "exit3late"):  # late: after a "done" simulator, even on a loaded machine
+    time.sleep(0.5 if mode == "exit3" else 4.0)
     sys.stderr.write("error: the job broke\n")
     sys.exit(3)
 if mode == "done":
@@ -492,9 +492,9 @@ def test_a_stop_does_not_wait_for_a_starting_job(tmp_path: Path, scenario_dir: P
 
 def test_a_job_that_dies_while_it_drains_fails_the_run(tmp_path: Path, scenario_dir: Path) -> None:
     seen: list[tuple[str, RunSpec]] = []
-    runs = make_manager(tmp_path, scenario_dir, seen, simulator="done", job="exit3")
-    runs.progress = Progress("window-counts")
-    runs.drain_timeout_s = 5.0
+    runs = make_manager(tmp_path, scenario_dir, seen, simulator="done", job="exit3late")
+    # no batch yet: the run waits for the job to drain, and it dies (4 s) while it waits
+    runs.progress = LateProgress("window-counts", lambda: False)
     run = runs.start("sensor_fleet")
     assert run.done.wait(30)
     assert run.parts["simulator"].exit_code == 0
