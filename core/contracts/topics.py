@@ -67,6 +67,10 @@ DEADLETTER = Topic(
 
 TRUTH_PREFIX = "truth."
 
+#: A record header a producer may add to tell its own resends apart: every produce call gets
+#: its own value, so two records with the same one are one send written twice.
+SEND_TAG_HEADER = "streamsim-send"
+
 
 def truth(scenario: str) -> Topic:
     """The truth topic of a scenario (by its config name), keyed by event id.

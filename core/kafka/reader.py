@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import orjson
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
 from core.config import StackConfig
 from core.contracts.events import SIMULATOR_RUN
@@ -46,6 +46,18 @@ def topic_values(
     """Batches of the raw record values of `topic`, from the beginning (or the offsets
     `since`, per partition) to its end offsets now; nothing if the topic is absent. A reader
     that must not hold every record at once parses them batch by batch."""
+    for batch in topic_messages(stack, topic, since, timeout_s):
+        yield [msg.value() for msg in batch]
+
+
+def topic_messages(
+    stack: StackConfig,
+    topic: str,
+    since: Mapping[int, int] | None = None,
+    timeout_s: float = 60.0,
+) -> Iterator[list[Message]]:
+    """Batches of the records of `topic` (value, key, headers), from the beginning (or the
+    offsets `since`, per partition) to its end offsets now; nothing if the topic is absent."""
     if topic not in admin_client(stack).list_topics(timeout=10).topics:
         return
     starts = dict(since or {})
@@ -67,7 +79,7 @@ def topic_values(
                     raise TimeoutError(f"reading {topic} stalled with partitions {unread} unread")
                 continue
             last_read = time.monotonic()
-            values = []
+            messages = []
             for msg in batch:
                 partition, offset, error = msg.partition() or 0, msg.offset() or 0, msg.error()
                 if error is not None and error.code() == KafkaError._PARTITION_EOF:
@@ -77,8 +89,8 @@ def topic_values(
                 elif offset < ends[partition]:
                     if offset + 1 == ends[partition]:
                         remaining.discard(partition)
-                    values.append(msg.value())
-            yield values
+                    messages.append(msg)
+            yield messages
     finally:
         consumer.close()
 

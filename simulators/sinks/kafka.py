@@ -10,6 +10,9 @@ waits on it when it is full) until the broker is back, within `message.timeout.m
 is reported: a warning when the cluster becomes unreachable, and `kafka_outage` in the summary
 (how many transport errors, over how many seconds). A broker that throttles the producer (a
 client quota) is reported likewise: a warning when it starts, and `kafka_throttle` in the summary.
+
+`tag_sends=True` gives every record its own `SEND_TAG_HEADER`, so a reader can tell the
+producer's resends (the same record written twice) from duplicates the simulator meant.
 """
 
 from __future__ import annotations
@@ -17,13 +20,14 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter, deque
-from itertools import repeat, starmap
+from itertools import count, repeat, starmap
 from operator import length_hint
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from core.config import StackConfig
+from core.contracts.topics import SEND_TAG_HEADER
 from core.errors import StreamsimError
 from core.kafka import ensure_topics, producer_config
 from core.kafka.admin import is_reachable
@@ -40,15 +44,18 @@ class KafkaSink:
         flush_timeout_s: float = 120.0,
         create_topics: bool = True,
         connect_timeout_s: float = 5.0,
+        tag_sends: bool = False,
         **producer_overrides: Any,
     ) -> None:
         """`create_topics=False` for clusters where topics are managed elsewhere;
+        `tag_sends` adds a send tag header to every record (chaos runs count resends with it);
         `producer_overrides` are librdkafka settings (e.g. {"linger.ms": 5})."""
         self.stack = stack
         self.flush_timeout_s = flush_timeout_s
         self.create_topics = create_topics
         self.connect_timeout_s = connect_timeout_s
         self.overrides = producer_overrides
+        self._tags = count() if tag_sends else None
         self.topics: Topics | None = None
         self._producer: Producer | None = None
         self._report = SinkReport()
@@ -136,6 +143,7 @@ class KafkaSink:
                 repeat(None),
                 repeat(None),
                 stamps[start:] if start else stamps,
+                repeat(None) if self._tags is None else map(_send_tag, self._tags),
             )
             try:
                 deque(starmap(producer.produce, calls), maxlen=0)
@@ -177,6 +185,10 @@ class KafkaSink:
             self._report.details["kafka_throttle"] = throttle
         self._producer = None
         return self._report
+
+
+def _send_tag(number: int) -> list[tuple[str, bytes]]:
+    return [(SEND_TAG_HEADER, number.to_bytes(8, "big"))]
 
 
 def _warn(line: str) -> None:

@@ -155,6 +155,7 @@ def run_broker_fault(
             KafkaSink(
                 private,
                 flush_timeout_s=outage_s + 2 * private.kafka.local.ready_timeout_s + 120,
+                tag_sends=True,
                 log_level=0,
                 **ONE_REQUEST_IN_FLIGHT,
             ),
@@ -173,10 +174,11 @@ def run_broker_fault(
             notes.append(f"the run ended before {chaos.at_events} events: nothing was killed")
         if ledger.truth_records != summary.truth:
             notes.append(f"truth topic holds {ledger.truth_records} of {summary.truth} records")
-        if ledger.truth_resent:
+        if ledger.truth_resent or ledger.events_resent:
             notes.append(
-                f"the producer resent {ledger.truth_resent} truth records after the kill "
-                "(idempotent, not transactional); each is counted once"
+                f"the producer resent {ledger.events_resent} events and {ledger.truth_resent} "
+                "truth records after the kill (idempotent, not transactional); each send is "
+                "counted once"
             )
         outage: dict[str, Any] = summary.details.get("kafka_outage", {})
         if outage:

@@ -262,7 +262,7 @@ class Producing:
         try:
             self.summary = run_scenario(
                 self.config,
-                KafkaSink(self.stack, log_level=0),
+                KafkaSink(self.stack, tag_sends=True, log_level=0),
                 events=self.events,
                 speed=self.speed,
                 seed=self.seed,

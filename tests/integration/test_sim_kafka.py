@@ -16,9 +16,12 @@ import yaml
 from confluent_kafka import TIMESTAMP_CREATE_TIME
 
 from core.config import StackConfig
+from core.contracts.topics import SEND_TAG_HEADER
+from core.kafka.reader import topic_messages
 from scenarios.catalog import ScenarioConfig, run_scenario
 from simulators.sinks import JsonlSink
 from simulators.sinks.kafka import KafkaSink
+from streamsim.chaos.ledger import Ledger, count_against_truth
 from streamsim.verify import read_kafka, verify
 from streamsim.verify.readers import consume_topic
 
@@ -106,6 +109,28 @@ def test_backpressure_slows_the_simulator_without_losing_records(kafka_stack: St
     summary = run_scenario(cfg, sink, speed="max")
     assert summary.backpressure_waits > 0 and summary.failed == 0
     assert len(consume_topic(kafka_stack, cfg.domain.topic).values) == summary.events
+
+
+def test_tagged_sends_are_each_counted_once_under_backpressure(kafka_stack: StackConfig) -> None:
+    cfg = unique_scenario(duration_s=30)
+    sink = KafkaSink(kafka_stack, tag_sends=True, **{"queue.buffering.max.messages": 100})
+    summary = run_scenario(cfg, sink, speed="max")
+    assert summary.backpressure_waits > 0 and summary.duplicates > 0
+    tags = [
+        dict(msg.headers() or {}).get(SEND_TAG_HEADER)
+        for batch in topic_messages(kafka_stack, cfg.domain.topic)
+        for msg in batch
+    ]
+    assert len(tags) == summary.events and len(set(tags)) == summary.events and None not in tags
+    # the duplicates the simulator meant are separate sends: none is taken for a resend
+    ledger = count_against_truth(kafka_stack, cfg.name, summary.id_prefix, [cfg.domain.topic])
+    assert ledger == Ledger(
+        expected=summary.events,
+        found=summary.events,
+        lost=0,
+        unexpected_duplicates=0,
+        truth_records=summary.truth,
+    )
 
 
 def test_failed_deliveries_are_counted_and_reported(kafka_stack: StackConfig) -> None:

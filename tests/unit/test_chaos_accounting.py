@@ -72,22 +72,44 @@ def test_tally_acks_measures_the_loss_window_and_replays() -> None:
     assert none_lost.lost == 0 and none_lost.lost_max_age_s == 0.0 and none_lost.replayed == 0
 
 
-def test_tally_counts_a_resent_truth_record_once_and_finds_loss_and_duplicates() -> None:
-    def truth(event_id: str, **more: object) -> dict[str, object]:
-        return {"event_id": event_id, "duplicate_of": None, "dropped": None, **more}
+def test_tally_counts_each_send_once_and_finds_loss_and_duplicates() -> None:
+    def truth(
+        event_id: str, tag: int | None, **more: object
+    ) -> tuple[dict[str, object], bytes | None]:
+        record = {"event_id": event_id, "duplicate_of": None, "dropped": None, **more}
+        return record, None if tag is None else tag.to_bytes(8, "big")
+
+    def event(event_id: str, tag: int | None) -> tuple[dict[str, object], bytes | None]:
+        return {"event_id": event_id}, None if tag is None else tag.to_bytes(8, "big")
 
     records = [
-        truth("r-1"),
-        truth("r-1", duplicate_of="r-1"),  # a retry by design: expected twice
-        truth("r-2"),
-        truth("r-2"),  # the producer resent this truth record: counted once
-        truth("r-3", dropped="network"),  # never sent
-        truth("r-4"),
-        truth("other-9"),  # another run's
+        truth("r-1", 1),
+        truth("r-1", 2, duplicate_of="r-1"),  # a retry by design: expected twice
+        truth("r-2", 3),
+        truth("r-2", 3),  # the producer resent this truth record: counted once
+        truth("r-3", 4, dropped="network"),  # never sent
+        truth("r-4", 5),
+        truth("r-5", None),
+        truth("other-9", 6),  # another run's
     ]
-    events = [{"event_id": e} for e in ("r-1", "r-1", "r-2", "r-2", "other-9")]
+    events = [
+        event("r-1", 11),
+        event("r-1", 12),  # the duplicate by design
+        event("r-2", 13),
+        event("r-2", 13),  # the producer resent it: one send
+        event("r-2", 14),  # a second send truth does not know: an unexpected duplicate
+        event("r-5", None),
+        event("r-5", None),  # untagged copies each count
+        event("other-9", 15),
+    ]
     assert tally(records, events, "r-") == Ledger(
-        expected=4, found=4, lost=1, unexpected_duplicates=1, truth_records=5, truth_resent=1
+        expected=5,
+        found=6,
+        lost=1,
+        unexpected_duplicates=2,
+        truth_records=6,
+        truth_resent=1,
+        events_resent=1,
     )
 
 
