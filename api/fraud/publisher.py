@@ -67,7 +67,7 @@ class KafkaPublisher:
         self.last_error: str | None = None
         self._probe: tuple[float, bool] = (0.0, False)
         self._stop = threading.Event()
-        self.throttle = ThrottleWatch(f"the publisher to {topic}", log.warning)
+        self.throttle = ThrottleWatch(f"the publisher to {topic}", log.warning, log.info)
         self._producer = Producer(
             producer_config(
                 stack,

@@ -15,11 +15,14 @@ from confluent_kafka import ThrottleEvent
 
 
 class ThrottleWatch:
-    """A `throttle_cb` for client `client`; `say` gets one line when a throttling spell starts
-    and one when it ends; `summary()` gives the counts."""
+    """A `throttle_cb` for client `client`; `warn` gets one line when a throttling spell
+    starts, `say` one when it ends; `summary()` gives the counts."""
 
-    def __init__(self, client: str, say: Callable[[str], None]) -> None:
+    def __init__(
+        self, client: str, warn: Callable[[str], None], say: Callable[[str], None]
+    ) -> None:
         self.client = client
+        self.warn = warn
         self.say = say
         self.events = 0  # throttled responses
         self.total_ms = 0  # their delays added up
@@ -42,8 +45,8 @@ class ThrottleWatch:
             if not self._throttled:
                 self._throttled = True
                 self.spells += 1
-                self.say(
-                    f"warning: Kafka throttles {self.client} (broker {event.broker_name} "
+                self.warn(
+                    f"Kafka throttles {self.client} (broker {event.broker_name} "
                     f"delays its requests {ms} ms: a client quota); it goes on at that pace"
                 )
 

@@ -64,7 +64,7 @@ class KafkaSink:
         self._outage_errors = 0
         self._outage_first: float | None = None
         self._outage_last: float | None = None
-        self._throttle = ThrottleWatch("the simulator's producer", _warn)
+        self._throttle = ThrottleWatch("the simulator's producer", _warn, _say)
 
     def open(self, topics: Topics) -> None:
         self.topics = topics
@@ -192,4 +192,8 @@ def _send_tag(number: int) -> list[tuple[str, bytes]]:
 
 
 def _warn(line: str) -> None:
+    print(f"warning: {line}", file=sys.stderr)
+
+
+def _say(line: str) -> None:
     print(line, file=sys.stderr)

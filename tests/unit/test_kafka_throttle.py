@@ -9,7 +9,7 @@ from core.kafka.throttle import ThrottleWatch
 
 def test_a_throttling_spell_is_said_once_counted_and_its_end_said() -> None:
     lines: list[str] = []
-    watch = ThrottleWatch("the producer", lines.append)
+    watch = ThrottleWatch("the producer", lambda line: lines.append(f"W {line}"), lines.append)
     assert watch.summary() == {"events": 0, "total_ms": 0, "max_ms": 0, "spells": 0}
     watch(ThrottleEvent("localhost:9/1", 1, 0.0))  # not throttled: nothing to say
     assert lines == []
@@ -20,11 +20,11 @@ def test_a_throttling_spell_is_said_once_counted_and_its_end_said() -> None:
     assert watch.summary() == {"events": 4, "total_ms": 2600, "max_ms": 1500, "spells": 2}
     assert len(lines) == 3
     assert lines[0] == (
-        "warning: Kafka throttles the producer (broker localhost:9/1 delays its requests "
+        "W Kafka throttles the producer (broker localhost:9/1 delays its requests "
         "250 ms: a client quota); it goes on at that pace"
     )
     assert lines[1] == (
         "the producer: Kafka no longer throttles it (3 throttled responses, 2500 ms in all, "
         "max 1500)"
     )
-    assert lines[2].startswith("warning: Kafka throttles the producer")
+    assert lines[2].startswith("W Kafka throttles the producer")
