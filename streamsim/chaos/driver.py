@@ -219,7 +219,8 @@ def job_run(name: str, private: StackConfig, home: Path) -> JobRun:
 
 def compare_runs(reference: JobRun, faulted: JobRun, notes: list[str]) -> tuple[AlertTally, bool]:
     """The faulted run's alerts (topic and lake) against the uninterrupted run's, noted in
-    `notes`; and whether the uninterrupted run's topic and lake agree (else nothing holds)."""
+    `notes`; and whether they match: the uninterrupted run raised alerts, its topic and lake
+    agree, and the faulted run has each of them once and no other."""
     ref_topic, ref_lake = reference.alert_ids()
     got_topic, got_lake = faulted.alert_ids()
     tally = tally_alerts(ref_topic, got_topic, got_lake)
@@ -235,7 +236,14 @@ def compare_runs(reference: JobRun, faulted: JobRun, notes: list[str]) -> tuple[
         notes.append(f"{tally.unexpected} alert ids the uninterrupted run did not raise")
     if tally.expected == 0:
         notes.append("the uninterrupted run raised no alert: nothing was compared")
-    return tally, consistent
+    matched = (
+        consistent
+        and tally.expected > 0
+        and tally.lost == 0
+        and tally.duplicate_ids == 0
+        and tally.unexpected == 0
+    )
+    return tally, matched
 
 
 @dataclass
@@ -340,20 +348,11 @@ def run_driver_fault(
         reference.wait_drained(topic, None)
         reference.stop()
 
-        tally, consistent = compare_runs(reference, faulted, notes)
+        tally, matched = compare_runs(reference, faulted, notes)
         summary = producing.summary
         if summary.failed:
             notes.append(f"the simulator failed to send {summary.failed} records")
-        ok = (
-            killed_at is not None
-            and recovered_at is not None
-            and tally.expected > 0
-            and tally.lost == 0
-            and tally.duplicate_ids == 0
-            and tally.unexpected == 0
-            and consistent
-            and summary.failed == 0
-        )
+        ok = killed_at is not None and recovered_at is not None and matched and summary.failed == 0
         return ChaosReport(
             scenario=config.name,
             fault="driver",
