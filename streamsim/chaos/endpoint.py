@@ -179,6 +179,49 @@ def activity_ids(stack: StackConfig, topic: str) -> Counter[str]:
     return Counter(str(r.get("transaction_id")) for r in read_topic(stack, topic))
 
 
+class EndpointRig:
+    """A private broker and a POS-mode endpoint on it (decisions to `cards.activity`), in a
+    temporary home under the stack's data dir, with `events` seeded card requests: where the
+    endpoint and slow-broker faults start. Leaving it stops both and removes the home unless
+    `keep`."""
+
+    def __init__(self, stack: StackConfig, fault: str, events: int, seed: int, keep: bool) -> None:
+        stack.dirs.data.mkdir(parents=True, exist_ok=True)
+        self.home = Path(tempfile.mkdtemp(prefix=f"chaos-{fault}-", dir=stack.dirs.data)).resolve()
+        self.private, self.url = private_endpoint_stack(stack, self.home)
+        self.topic = topics.CARDS_ACTIVITY.name
+        self.ids, self.bodies = seeded_requests(events, seed)
+        self.keep = keep
+        self.server: ServerProcess | None = None
+        self._broker = LocalBroker(self.private)
+
+    def __enter__(self) -> EndpointRig:
+        try:
+            self._broker.up()
+            ensure_topics(self.private, [self.topic])
+            self._files = endpoint_files(self.private, self.home, self.topic)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def start(self) -> ServerProcess:
+        """Start the endpoint (again: after a kill) and wait until it is live."""
+        self.server = endpoint_server(self.home, *self._files)
+        wait_ready(self.server, lambda: live(self.url))
+        return self.server
+
+    def load(self) -> Load:
+        return Load(self.url, self.bodies, self.ids)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.server is not None:
+            self.server.stop()
+        self._broker.down()
+        if not self.keep:
+            shutil.rmtree(self.home, ignore_errors=True)
+
+
 def run_endpoint_fault(
     config: ScenarioConfig,
     stack: StackConfig,
@@ -192,22 +235,10 @@ def run_endpoint_fault(
     half way, restart it, replay what it answered, send the rest, and account for every 200."""
     require_card_scenario(config, "endpoint")
     run_seed = config.seed if seed is None else seed
-    stack.dirs.data.mkdir(parents=True, exist_ok=True)
-    home = Path(tempfile.mkdtemp(prefix="chaos-endpoint-", dir=stack.dirs.data)).resolve()
-    private, url = private_endpoint_stack(stack, home)
-    topic = topics.CARDS_ACTIVITY.name
-    broker = LocalBroker(private)
-    server: ServerProcess | None = None
     notes: list[str] = []
-    try:
-        broker.up()
-        ensure_topics(private, [topic])
-        stack_file, settings_file, env = endpoint_files(private, home, topic)
-        ids, bodies = seeded_requests(events, run_seed)
-
-        server = endpoint_server(home, stack_file, settings_file, env)
-        wait_ready(server, lambda: live(url))
-        load = Load(url, bodies, ids)
+    with EndpointRig(stack, "endpoint", events, run_seed, keep) as rig:
+        private, topic, ids, server = rig.private, rig.topic, rig.ids, rig.start()
+        load = rig.load()
         threads = load.run(list(range(events)), background=True)
         while load.answered() < events // 2:
             server.check_alive()
@@ -224,20 +255,19 @@ def run_endpoint_fault(
         sent_before = len(before) + len(load.unanswered)
 
         time.sleep(outage_s)
-        server = endpoint_server(home, stack_file, settings_file, env)
-        wait_ready(server, lambda: live(url))
+        server = rig.start()
         recovery_s = time.monotonic() - killed_at
         survived = activity_ids(private, topic)  # nothing publishes now: the kill's leftovers
 
         answered_ids = {a.transaction_id for a in before}
         replay_idx = [i for i, txid in enumerate(ids) if txid in answered_ids]
-        replay = Load(url, bodies, ids)
+        replay = rig.load()
         replay.run(replay_idx)
         replays = {a.transaction_id: a.body for a in replay.answers}
         acks = tally_acks(before, survived.keys(), killed_at, replays)
 
         rest_idx = [i for i, txid in enumerate(ids) if txid not in answered_ids]
-        rest = Load(url, bodies, ids)
+        rest = rig.load()
         rest.run(rest_idx)
         server.proc.send_signal(signal.SIGINT)  # Ctrl-C: uvicorn stops, the publisher flushes
         code = server.proc.wait(60)
@@ -294,9 +324,3 @@ def run_endpoint_fault(
             ok=ok,
             notes=notes,
         )
-    finally:
-        if server is not None:
-            server.stop()
-        broker.down()
-        if not keep:
-            shutil.rmtree(home, ignore_errors=True)

@@ -16,34 +16,19 @@ record was acknowledged.
 from __future__ import annotations
 
 import re
-import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.config import StackConfig
-from core.contracts import topics
 from core.errors import StreamsimError
 from core.jvm import java_executable, kafka_classpath
-from core.kafka.admin import ensure_topics
-from streamsim.bench.api import ServerProcess, wait_ready
 from streamsim.chaos.driver import Producing, require_card_scenario
-from streamsim.chaos.endpoint import (
-    Load,
-    activity_ids,
-    endpoint_files,
-    endpoint_server,
-    live,
-    private_endpoint_stack,
-    seeded_requests,
-)
+from streamsim.chaos.endpoint import EndpointRig, activity_ids
 from streamsim.chaos.ledger import count_against_truth
 from streamsim.chaos.report import ChaosReport
-from streamsim.kafka.broker import LocalBroker
 
 if TYPE_CHECKING:
     from scenarios.catalog import ScenarioConfig
@@ -98,20 +83,9 @@ def run_slow_broker_fault(
     `events` card transactions go to a private endpoint; count both against what was sent."""
     require_card_scenario(config, FAULT)
     run_seed = config.seed if seed is None else seed
-    stack.dirs.data.mkdir(parents=True, exist_ok=True)
-    home = Path(tempfile.mkdtemp(prefix=f"chaos-{FAULT}-", dir=stack.dirs.data)).resolve()
-    private, url = private_endpoint_stack(stack, home)
-    activity = topics.CARDS_ACTIVITY.name
-    broker = LocalBroker(private)
-    server: ServerProcess | None = None
     notes: list[str] = []
-    try:
-        broker.up()
-        ensure_topics(private, [activity])
-        stack_file, settings_file, env = endpoint_files(private, home, activity)
-        ids, bodies = seeded_requests(events, run_seed)
-        server = endpoint_server(home, stack_file, settings_file, env)
-        wait_ready(server, lambda: live(url))
+    with EndpointRig(stack, FAULT, events, run_seed, keep) as rig:
+        private, activity, server = rig.private, rig.topic, rig.start()
 
         # The quotas go on once the simulator's own producer sends events (a card scenario
         # first publishes its cardholder profiles with another producer).
@@ -130,7 +104,7 @@ def run_slow_broker_fault(
                 raise StreamsimError(f"the simulator ended before it sent: {producing.error}")
         set_default_client_quota(private, QUOTA_BYTES_PER_S)
         throttled_at = time.monotonic()
-        load = Load(url, bodies, ids)
+        load = rig.load()
         posting = load.run(list(range(events)), background=True)
         time.sleep(max(0.0, throttled_at + outage_s - time.monotonic()))
         set_default_client_quota(private, None)
@@ -201,9 +175,3 @@ def run_slow_broker_fault(
             ok=ok,
             notes=notes,
         )
-    finally:
-        if server is not None:
-            server.stop()
-        broker.down()
-        if not keep:
-            shutil.rmtree(home, ignore_errors=True)
