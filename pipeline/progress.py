@@ -37,6 +37,8 @@ class BatchReport:
     late_events: int = 0
     start_offsets: Offsets | None = None
     end_offsets: Offsets | None = None
+    newest_event_ms: int | None = None  # the newest event time the batch read (simulated time)
+    offsets_behind: int | None = None  # records between the batch's end and the topics' end
 
     @classmethod
     def from_progress(cls, progress: dict[str, Any]) -> BatchReport:
@@ -60,6 +62,8 @@ class BatchReport:
             late_events=late_events(progress),
             start_offsets=source_offsets(progress, "startOffset"),
             end_offsets=source_offsets(progress, "endOffset"),
+            newest_event_ms=iso_ms(progress.get("eventTime", {}).get("max")),
+            offsets_behind=offsets_behind(progress),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -124,6 +128,30 @@ def source_offsets(progress: Mapping[str, Any], which: str) -> Offsets | None:
             if isinstance(partitions, dict):
                 merged.setdefault(topic, {}).update({str(p): int(o) for p, o in partitions.items()})
     return merged or None
+
+
+def offsets_behind(progress: Mapping[str, Any]) -> int | None:
+    """Records the query is behind the end of its Kafka topics after this batch: per partition
+    both report, the latest offset when the batch was planned minus where the batch ended (at
+    least 0), summed; None when the progress lacks either (no Kafka source, or none reported).
+
+    Unlike the watermark against wall clock, this reads the same on a simulated clock.
+
+    >>> offsets_behind({"sources": [{"endOffset": '{"t": {"0": 5, "1": 7}}',
+    ...     "latestOffset": '{"t": {"0": 9, "1": 7}}'}]})
+    4
+    >>> offsets_behind({"sources": [{"endOffset": '{"t": {"0": 5}}'}]}) is None
+    True
+    """
+    latest, end = source_offsets(progress, "latestOffset"), source_offsets(progress, "endOffset")
+    if latest is None or end is None:
+        return None
+    return sum(
+        max(0, offset - ended)
+        for topic, partitions in latest.items()
+        for partition, offset in partitions.items()
+        if (ended := end.get(topic, {}).get(partition)) is not None
+    )
 
 
 class _ProgressJson:
