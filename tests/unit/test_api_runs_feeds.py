@@ -7,6 +7,7 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -17,7 +18,14 @@ from api.fraud.service import FraudService
 from api.fraud.settings import ApiSecrets, ApiSettings
 from api.main import create_app
 from api.panel.consumers.feeds import Feeds
-from api.panel.models.feeds import ActivityFeed, AlertFeed, Evaluation, PipelineView, Rates
+from api.panel.models.feeds import (
+    ActivityFeed,
+    AlertFeed,
+    Evaluation,
+    JobProgress,
+    PipelineView,
+    Rates,
+)
 from api.panel.views.feeds import (
     PipelineProgress,
     RateTracker,
@@ -71,7 +79,7 @@ def alert(alert_id: str, detected_at: int) -> dict:
     }
 
 
-def progress(query: str, batch_id: int, at: int, dropped: int = 0) -> dict:
+def progress(query: str, batch_id: int, at: int, dropped: int = 0, **more: Any) -> dict:
     return {
         "schema": "pipeline.progress/1",
         "job": "card-velocity",
@@ -85,6 +93,7 @@ def progress(query: str, batch_id: int, at: int, dropped: int = 0) -> dict:
         "dropped_by_watermark": dropped,
         "duration_ms": 120,
         "at": at,
+        **more,
     }
 
 
@@ -175,7 +184,47 @@ def test_pipeline_progress_keeps_the_latest_per_query_and_totals() -> None:
     assert counts["input_rows_seen"] == 300
     assert counts["watermark_ms"] == 1_767_226_200_000
     assert counts["watermark_delay_s"] == 70.0 and counts["report_age_s"] == 5.0
+    # Reports from before newest_event_ms and offsets_behind: nothing to tell.
+    assert counts["watermark_behind_newest_s"] is None and counts["offsets_behind"] is None
     assert list(queries) == ["alerts", "counts"]
+
+
+def test_lag_on_the_streams_own_clock_and_in_records() -> None:
+    """A simulated run of past dates: the watermark is days behind the wall clock, but only
+    seconds behind the newest reading, and the job is some records behind its topic's end."""
+    view = PipelineProgress()
+    watermark_ms = 1_767_226_200_000  # 2026-01-01T00:10:00Z, the reports' watermark
+    wall_ms = watermark_ms + 327 * 86_400_000
+    for query, newest_ms, behind in (
+        ("alerts", watermark_ms + 45_500, 120),
+        ("stats", watermark_ms + 30_000, 800),
+        ("counts", None, None),  # no event time or no latest offset in its progress
+        ("odd", "soon", "many"),  # a malformed report: no figure, not a failed page
+    ):
+        row = progress_row(
+            progress(
+                query,
+                1,
+                wall_ms,
+                job="vehicle-telemetry",
+                newest_event_ms=newest_ms,
+                offsets_behind=behind,
+            )
+        )
+        view.add(row)  # type: ignore[arg-type]
+    queries = {q["query"]: q for q in view.queries(now_ms=wall_ms)}
+    assert queries["alerts"]["watermark_behind_newest_s"] == 45.5
+    assert queries["alerts"]["watermark_delay_s"] == 327 * 86_400.0  # the wall-clock figure
+    assert queries["stats"]["offsets_behind"] == 800
+    assert queries["counts"]["watermark_behind_newest_s"] is None
+    assert queries["counts"]["offsets_behind"] is None
+    assert queries["odd"]["watermark_behind_newest_s"] is None
+    assert queries["odd"]["offsets_behind"] is None
+    (job,) = job_summaries(list(queries.values()))
+    assert job["watermark_behind_newest_s"] == 45.5 and job["offsets_behind"] == 800
+    JobProgress.model_validate(job)
+    none = job_summaries([queries["counts"]])[0]
+    assert none["watermark_behind_newest_s"] is None and none["offsets_behind"] is None
 
 
 def test_late_events_are_counted_once_per_job() -> None:
@@ -234,7 +283,9 @@ def test_feed_routes(client: tuple[TestClient, Feeds, Path]) -> None:
     feeds._on_message("cards.activity-unit", orjson.dumps({"not": "a decision"}))
     feeds._on_message("cards.activity-unit", b"{not json")
     feeds._on_alert(alert("a1", 3000))
-    feeds._on_progress(progress("counts", 4, 5000, dropped=7))
+    feeds._on_progress(
+        progress("counts", 4, 5000, dropped=7, newest_event_ms=1_767_226_212_000, offsets_behind=9)
+    )
     feeds.rates.add(1.0, {"cards.activity-unit": 10}, wall_ms=1000)
     feeds.rates.add(2.0, {"cards.activity-unit": 12}, wall_ms=2000)
 
@@ -251,7 +302,10 @@ def test_feed_routes(client: tuple[TestClient, Feeds, Path]) -> None:
 
     pipeline = PipelineView.model_validate(http.get("/v1/pipeline").json())
     assert pipeline.queries[0].dropped_by_watermark_seen == 7
-    assert [(j.job, j.late_events_seen) for j in pipeline.jobs] == [("card-velocity", 7)]
+    assert pipeline.queries[0].watermark_behind_newest_s == 12.0
+    assert [(j.job, j.late_events_seen, j.offsets_behind) for j in pipeline.jobs] == [
+        ("card-velocity", 7, 9)
+    ]
 
     rates = Rates.model_validate(http.get("/v1/rates").json())
     assert [(t.topic, t.records_per_s, t.end_offset) for t in rates.topics] == [

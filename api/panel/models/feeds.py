@@ -83,8 +83,22 @@ class QueryProgress(_Open):
     watermark: str | None = Field(description="As Spark reports it (ISO 8601).")
     watermark_ms: int | None
     watermark_delay_s: float | None = Field(
-        description="Report time minus watermark: how far event time trails processing time "
-        "(large for a stream of simulated past dates)."
+        description="Report time (wall clock) minus watermark (event time): mixes the two "
+        "clocks, so it is days for a stream of simulated past dates. "
+        "`watermark_behind_newest_s` is the lag on the stream's own clock."
+    )
+    newest_event_ms: int | None = Field(
+        None, description="The newest event time the last batch read (Spark's eventTime.max)."
+    )
+    watermark_behind_newest_s: float | None = Field(
+        None,
+        description="Newest event time read minus watermark, both event time (simulated for a "
+        "simulated run): how far the watermark trails the data.",
+    )
+    offsets_behind: int | None = Field(
+        None,
+        description="Records the query was behind the end of its Kafka topics at the last "
+        "batch: latest minus end offset, summed over partitions.",
     )
     dropped_by_watermark: int | None = Field(description="Late rows dropped in the last batch.")
     duration_ms: int | None
@@ -116,7 +130,19 @@ class JobProgress(BaseModel):
     modes: list[str] = Field(description="realtime and/or microbatch.")
     input_rows_per_s: float = Field(description="Summed over its queries' latest reports.")
     processed_rows_per_s: float = Field(description="Summed over its queries' latest reports.")
-    watermark_delay_s: float | None = Field(description="The largest of its queries'.")
+    watermark_delay_s: float | None = Field(
+        description="Wall clock against event time: the largest of its queries'."
+    )
+    watermark_behind_newest_s: float | None = Field(
+        None,
+        description="Newest event time read minus watermark (event time, simulated for a "
+        "simulated run): the largest of its queries'.",
+    )
+    offsets_behind: int | None = Field(
+        None,
+        description="Records behind the end of its Kafka topics: the largest of its queries' "
+        "(they read the same input).",
+    )
     late_events_seen: int = Field(
         description="Late input rows, each counted once: the largest of its queries' "
         "`late_events_seen` (they read the same input with the same watermark)."

@@ -72,6 +72,8 @@ PROGRESS_FIELDS = (
     "dropped_by_watermark",
     "late_events",
     "duration_ms",
+    "newest_event_ms",
+    "offsets_behind",
     "at",
 )
 
@@ -195,6 +197,11 @@ def _number(value: Any) -> float:
     return float(value) if isinstance(value, int | float) else float("-inf")
 
 
+def _whole(value: Any) -> int | None:
+    """A report's count or epoch ms; None if it has none (or not a number)."""
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
 class PipelineProgress:
     """The latest `pipeline.progress/1` report per query, plus totals over the reports seen."""
 
@@ -228,7 +235,9 @@ class PipelineProgress:
 
     def queries(self, now_ms: int) -> list[dict[str, Any]]:
         """Per query: the latest report, the watermark as epoch ms, how far it trails the
-        report's processing time (`watermark_delay_s`), the report's age, and the totals."""
+        newest event the batch read (`watermark_behind_newest_s`, both on the stream's own
+        clock, simulated or not) and the report's wall-clock time (`watermark_delay_s`), the
+        report's age, and the totals."""
         with self._lock:
             items = [(q, dict(r), dict(self._totals[q])) for q, r in self._latest.items()]
         out = []
@@ -236,6 +245,7 @@ class PipelineProgress:
             watermark_ms = parse_watermark(row.get("watermark"))
             at = row.get("at")
             at_ms = int(at) if isinstance(at, int | float) else None
+            newest_ms = _whole(row.get("newest_event_ms"))
             out.append(
                 {
                     **row,
@@ -244,6 +254,11 @@ class PipelineProgress:
                     "watermark_delay_s": None
                     if watermark_ms is None or at_ms is None
                     else round((at_ms - watermark_ms) / 1000, 3),
+                    "newest_event_ms": newest_ms,
+                    "offsets_behind": _whole(row.get("offsets_behind")),
+                    "watermark_behind_newest_s": None
+                    if watermark_ms is None or newest_ms is None
+                    else round((newest_ms - watermark_ms) / 1000, 3),
                     "report_age_s": None if at_ms is None else round((now_ms - at_ms) / 1000, 3),
                     **totals,
                 }
@@ -251,10 +266,15 @@ class PipelineProgress:
         return out
 
 
+#: A job's figures that are the largest of its queries' (None: no query reports one).
+LARGEST = ("watermark_delay_s", "watermark_behind_newest_s", "offsets_behind")
+
+
 def job_summaries(queries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per job (from `queries()`): its queries, rows/s summed, the largest watermark delay, and
-    late input rows counted once: a job's queries read the same input with the same watermark,
-    so the most any of its queries dropped (`late_events_seen`), not their sum."""
+    """Per job (from `queries()`): its queries, rows/s summed, the largest watermark delay,
+    watermark behind the newest event and records behind the topics' end, and late input rows
+    counted once: a job's queries read the same input with the same watermark, so the most any
+    of its queries dropped (`late_events_seen`), not their sum."""
     jobs: dict[str, dict[str, Any]] = {}
     for q in queries:
         job = str(q.get("job") or q["query"])
@@ -266,7 +286,7 @@ def job_summaries(queries: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "modes": [],
                 "input_rows_per_s": 0.0,
                 "processed_rows_per_s": 0.0,
-                "watermark_delay_s": None,
+                **dict.fromkeys(LARGEST),
                 "late_events_seen": 0,
             },
         )
@@ -275,10 +295,10 @@ def job_summaries(queries: list[dict[str, Any]]) -> list[dict[str, Any]]:
             summary["modes"].append(q["mode"])
         summary["input_rows_per_s"] += float(q.get("input_rows_per_s") or 0.0)
         summary["processed_rows_per_s"] += float(q.get("processed_rows_per_s") or 0.0)
-        delay = q.get("watermark_delay_s")
-        if delay is not None:
-            known = summary["watermark_delay_s"]
-            summary["watermark_delay_s"] = delay if known is None else max(known, delay)
+        for key in LARGEST:
+            value, known = q.get(key), summary[key]
+            if value is not None:
+                summary[key] = value if known is None else max(known, value)
         summary["late_events_seen"] = max(summary["late_events_seen"], q["late_events_seen"])
     return [jobs[name] for name in sorted(jobs)]
 
