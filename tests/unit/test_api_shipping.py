@@ -5,12 +5,15 @@ and the routes (401/403, another owner's box a 404 like an unknown one, list and
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
 import pytest
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from fastapi.testclient import TestClient
 
 from api.fraud.publisher import MemoryPublisher
@@ -190,6 +193,57 @@ def test_the_view_stays_bounded() -> None:
 
 
 # -- the routes -----------------------------------------------------------------------------
+
+
+class Broker:
+    """What `ShippingTail._refresh` asks of a consumer: the topics' partitions and end offsets."""
+
+    def __init__(self, ends: dict[tuple[str, int], int]) -> None:
+        self.ends = ends
+        self.down = False
+
+    def list_topics(self, timeout: float) -> SimpleNamespace:
+        if self.down:
+            raise KafkaException(KafkaError(KafkaError._TRANSPORT))
+        names = {topic for topic, _ in self.ends}
+        return SimpleNamespace(
+            topics={
+                t: SimpleNamespace(error=None, partitions={p: None for u, p in self.ends if u == t})
+                for t in names
+            }
+        )
+
+    def get_watermark_offsets(self, tp: TopicPartition, timeout: float) -> tuple[int, int]:
+        return 0, self.ends[(tp.topic, tp.partition)]
+
+    def incremental_assign(self, partitions: list[TopicPartition]) -> None:
+        pass
+
+
+def test_lag_says_as_of_when_so_records_written_later_are_not_taken_as_read() -> None:
+    """Ends are read every `refresh_s`: a voyage flushed after the last read is behind a lag
+    of 0, so `lag_as_of` says what that 0 covers (a reader waits for one after its writes)."""
+    tail = ShippingTail(StackConfig.model_validate({}))
+    key = (CONTAINERS_TOPIC, 0)
+    broker = Broker({key: 10})
+    assert tail.source()["lag_as_of"] is None  # never read: lag 0 covers nothing
+    before = time.time_ns() // 1_000_000
+    tail._refresh(broker)  # type: ignore[arg-type]
+    tail._next[key] = 10  # read to the end
+    first = tail.source()
+    assert first["lag"] == 0 and first["lag_as_of"] >= before
+    time.sleep(0.005)
+    written = time.time_ns() // 1_000_000
+    broker.ends[key] = 15  # a voyage flushed in port after that read
+    stale = tail.source()
+    assert stale["lag"] == 0 and stale["lag_as_of"] < written
+    broker.down = True  # a failed read vouches for nothing new
+    tail._refresh(broker)  # type: ignore[arg-type]
+    assert tail.source()["lag_as_of"] == first["lag_as_of"] and tail.error
+    broker.down = False
+    tail._refresh(broker)  # type: ignore[arg-type]
+    fresh = tail.source()
+    assert fresh["lag"] == 5 and fresh["lag_as_of"] >= written
 
 
 class HandFed(ShippingTail):

@@ -9,6 +9,11 @@ voyage's readings land days late in one burst. Every partition is read from its 
 so a port flush of a big fleet costs a bounded share of a core, and `lag()` says how far
 behind the topics' ends the view is meanwhile. Partitions that appear later (the first run
 after start-up creates the topics) are picked up within `refresh_s`.
+
+The end offsets are read every `refresh_s`, so `lag` 0 means caught up with what the topics
+held at `lag_as_of` (wall-clock ms), not with what was written since: a reader that wrote
+records waits for a `lag_as_of` after its writes (a voyage flushed in the run's last second
+is otherwise missing from a view that says it has no lag).
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ class ShippingTail:
         self.error: str | None = None
         self._next: dict[tuple[str, int], int] = {}
         self._ends: dict[tuple[str, int], int] = {}
+        self.lag_as_of: int | None = None  # wall-clock ms before the ends were last read
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -106,7 +112,9 @@ class ShippingTail:
             consumer.close()
 
     def _refresh(self, consumer: Consumer) -> None:
-        """Assign new partitions from their beginning; note every partition's end offset."""
+        """Assign new partitions from their beginning; note every partition's end offset, and
+        the time before they were read (`lag_as_of`) once all were."""
+        as_of = time.time_ns() // 1_000_000
         try:
             metadata = consumer.list_topics(timeout=5.0).topics
             new = []
@@ -127,6 +135,7 @@ class ShippingTail:
             self.error = str(exc.args[0]) if exc.args else "cannot reach Kafka"
             return
         self.error = None
+        self.lag_as_of = as_of
         if new:
             consumer.incremental_assign(new)
             self.assigned = self.assigned | {(tp.topic, tp.partition) for tp in new}
@@ -159,7 +168,7 @@ class ShippingTail:
             stop.wait(max(0.0, self.cycle_s - (time.monotonic() - started)))
 
     def lag(self) -> int:
-        """Records behind the partitions' end offsets as of the last refresh."""
+        """Records behind the partitions' end offsets as of the last refresh (`lag_as_of`)."""
         return sum(max(0, end - self._next.get(key, 0)) for key, end in self._ends.items())
 
     def source(self) -> dict[str, Any]:
@@ -168,6 +177,7 @@ class ShippingTail:
             "partitions": len(self.assigned),
             "records_read": self.records_read,
             "lag": self.lag(),
+            "lag_as_of": self.lag_as_of,
             "read_cap_per_s": self.read_cap_per_s,
             "error": self.error,
             **self.view.stats(),

@@ -74,6 +74,10 @@ class ShippingSource(BaseModel):
     partitions: int
     records_read: int
     lag: int
+    lag_as_of: int | None = Field(
+        description="Wall-clock ms before the end offsets `lag` counts to were read: records "
+        "written later may be unread at lag 0. None until they were read once."
+    )
     read_cap_per_s: int
     error: str | None
     containers: int
