@@ -5,7 +5,15 @@ from __future__ import annotations
 from pydantic import Field
 
 from core.config.base import Settings
+from core.contracts import topics
 from pipeline.settings import Duration
+
+#: The job reads each topic as its kind of row (`job.SOURCES`), so it reads these, all three.
+INPUT_TOPICS = (
+    topics.SHIPPING_POSITIONS.name,
+    topics.SHIPPING_CONTAINERS.name,
+    topics.SHIPPING_PORT_EVENTS.name,
+)
 
 
 class ShippingSettings(Settings):

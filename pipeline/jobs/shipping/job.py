@@ -264,7 +264,9 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
     ensure_topics(stack, [cfg.output_topic, cfg.deadletter_topic])
     use_rocksdb_state(spark)
 
-    raw = read_kafka(spark, stack, list(SOURCES), cfg.starting_offsets, cfg.max_offsets_per_trigger)
+    raw = read_kafka(
+        spark, stack, cfg.input_topics, cfg.starting_offsets, cfg.max_offsets_per_trigger
+    )
     events: dict[str, DataFrame] = {}
     rejects: list[DataFrame] = []
     for topic, (_kind, schema, required) in SOURCES.items():
