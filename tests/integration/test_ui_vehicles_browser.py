@@ -131,6 +131,8 @@ def publish_vehicle_alert(
         "dropped_by_watermark": 6,  # two operators dropped the same 3 readings
         "late_events": 3,
         "duration_ms": 410,
+        "newest_event_ms": 1_772_524_860_000,  # 2026-03-03T08:01:00Z: 30 s past the watermark
+        "offsets_behind": 25,
         "at": now,
     }
     producer = Producer(producer_config(kafka_stack))
@@ -170,7 +172,11 @@ def test_vehicles_page_in_a_real_browser(
     text = wait_text(browser, "Vehicles seen", "Moving", f"run {run_id} running", "Stop")
     WebDriverWait(browser, WAIT_S, poll_frequency=0.5).until(lambda d: seen_count(d) > 0)
     text = wait_text(
-        browser, "vehicle-telemetry rows/s", "Late events dropped (seen)", "Watermark lag"
+        browser,
+        "vehicle-telemetry rows/s",
+        "Late events dropped (seen)",
+        "Watermark behind newest reading",
+        "Behind the topic's end",
     )
     # The metrics topic is shared: the figure is the job's largest over its queries, other
     # tests' vehicle-telemetry runs' among them. This report's query counts its 3 (not the
@@ -180,6 +186,12 @@ def test_vehicles_page_in_a_real_browser(
     (ours,) = [q for q in pipeline["queries"] if q["query"] == query]
     (job,) = [j for j in pipeline["jobs"] if j["job"] == "vehicle-telemetry"]
     assert ours["late_events_seen"] == 3 and 3 <= late <= job["late_events_seen"], (late, job)
+    # Lag on the simulated clock (newest reading minus watermark) and in records behind the
+    # topic's end; the page's figures are the job's largest, this report's among them.
+    assert ours["watermark_behind_newest_s"] == 30.0 and ours["offsets_behind"] == 25, ours
+    behind = metric_value(browser, "Behind the topic's end")
+    assert behind is not None and int(behind.replace(",", "")) >= 25, behind
+    assert metric_value(browser, "Watermark behind newest reading") not in (None, "—")
     # The alert with its evidence; the alerting vehicle is the one charted.
     text = wait_text(
         browser,
@@ -213,14 +225,19 @@ def test_vehicles_page_in_a_real_browser(
     assert run["status"] == "stopped", run
 
 
-def seen_count(driver: WebDriver) -> int:
-    """The "Vehicles seen" metric's value (0 until it shows a number)."""
+def metric_value(driver: WebDriver, name: str) -> str | None:
+    """The shown value of the metric labelled `name` (None: no such metric)."""
     for metric in driver.find_elements(By.CSS_SELECTOR, "[data-testid='stMetric']"):
         try:
             label, value, *_ = metric.text.splitlines()
         except ValueError:
             continue
-        if label.strip() == "Vehicles seen":
-            digits = value.replace(",", "").strip()
-            return int(digits) if digits.isdigit() else 0
-    return 0
+        if label.strip() == name:
+            return value.strip()
+    return None
+
+
+def seen_count(driver: WebDriver) -> int:
+    """The "Vehicles seen" metric's value (0 until it shows a number)."""
+    digits = (metric_value(driver, "Vehicles seen") or "").replace(",", "")
+    return int(digits) if digits.isdigit() else 0

@@ -21,6 +21,7 @@ from ui.sections import vehicles
 
 NOW = 1_795_000_000_000
 T0 = 1_772_524_800_000  # the scenario's simulated clock
+WALL_LAG_S = (NOW - T0) / 1000  # wall clock against the simulated clock: 260 days
 SOURCE = {"topic": "vehicles.telemetry", "status": "live", "partitions": 3, "error": None}
 ALERT = {
     "alert_id": "al-1",
@@ -170,7 +171,9 @@ def canned(
                     "mode": "microbatch",
                     "processed_rows_per_s": 950.0,
                     "watermark_ms": T0,
-                    "watermark_delay_s": 12.5,
+                    "watermark_delay_s": WALL_LAG_S,
+                    "watermark_behind_newest_s": 12.5,
+                    "offsets_behind": 4321,
                     "dropped_by_watermark_seen": 30,
                     "late_events_seen": 17,
                 },
@@ -200,7 +203,9 @@ def canned(
                     "modes": ["microbatch"],
                     "input_rows_per_s": 40.0,
                     "processed_rows_per_s": 950.0,
-                    "watermark_delay_s": 12.5,
+                    "watermark_delay_s": WALL_LAG_S,
+                    "watermark_behind_newest_s": 12.5,
+                    "offsets_behind": 4321,
                     "late_events_seen": 17,
                 },
             ],
@@ -277,7 +282,15 @@ def test_page_shows_the_fleet_the_alert_and_the_alerting_vehicles_charts() -> No
     assert metrics["Telemetry (topic)"] == "48.0/s"
     assert metrics["vehicle-telemetry rows/s"] == "950/s"  # the card job's queries left out
     assert metrics["Late events dropped (seen)"] == "17"  # counted once, not 30
-    assert metrics["Watermark lag"] == "12.5 s"
+    # Lag on the run's simulated clock and in records, not wall clock against event time.
+    assert metrics["Watermark behind newest reading"] == "12.5 s"
+    assert metrics["Behind the topic's end"] == "4,321"
+    assert not any("days" in str(value) for value in metrics.values()), metrics
+    (table,) = test.table
+    row = table.value.loc["vehicle-alerts"]
+    assert row["watermark behind newest"] == "12.5 s"
+    assert row["behind topic end (records)"] == "4,321"
+    assert "watermark behind (s)" not in table.value.columns
     # The map: one deck, vehicles with a fix, the alerting one ringed and labelled.
     (deck,) = test.get("deck_gl_json_chart")
     spec = json.loads(deck.proto.json)
@@ -374,6 +387,7 @@ def test_durations() -> None:
     assert vehicles.fmt_duration(600) == "10.0 min"
     assert vehicles.fmt_duration(3 * 3600) == "3.0 h"
     assert vehicles.fmt_duration(22_706_140) == "262.8 days"
+    assert vehicles.fmt_duration(None) == "—"
 
 
 def test_default_vehicle_and_job_filters() -> None:

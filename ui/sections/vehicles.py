@@ -2,7 +2,8 @@
 
 - the `connected_vehicles` scenario: its runs (stop), and the runs page's sliders to start one;
 - figures: vehicles per status, the telemetry topic's records/s, and the `vehicle-telemetry`
-  job's rows/s, watermark lag and late drops (from the `metrics` topic);
+  job's rows/s, late drops, how far its watermark trails the newest reading (simulated time)
+  and how many records it is behind the topic's end (from the `metrics` topic);
 - a map of the vehicles' last GPS fixes (no tiles: a plain lon/lat plane with a 1° graticule
   and the region's cities, like the Map page), coloured by status, alerting vehicles ringed and
   labelled; click one to chart it;
@@ -153,34 +154,42 @@ def _figures(client: ApiClient) -> None:
         queries = job_queries(pipeline["queries"])
         job = job_summary(pipeline)
         counts = fleet["counts"]
-        cols = st.columns(4)
-        cols[0].metric("Vehicles seen", fmt_num(sum(counts.values())), border=True)
-        cols[1].metric("Moving", fmt_num(counts.get("moving")), border=True)
-        cols[2].metric("Parked", fmt_num(counts.get("parked")), border=True)
-        cols[3].metric("Alerting", fmt_num(counts.get("alerting")), border=True)
-        cols = st.columns(4)
-        cols[0].metric("Telemetry (topic)", fmt_rate(topic_rate(rates)), border=True)
+        fleet_cols = st.columns(5)
+        fleet_cols[0].metric("Vehicles seen", fmt_num(sum(counts.values())), border=True)
+        fleet_cols[1].metric("Moving", fmt_num(counts.get("moving")), border=True)
+        fleet_cols[2].metric("Parked", fmt_num(counts.get("parked")), border=True)
+        fleet_cols[3].metric("Alerting", fmt_num(counts.get("alerting")), border=True)
+        fleet_cols[4].metric("Telemetry (topic)", fmt_rate(topic_rate(rates)), border=True)
+        cols = st.columns([1, 1, 1.45, 1])  # room for the watermark's longer label
         if queries and job is not None:
-            lag = job["watermark_delay_s"]
-            cols[1].metric(f"{JOB} rows/s", fmt_rate(job["processed_rows_per_s"]), border=True)
-            cols[2].metric(
+            cols[0].metric(f"{JOB} rows/s", fmt_rate(job["processed_rows_per_s"]), border=True)
+            cols[1].metric(
                 "Late events dropped (seen)",
                 fmt_num(job["late_events_seen"]),
                 border=True,
                 help="Readings the job dropped as too late for its watermark, each counted "
                 "once, over the progress reports the API has seen.",
             )
-            cols[3].metric(
-                "Watermark lag",
-                "—" if lag is None else fmt_duration(lag),
+            cols[2].metric(
+                "Watermark behind newest reading",
+                fmt_duration(job.get("watermark_behind_newest_s")),
                 border=True,
-                help="Report time minus watermark, the largest over the job's queries (large "
-                "for a stream of simulated past dates).",
+                help="Event time of the newest reading the job read minus its watermark, both "
+                "on the run's simulated clock, the largest over the job's queries: how far "
+                "the watermark trails the data (its configured delay, plus any skew).",
+            )
+            cols[3].metric(
+                "Behind the topic's end",
+                fmt_num(job.get("offsets_behind")),
+                border=True,
+                help="Readings on the topic the job had not read yet at its last batch "
+                "(latest minus end offset, summed over partitions), the largest over the "
+                "job's queries: the backlog, whatever the clock.",
             )
             with st.expander(f"The {JOB} job's queries ({len(queries)})"):
                 st.table(_queries_frame(queries))
         else:
-            cols[1].info(
+            cols[0].info(
                 f"No progress from the `{JOB}` job on `metrics` yet: "
                 f"`streamsim pipeline run {JOB}`."
             )
@@ -195,8 +204,10 @@ def _figures(client: ApiClient) -> None:
         )
 
 
-def fmt_duration(seconds: float) -> str:
-    """Seconds as s, min, h or days, whichever reads best."""
+def fmt_duration(seconds: float | None) -> str:
+    """Seconds as s, min, h or days, whichever reads best ("—" for none)."""
+    if seconds is None:
+        return "—"
     if abs(seconds) < 120:
         return f"{seconds:,.1f} s"
     if abs(seconds) < 7200:
@@ -214,7 +225,8 @@ def _queries_frame(queries: list[dict[str, Any]]) -> pd.DataFrame:
                 "mode": q.get("mode") or "—",
                 "processed rows/s": fmt_rate(q.get("processed_rows_per_s")),
                 "watermark (UTC)": fmt_ms(q.get("watermark_ms")),
-                "watermark behind (s)": fmt_num(q.get("watermark_delay_s"), 1),
+                "watermark behind newest": fmt_duration(q.get("watermark_behind_newest_s")),
+                "behind topic end (records)": fmt_num(q.get("offsets_behind")),
                 "late drops (seen)": fmt_num(q.get("late_events_seen")),
             }
             for q in queries
