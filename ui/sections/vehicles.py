@@ -160,7 +160,7 @@ def _figures(client: ApiClient) -> None:
         fleet_cols[2].metric("Parked", fmt_num(counts.get("parked")), border=True)
         fleet_cols[3].metric("Alerting", fmt_num(counts.get("alerting")), border=True)
         fleet_cols[4].metric("Telemetry (topic)", fmt_rate(topic_rate(rates)), border=True)
-        cols = st.columns([1, 1, 1.45, 1])  # room for the watermark's longer label
+        cols = st.columns([1, 1.2, 1.4, 1.05])  # each label in full at 1400 px
         if queries and job is not None:
             cols[0].metric(f"{JOB} rows/s", fmt_rate(job["processed_rows_per_s"]), border=True)
             cols[1].metric(
