@@ -2,7 +2,9 @@
 port. The ship's departure port events say which port each voyage left from; a box reading at
 sea on that voyage with that port as its discharge port should have come off there. A box
 transshipped at a hub came off (its discharge port was the hub) and does not fire.
-Key: the box and the voyage.
+Key: the box, the voyage and the departure event's id: stable while the voyage's readings land
+(a flush in port comes in several batches), and another run of the same fleet (same boxes and
+voyages, a seed's re-run) raises ids of its own, not ones the alerts sink takes as written.
 """
 
 from __future__ import annotations
@@ -18,8 +20,11 @@ RULE = "missed_unload"
 def missed_unload(readings: pd.DataFrame, port_events: pd.DataFrame) -> list[Alert]:
     if readings.empty or port_events.empty:
         return []
-    dep = port_events[port_events["event"] == "departure"][["ship_id", "voyage_id", "port"]]
-    dep = dep.rename(columns={"port": "left_from"}).drop_duplicates(["ship_id", "voyage_id"])
+    departures = port_events[port_events["event"] == "departure"]
+    dep = departures[["ship_id", "voyage_id", "port", "event_id"]].rename(
+        columns={"port": "left_from", "event_id": "departure_id"}
+    )
+    dep = dep.sort_values("departure_id", kind="stable").drop_duplicates(["ship_id", "voyage_id"])
     sea = readings[at_sea(readings)]
     joined = sea.merge(dep, on=["ship_id", "voyage_id"], how="inner")
     hit = joined[joined["discharge_port"] == joined["left_from"]]
@@ -38,7 +43,7 @@ def missed_unload(readings: pd.DataFrame, port_events: pd.DataFrame) -> list[Ale
                     "ship_id": str(first["ship_id"]),
                     "voyage_id": int(voyage),
                 },
-                alert_id=alert_id_for(RULE, str(box), [int(voyage)]),
+                alert_id=alert_id_for(RULE, str(box), [int(voyage), str(first["departure_id"])]),
                 label=RULE,
             )
         )

@@ -111,13 +111,21 @@ def test_no_box_is_lost_on_the_satellite_slice_alone() -> None:
 def test_missed_unload_after_leaving_the_discharge_port() -> None:
     events = pd.DataFrame(
         [
-            {"event": "departure", "port": "SGSIN", "ship_id": "IMO9000007", "voyage_id": 5},
-            {"event": "arrival", "port": "AUSYD", "ship_id": "IMO9000007", "voyage_id": 5},
+            {"event": "departure", "port": "SGSIN", "ship_id": "IMO9000007", "voyage_id": 5,
+             "event_id": "p1"},
+            {"event": "arrival", "port": "AUSYD", "ship_id": "IMO9000007", "voyage_id": 5,
+             "event_id": "p2"},
         ]
-    )
+    )  # fmt: skip
     missed = box_rows(6, discharge_port="SGSIN")
     alerts = missed_unload(missed, events)
     assert len(alerts) == 1 and alerts[0].event_ids == ("e0000",)
+    # the voyage's readings land in parts: the alert keeps its id
+    assert [a.alert_id for a in missed_unload(missed.iloc[3:], events)] == [alerts[0].alert_id]
+    # a re-run of the same fleet (same box and voyage, its own event ids) is a new alert
+    rerun = events.assign(event_id=["r1", "r2"])
+    [again] = missed_unload(missed.assign(event_id=missed["event_id"] + "r"), rerun)
+    assert again.alert_id != alerts[0].alert_id
     onward = box_rows(6, discharge_port="AUSYD")  # on its way: fine
     in_port = box_rows(6, discharge_port="SGSIN", port="SGSIN")  # not yet sailed
     assert missed_unload(onward, events) == [] and missed_unload(in_port, events) == []
