@@ -55,7 +55,8 @@ def drain_job(
     timers. The other jobs' queries are idle once they have read their input."""
     if cfg.job == shipping.NAME:
         default_s = 2 * duration_ms(cfg.shipping.settle) / 1000
-        shipping.drain_all(queries, stack, default_s if settle_s is None else settle_s)
+        settle = default_s if settle_s is None else settle_s
+        shipping.drain_all(queries, stack, settle, inputs=cfg.input_topics)
         return
     for query in queries:
         query.processAllAvailable()

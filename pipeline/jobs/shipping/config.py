@@ -8,12 +8,38 @@ from core.config.base import Settings
 from core.contracts import topics
 from pipeline.settings import Duration
 
-#: The job reads each topic as its kind of row (`job.SOURCES`), so it reads these, all three.
+#: The job reads each topic as its kind of row (`job.SOURCES`): one input topic per kind,
+#: named as here or ending in ".<name>" (MirrorMaker 2's `port.shipping.positions` at HQ).
 INPUT_TOPICS = (
     topics.SHIPPING_POSITIONS.name,
     topics.SHIPPING_CONTAINERS.name,
     topics.SHIPPING_PORT_EVENTS.name,
 )
+
+
+def topics_by_kind(input_topics: list[str]) -> dict[str, str]:
+    """Each of `INPUT_TOPICS` -> the input topic that carries its kind of event.
+
+    >>> topics_by_kind(["port.shipping.positions", "shipping.containers",
+    ...                 "port.shipping.port-events"])["shipping.positions"]
+    'port.shipping.positions'
+    """
+    found: dict[str, list[str]] = {name: [] for name in INPUT_TOPICS}
+    for topic in input_topics:
+        kinds = [n for n in INPUT_TOPICS if topic == n or topic.endswith(f".{n}")]
+        if not kinds:
+            raise ValueError(
+                f"job shipping reads each input topic as its kind of event: {topic!r} is none "
+                f"of {list(INPUT_TOPICS)} (or a name ending in '.' and one of them)"
+            )
+        found[kinds[0]].append(topic)
+    wrong = {name: got for name, got in found.items() if len(got) != 1}
+    if wrong:
+        raise ValueError(
+            "job shipping needs exactly one input topic per kind of event "
+            f"{list(INPUT_TOPICS)}; got {wrong}"
+        )
+    return {name: got[0] for name, got in found.items()}
 
 
 class ShippingSettings(Settings):

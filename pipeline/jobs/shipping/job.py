@@ -25,7 +25,7 @@ delay), and a voyage that lands is the backfill, re-scored whole. Queries:
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pandas as pd
@@ -49,6 +49,7 @@ from core.kafka.offsets import end_offsets
 from detectors import ALERT_COLUMNS, ALERT_SPARK_DDL, alerts_to_frame
 from pipeline.alerts_sink import AlertSink
 from pipeline.config import PipelineConfig
+from pipeline.jobs.shipping.config import topics_by_kind
 from pipeline.jobs.shipping.logs import KINDS, EntityLog, Scored
 from pipeline.jobs.vehicle_telemetry.job import FIRST_BATCH_WAIT_S, first_batch
 from pipeline.kafka_io import deadletter_records, parse_events, read_kafka, write_kafka
@@ -215,12 +216,18 @@ class LateDrops:
         return alerts.reset_index(drop=True)
 
 
-def drain(query: StreamingQuery, stack: StackConfig, settle_s: float, timeout_s: float) -> None:
-    """Wait until `query` has read its topics to their end offsets now, then for `settle_s`
-    and two more batches: by then the logs' settle timers have fired and their alerts are
-    written. (`processAllAvailable` never returns here: processing-time timers make the query
-    run a batch every trigger, data or not, so it never finds itself idle.)"""
-    ends = {t: end_offsets(stack, t) for t in SOURCES}
+def drain(
+    query: StreamingQuery,
+    stack: StackConfig,
+    settle_s: float,
+    timeout_s: float,
+    inputs: Iterable[str] = tuple(SOURCES),
+) -> None:
+    """Wait until `query` has read its topics (`inputs`) to their end offsets now, then for
+    `settle_s` and two more batches: by then the logs' settle timers have fired and their
+    alerts are written. (`processAllAvailable` never returns here: processing-time timers make
+    the query run a batch every trigger, data or not, so it never finds itself idle.)"""
+    ends = {t: end_offsets(stack, t) for t in inputs}
     deadline = time.monotonic() + timeout_s
 
     def batch_id() -> int:
@@ -247,13 +254,17 @@ def drain(query: StreamingQuery, stack: StackConfig, settle_s: float, timeout_s:
 
 
 def drain_all(
-    queries: list[StreamingQuery], stack: StackConfig, settle_s: float, timeout_s: float = 600.0
+    queries: list[StreamingQuery],
+    stack: StackConfig,
+    settle_s: float,
+    timeout_s: float = 600.0,
+    inputs: Iterable[str] = tuple(SOURCES),
 ) -> None:
-    """The job's queries to the end of their input: the alerts query by `drain`, the others
-    by `processAllAvailable`."""
+    """The job's queries to the end of their input (`inputs`, its config's `input_topics`):
+    the alerts query by `drain`, the others by `processAllAvailable`."""
     for query in queries:
         if query.name == ALERTS_QUERY:
-            drain(query, stack, settle_s, timeout_s)
+            drain(query, stack, settle_s, timeout_s, inputs)
         else:
             query.processAllAvailable()
 
@@ -269,8 +280,9 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
     )
     events: dict[str, DataFrame] = {}
     rejects: list[DataFrame] = []
+    by_kind = topics_by_kind(cfg.input_topics)
     for topic, (_kind, schema, required) in SOURCES.items():
-        parsed, bad = parse_events(raw.where(F.col("topic") == topic), schema, required)
+        parsed, bad = parse_events(raw.where(F.col("topic") == by_kind[topic]), schema, required)
         events[topic] = parsed
         rejects.append(bad)
     bad_rows = rejects[0].unionByName(rejects[1]).unionByName(rejects[2])
