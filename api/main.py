@@ -20,6 +20,8 @@ Routes:
   containers (owner token, `api.panel.owners`);
 - `GET /v1/shipping/fleet`, `/v1/shipping/alerts`: ships, ports, the backlog on board and the
   shipping alerts for the Shipping page (open; no container ids or owners);
+- `GET /v1/sensors`, `/v1/sensors/{sensor_id}/series`, `/v1/sensors/alerts`: a sensor-fleet
+  run's devices, series and alerts for the Sensors page (open);
 - `/docs`, `/openapi.json`: OpenAPI.
 """
 
@@ -40,6 +42,7 @@ from api.fraud.service import FraudService
 from api.fraud.settings import load_secrets, load_settings
 from api.fraud.stats import LatencyMiddleware
 from api.panel.consumers.feeds import Feeds
+from api.panel.consumers.sensors import SensorFeed
 from api.panel.consumers.shipping import ShippingTail
 from api.panel.loadtests import LoadTestManager
 from api.panel.owners import OwnerTokens, load_owner_tokens
@@ -61,14 +64,18 @@ def create_app(
     owner_tokens: OwnerTokens | None = None,
     shipping: ShippingTail | None = None,
     loadtests: LoadTestManager | None = None,
+    sensors: SensorFeed | None = None,
 ) -> FastAPI:
     """With a stack, runs, feeds and evaluations default to the stack's (None: without).
     Owner tokens default to the environment's (validated here). With a stack, the shipping
-    feed runs: for the fleet (open) and, with owner tokens, the owner-scoped routes."""
+    feed runs: for the fleet (open) and, with owner tokens, the owner-scoped routes; and the
+    sensor feed, for the Sensors page."""
     stack = service.stack
     owner_tokens = owner_tokens or load_owner_tokens(service.secrets.api_token)
     if shipping is None and stack is not None:
         shipping = ShippingTail(stack, fleet=FleetView())
+    if sensors is None and stack is not None:
+        sensors = SensorFeed(stack)
     if stack is not None:
         run_manager = run_manager or RunManager.for_stack(stack)
         feed = feed or Feeds(stack, service.settings.topic)
@@ -83,11 +90,15 @@ def create_app(
             feed.start()
         if shipping is not None:
             shipping.start()
+        if sensors is not None:
+            sensors.start()
         try:
             yield
         finally:
             if shipping is not None:
                 await asyncio.to_thread(shipping.stop)
+            if sensors is not None:
+                await asyncio.to_thread(sensors.stop)
             if evaluations is not None:
                 evaluations.close()
             if run_manager is not None:
@@ -113,6 +124,7 @@ def create_app(
     app.state.evaluations_dir = evaluations_dir
     app.state.owner_tokens = owner_tokens
     app.state.shipping = shipping
+    app.state.sensors = sensors
     app.state.loadtests = loadtests
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     for router in (*FRAUD_ROUTERS, *PANEL_ROUTERS, loadtest_routes.router):

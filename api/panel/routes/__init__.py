@@ -1,6 +1,15 @@
 """The control panel's read and control routes, one module per resource."""
 
-from api.panel.routes import evaluations, feeds, fleet, runs, scenarios, shipping, vehicles
+from api.panel.routes import (
+    evaluations,
+    feeds,
+    fleet,
+    runs,
+    scenarios,
+    sensors,
+    shipping,
+    vehicles,
+)
 
 #: In the order `api.main` includes them.
 ROUTERS = (
@@ -11,4 +20,5 @@ ROUTERS = (
     vehicles.router,
     shipping.router,
     fleet.router,
+    sensors.router,
 )
