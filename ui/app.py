@@ -33,6 +33,7 @@ from ui.sections import (  # noqa: E402
     loadtests,
     map,
     runs,
+    sensors,
     shipping,
     try_it,
     vehicles,
@@ -45,6 +46,7 @@ PAGES = (
     (map, "Map", "map", ":material/public:"),
     (vehicles, "Vehicles", "vehicles", ":material/local_shipping:"),
     (shipping, "Shipping", "shipping", ":material/directions_boat:"),
+    (sensors, "Sensors", "sensors", ":material/sensors:"),
     (alerts, "Alerts", "alerts", ":material/notifications:"),
     (runs, "Runs", "runs", ":material/play_circle:"),
     (try_it, "Try it", "try-it", ":material/credit_card:"),
@@ -52,7 +54,7 @@ PAGES = (
     (loadtests, "Load tests", "load-tests", ":material/speed:"),
 )
 #: The pages fed by a Spark job: each says so when none reports.
-NEEDS_JOB = (live, vehicles, shipping, alerts)
+NEEDS_JOB = (live, vehicles, shipping, sensors, alerts)
 
 
 def page(module: ModuleType, api: ApiClient) -> Callable[[], None]:

@@ -183,6 +183,21 @@ class ApiClient:
     def shipping_alerts(self, limit: int = 50) -> dict[str, Any]:
         return self._get("/v1/shipping/alerts", limit=limit)
 
+    def sensors(self, run: str | None = None, limit: int = 2000) -> dict[str, Any]:
+        """One sensor-fleet run's devices and sites (open); `run` None: the newest read."""
+        return self._get("/v1/sensors", limit=limit, **({"run": run} if run else {}))
+
+    def sensor_series(
+        self, sensor_id: str, run: str | None = None, limit: int = 60
+    ) -> dict[str, Any]:
+        """A device's recent readings (oldest first) and alerts; `ApiError` 404 if the run has
+        no reading of it."""
+        path = f"/v1/sensors/{quote(sensor_id, safe='')}/series"
+        return self._get(path, limit=limit, **({"run": run} if run else {}))
+
+    def sensor_alerts(self, run: str | None = None, limit: int = 100) -> dict[str, Any]:
+        return self._get("/v1/sensors/alerts", limit=limit, **({"run": run} if run else {}))
+
     def owner_containers(
         self, owner_token: str, run: str | None = None, limit: int = 1000
     ) -> dict[str, Any]:

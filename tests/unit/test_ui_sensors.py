@@ -1,0 +1,143 @@
+"""The Sensors page rendered by Streamlit's AppTest against canned API answers (made by the
+API's own `SensorView`), with no reading yet and with the API down; and its pure helpers."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import unquote
+
+import httpx
+from streamlit.testing.v1 import AppTest
+
+from api.panel.views.sensors import SensorView, run_alerts
+from tests.conftest import free_port
+from ui.client import ApiClient
+from ui.sections import sensors
+
+RUN = "sf-aaaa0001"
+SOURCE = {"topic": "alerts", "status": "live", "partitions": 1, "error": None}
+FEED = {"error": None, "records_read": 9, "records_skipped": 0, "read_cap_per_s": 2000}
+
+
+def reading(sensor: str, seq: int, site: str, **more: Any) -> dict[str, Any]:
+    return {
+        "schema": "sensor.reading/1",
+        "event_id": f"{RUN}-{sensor[-2:]}{seq:03d}",
+        "sensor_id": sensor,
+        "event_time": 1_767_225_600_000 + 5_000 * seq,
+        "seq": seq,
+        "site": site,
+        "temperature_c": 21.0 + seq,
+        "humidity_pct": 45.0,
+        "battery_v": 3.35,
+        "status": "low_battery" if sensor.endswith("3") else "ok",
+        **more,
+    }
+
+
+STUCK = {
+    "alert_id": "al-stuck",
+    "rule": "flatline",
+    "label": "stuck_sensor",
+    "entity_id": "sensor-000002",
+    "event_time": 1_767_225_605_000,
+    "event_ids": [f"{RUN}-x"],
+    "evidence": {"readings": 3, "spread": 0.0},
+    "source": "pipeline",
+    "job": "window-counts",
+    "detected_at": 1_767_225_700_000,
+}
+
+
+def canned_view() -> SensorView:
+    view = SensorView()
+    for seq in range(3):
+        view.add(reading("sensor-000001", seq, "Port Jennifer"))
+        view.add(reading("sensor-000002", seq, "Lake Amy"))
+        view.add(reading("sensor-000003", seq, "Lake Amy", humidity_pct=None))
+    return view
+
+
+def fake_api(view: SensorView) -> tuple[ApiClient, list[str]]:
+    paths: list[str] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        path = unquote(request.url.path)
+        paths.append(path)
+        alerts = run_alerts([STUCK], view.run_of_request(None), view.has_device)
+        if path == "/v1/sensors":
+            body = {**view.fleet(None, alerts), "source": FEED}
+        elif path == "/v1/sensors/alerts":
+            body = {"run": RUN, "alerts": alerts, "count": len(alerts), "source": SOURCE}
+        elif path.endswith("/series"):
+            sensor = path.split("/")[3]
+            found = view.series(sensor, None)
+            if found is None:
+                return httpx.Response(404, json={"detail": f"no reading of {sensor}"})
+            body = {**found, "alerts": [a for a in alerts if a["entity_id"] == sensor]}
+        else:
+            return httpx.Response(404, json={"detail": "not here"})
+        return httpx.Response(200, json=body)
+
+    return ApiClient("http://api", token="", transport=httpx.MockTransport(handle)), paths
+
+
+def page_script(client: object) -> None:
+    from ui.sections import sensors
+
+    sensors.render(client)
+
+
+def run_page(client: ApiClient) -> AppTest:
+    test = AppTest.from_function(page_script, args=(client,), default_timeout=30)
+    test.run()
+    assert not test.exception, test.exception
+    return test
+
+
+def test_page_shows_devices_the_alerting_ones_series_and_the_alerts() -> None:
+    client, paths = fake_api(canned_view())
+    test = run_page(client)
+    metrics = {m.label: m.value for m in test.metric}
+    assert metrics == {"Devices seen": "3", "Sites": "2", "Low battery": "1", "Sensor alerts": "1"}
+    # the alerting device first, and charted
+    assert test.selectbox(key=sensors.PICK_KEY).value == "sensor-000002"
+    assert "/v1/sensors/sensor-000002/series" in paths
+    assert [s.value for s in test.subheader] == ["Site map", "Series of sensor-000002", "Alerts"]
+    assert len(test.get("vega_lite_chart")) == 2  # the site map and the series
+    (table,) = test.table
+    row = table.value.iloc[0]
+    assert (row["label"], row["device"]) == ("stuck_sensor", "sensor-000002")
+    assert row["evidence"] == "readings: 3; spread: 0"
+
+    test.selectbox(key=sensors.PICK_KEY).set_value("sensor-000001").run()
+    assert not test.exception
+    assert "/v1/sensors/sensor-000001/series" in paths
+    assert "Series of sensor-000001" in [s.value for s in test.subheader]
+
+
+def test_page_without_readings_or_api_says_what_to_start() -> None:
+    client, _ = fake_api(SensorView())
+    test = run_page(client)
+    assert any(sensors.START_RUN in i.value for i in test.info), [i.value for i in test.info]
+    assert not test.metric
+    down = run_page(ApiClient(f"http://127.0.0.1:{free_port()}", token="", timeout_s=2))
+    assert down.error and "Reading the sensors failed" in down.error[0].value
+
+
+def test_helpers() -> None:
+    devices = [
+        {"sensor_id": "b", "alerts": 0},
+        {"sensor_id": "c", "alerts": 2},
+        {"sensor_id": "a", "alerts": 0},
+    ]
+    assert sensors.device_order(devices) == ["c", "a", "b"]
+    frame = sensors.series_frame(
+        [{"event_time": 0, "temperature_c": 1.0, "humidity_pct": None, "battery_v": 3.9}]
+    )
+    assert list(frame["signal"]) == ["temperature_c", "battery_v"]
+    rows = sensors.alert_rows([{**STUCK, "label": None}])
+    assert rows.iloc[0]["label"] == "flatline"
+    assert rows.iloc[0]["detected (UTC)"] == "2026-01-01 00:01:40"
+    site_map = sensors.site_map([{"site": "A", "x": 1.0, "y": 2.0, "devices": 3, "alerts": 1}])
+    assert site_map.to_dict()["data"]  # a chart with its data inline
