@@ -13,6 +13,9 @@
   alerts from the tail are kept per vehicle there too.
 - The rate thread asks the cluster for every topic's end offsets once per `sample_s` (one batched
   ListOffsets request) and turns the deltas into records/s (`RateTracker`).
+
+The tail and vehicle threads pace their Python work to a share of a core in short slices
+(`api.panel.consumers.pacing`): they share the GIL with the fraud endpoint.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from api.kafkalog import kafka_logger
+from api.panel.consumers.pacing import CpuPacer
 from api.panel.consumers.vehicles import VehicleTail
 from api.panel.views.feeds import (
     ALERTS_TOPIC,
@@ -156,6 +160,7 @@ class Feeds:
             **{"logger": kafka_logger(), "enable.partition.eof": False},
         )
         consumer = Consumer(config)
+        pacer = CpuPacer()
         self.assigned = set()
         try:
             next_refresh = 0.0
@@ -172,6 +177,7 @@ class Feeds:
                         self.last_error = err.str()
                         continue
                     self._on_message(msg.topic() or "", msg.value())
+                    pacer.tick()
         finally:
             consumer.close()
 

@@ -6,9 +6,10 @@ of the topics for both views.
 Unlike the vehicle tail it never skips: an owner's container history must be whole, and a
 voyage's readings land days late in one burst. Every partition is read from its beginning
 (no consumer group, nothing committed); a burst is read at most `read_cap_per_s` records/s,
-so a port flush of a big fleet costs a bounded share of a core, and `lag()` says how far
-behind the topics' ends the view is meanwhile. Partitions that appear later (the first run
-after start-up creates the topics) are picked up within `refresh_s`.
+its Python work paced to a share of a core in short slices (`api.panel.consumers.pacing`), so
+a port flush of a big fleet never stalls the fraud endpoint in the same process; `lag()` says
+how far behind the topics' ends the view is meanwhile. Partitions that appear later (the
+first run after start-up creates the topics) are picked up within `refresh_s`.
 
 The end offsets are read every `refresh_s`, so `lag` 0 means caught up with what the topics
 held at `lag_as_of` (wall-clock ms), not with what was written since: a reader that wrote
@@ -26,7 +27,9 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
 from api.kafkalog import kafka_logger
+from api.panel.consumers.pacing import DEFAULT_SHARE, CpuPacer
 from api.panel.views.fleet import POSITIONS_TOPIC, FleetView
+from api.panel.views.records import json_object
 from api.panel.views.shipping import CONTAINERS_TOPIC, PORT_EVENTS_TOPIC, ContainerView
 from core.config import StackConfig
 from core.kafka import consumer_config
@@ -46,6 +49,7 @@ class ShippingTail:
         read_cap_per_s: int = 50_000,
         cycle_s: float = 0.5,
         refresh_s: float = 3.0,
+        cpu_share: float = DEFAULT_SHARE,
     ) -> None:
         if read_cap_per_s < 1 or cycle_s <= 0 or refresh_s <= 0:
             raise ValueError("read_cap_per_s >= 1, cycle_s > 0 and refresh_s > 0 required")
@@ -60,6 +64,7 @@ class ShippingTail:
         self.read_cap_per_s = read_cap_per_s
         self.cycle_s = cycle_s
         self.refresh_s = refresh_s
+        self.pacer = CpuPacer(cpu_share)
         self.assigned: frozenset[tuple[str, int]] = frozenset()
         self.records_read = 0
         self.error: str | None = None
@@ -157,11 +162,13 @@ class ShippingTail:
                 topic = msg.topic() or ""
                 kind, at = msg.timestamp()
                 emitted_at = at if kind else None
+                record = json_object(msg.value())  # parsed once for both views
                 if topic != POSITIONS_TOPIC:
-                    self.view.add_raw(topic, msg.value(), emitted_at)
+                    self.view.add(topic, record, emitted_at)
                 if self.fleet is not None:
-                    self.fleet.add_raw(topic, msg.value(), emitted_at)
+                    self.fleet.add(topic, record, emitted_at)
                 self._next[(topic, msg.partition() or 0)] = (msg.offset() or 0) + 1
+                self.pacer.tick()
             read += len(messages)
         self.records_read += read
         if read >= budget:  # the budget is spent: idle until the cycle ends

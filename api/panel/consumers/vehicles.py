@@ -1,5 +1,6 @@
 """`VehicleTail`: the consumer thread that reads `vehicles.telemetry` into a `VehicleView`
-under a read budget (the budget, skipping ahead and ordering: see `api.panel.views.vehicles`)."""
+under a read budget (the budget, skipping ahead and ordering: see `api.panel.views.vehicles`),
+its Python work paced to a share of a core (`api.panel.consumers.pacing`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from api.kafkalog import kafka_logger
+from api.panel.consumers.pacing import DEFAULT_SHARE, CpuPacer
 from api.panel.views.vehicles import VehicleView
 from core.config import StackConfig
 from core.kafka import consumer_config
@@ -30,6 +32,7 @@ class VehicleTail:
         start_back: int = 2_000,
         cycle_s: float = 0.5,
         refresh_s: float = 3.0,
+        cpu_share: float = DEFAULT_SHARE,
     ) -> None:
         self.stack = stack
         self.topic = topic
@@ -38,6 +41,7 @@ class VehicleTail:
         self.start_back = start_back
         self.cycle_s = cycle_s
         self.refresh_s = refresh_s
+        self.pacer = CpuPacer(cpu_share)
         self.partitions: frozenset[int] = frozenset()
         self.records_read = 0
         self.records_skipped = 0
@@ -127,6 +131,7 @@ class VehicleTail:
                 kind, at = msg.timestamp()
                 add(msg.value(), at if kind else None, now_ms)
                 after[msg.partition()] = msg.offset() + 1  # type: ignore[index,operator]
+                self.pacer.tick()
             read += len(messages)
         self.records_read += read
         self._behind = read >= budget

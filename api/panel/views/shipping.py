@@ -159,7 +159,10 @@ class ContainerView:
 
     def add_raw(self, topic: str, value: bytes | None, emitted_at: int | None) -> None:
         """One record of `topic` as it comes off Kafka; a malformed one is counted."""
-        record = json_object(value)
+        self.add(topic, json_object(value), emitted_at)
+
+    def add(self, topic: str, record: dict[str, Any] | None, emitted_at: int | None) -> None:
+        """One parsed record of `topic` (None: it was malformed)."""
         if record is None:
             self.malformed += 1
             return
