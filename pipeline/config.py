@@ -9,7 +9,7 @@ from pydantic import Field, field_validator, model_validator
 from core.config.base import Settings
 from core.contracts import topics
 from pipeline.jobs.card_velocity.config import CardVelocitySettings
-from pipeline.jobs.shipping.config import ShippingSettings, topics_by_kind
+from pipeline.jobs.shipping.config import ShippingSettings, offsets_by_topic, topics_by_kind
 from pipeline.jobs.vehicle_telemetry.config import VehicleTelemetrySettings
 from pipeline.settings import Duration, TriggerSettings, duration_ms, offsets_form
 
@@ -60,6 +60,7 @@ class PipelineConfig(Settings):
             raise ValueError(f"shipping configures job shipping, not {self.job!r}")
         if self.job == "shipping":
             topics_by_kind(self.input_topics)
+            offsets_by_topic(self.starting_offsets, self.input_topics)
         late = self.vehicle_telemetry.late
         if late.mode == "rescore" and duration_ms(late.watermark) <= duration_ms(self.watermark):
             raise ValueError(

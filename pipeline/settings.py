@@ -48,6 +48,24 @@ def offsets_form(value: str) -> str:
     return value
 
 
+def topic_offsets(value: str, topic: str) -> str:
+    """`topic`'s part of a `startingOffsets` (`offsets_form`), for a source that subscribes to
+    that topic alone: Spark asks the JSON form to name exactly the source's partitions.
+    ValueError when the JSON form names no offsets for `topic`.
+
+    >>> topic_offsets('{"a": {"0": 5}, "b": {"0": -2}}', "b"), topic_offsets("latest", "b")
+    ('{"b": {"0": -2}}', 'latest')
+    """
+    if value in ("earliest", "latest"):
+        return value
+    offsets = json.loads(offsets_form(value))
+    if topic not in offsets:
+        raise ValueError(
+            f"starting_offsets names no offsets for input topic {topic!r} (it has {list(offsets)})"
+        )
+    return json.dumps({topic: offsets[topic]})
+
+
 UNIT_MS = {"millisecond": 1, "second": 1000, "minute": 60_000, "hour": 3_600_000, "day": 86_400_000}
 
 

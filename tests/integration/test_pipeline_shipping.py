@@ -8,7 +8,8 @@ share the topics) and writes to an alerts topic of its own. Phase 2: container r
 days older than their box's newest reading, beyond the job's `history`: dropped, and counted
 on the metrics topic. Checks: the job's alerts are those of the batch form (`run_rules` over
 the same events), each once; flushed voyages' alerts are `late: true` with their delay; the
-drops are counted; the malformed records are dead-lettered.
+drops are counted; the malformed records are dead-lettered; each query's `numInputRows` is
+the records it read, each once (one source for the three topics read each three times).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from core.kafka.reader import read_topic
 from pipeline.config import PipelineConfig
 from pipeline.jobs.shipping import job
 from pipeline.metrics import MetricsPublisher
-from pipeline.progress import ProgressTotals
+from pipeline.progress import ProgressTotals, source_offsets
 from streamsim.evaluate.shipping import TOPIC_COLUMNS, frame_of, run_rules
 from tests.shipping_run import TOPIC, keyed_records, seeded_events
 
@@ -54,6 +55,24 @@ def produce(stack: StackConfig, records: list[tuple[str, str, bytes]]) -> None:
         producer.produce(topic, value, key.encode())
         producer.poll(0)
     assert producer.flush(60) == 0
+
+
+def records_read(starting: str, progress: dict[str, Any] | None) -> int:
+    """Records between the job's starting offsets and where a query's last batch ended."""
+    start = orjson.loads(starting)
+    end = source_offsets(progress or {}, "endOffset") or {}
+    return sum(o - start[t][p] for t, parts in end.items() for p, o in parts.items())
+
+
+def input_rows(totals: ProgressTotals, query: str, expected: int) -> int:
+    """The query's `numInputRows` summed over its batches, once the listener (asynchronous)
+    has seen at least `expected` of them or 10 s have passed."""
+    deadline = time.monotonic() + 10
+    while True:
+        got = int(totals.to_dict().get(query, {}).get("input_rows", 0))
+        if got >= expected or time.monotonic() > deadline:
+            return got
+        time.sleep(0.2)
 
 
 @pytest.fixture(scope="module")
@@ -111,6 +130,12 @@ def test_job_raises_the_batch_alerts_and_counts_late_drops(
     finally:
         for query in queries:
             query.stop()
+    try:
+        read = {q.name: records_read(cfg.starting_offsets, q.lastProgress) for q in queries}
+        assert read[job.ALERTS_QUERY] == read[job.DEADLETTER_QUERY] >= len(records) + len(stale)
+        for name, count in read.items():  # each record read once per query, not once per topic
+            assert input_rows(totals, name, count) == count, name
+    finally:
         spark.streams.removeListener(totals)
         metrics.close()
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 from pydantic import Field
 
 from core.config.base import Settings
 from core.contracts import topics
-from pipeline.settings import Duration
+from pipeline.settings import Duration, topic_offsets
 
 #: The job reads each topic as its kind of row (`job.SOURCES`): one input topic per kind,
 #: named as here or ending in ".<name>" (MirrorMaker 2's `port.shipping.positions` at HQ).
@@ -40,6 +42,36 @@ def topics_by_kind(input_topics: list[str]) -> dict[str, str]:
             f"{list(INPUT_TOPICS)}; got {wrong}"
         )
     return {name: got[0] for name, got in found.items()}
+
+
+def offsets_by_topic(starting_offsets: str, input_topics: list[str]) -> dict[str, str]:
+    """Each input topic's `startingOffsets`: the job reads each topic with a source of its own
+    (each record read once per query, not once per kind). ValueError when the JSON form misses
+    an input topic or names another.
+
+    >>> offsets_by_topic('{"a": {"0": 1}, "b": {"0": 2}}', ["a", "b"])["b"]
+    '{"b": {"0": 2}}'
+    """
+    if starting_offsets not in ("earliest", "latest"):
+        other = set(json.loads(starting_offsets)) - set(input_topics)
+        if other:
+            raise ValueError(
+                f"starting_offsets names topics that are not input topics: {sorted(other)}"
+            )
+    return {topic: topic_offsets(starting_offsets, topic) for topic in input_topics}
+
+
+def per_topic_cap(max_offsets_per_trigger: int | None) -> int | None:
+    """`max_offsets_per_trigger` split evenly over the job's sources, one per kind: Spark caps
+    each source, so a batch still reads at most the configured records in all. A topic with
+    less backlog than its share leaves the rest unused.
+
+    >>> per_topic_cap(1000), per_topic_cap(2), per_topic_cap(None)
+    (333, 1, None)
+    """
+    if max_offsets_per_trigger is None:
+        return None
+    return max(1, max_offsets_per_trigger // len(INPUT_TOPICS))
 
 
 class ShippingSettings(Settings):

@@ -2,7 +2,8 @@
 voyages that land days late.
 
 source: `shipping.positions` (key ship), `shipping.containers` (key box),
-        `shipping.port-events` (key port), one Kafka stream
+        `shipping.port-events` (key port), a Kafka source per topic (one source for all three
+        would be scanned once per kind, each record read three times per batch)
   -> parse each record once with its topic's schema; malformed -> dead-letter topic
   -> route (`logs.route_key`): a reading to its box's log and, while aboard, its ship's log;
      positions and port events to their ship's log
@@ -26,6 +27,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator
+from functools import reduce
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -49,7 +52,7 @@ from core.kafka.offsets import end_offsets
 from detectors import ALERT_COLUMNS, ALERT_SPARK_DDL, alerts_to_frame
 from pipeline.alerts_sink import AlertSink
 from pipeline.config import PipelineConfig
-from pipeline.jobs.shipping.config import topics_by_kind
+from pipeline.jobs.shipping.config import offsets_by_topic, per_topic_cap, topics_by_kind
 from pipeline.jobs.shipping.logs import KINDS, EntityLog, Scored
 from pipeline.jobs.vehicle_telemetry.job import FIRST_BATCH_WAIT_S, first_batch
 from pipeline.kafka_io import deadletter_records, parse_events, read_kafka, write_kafka
@@ -269,23 +272,46 @@ def drain_all(
             query.processAllAvailable()
 
 
+def check_sources(checkpoint: Path) -> None:
+    """Refuse, saying what to do, a checkpoint of a query with another number of sources (one
+    from before the job read each topic with a source of its own): Spark would stop with
+    "There are [1] sources in the checkpoint offsets and now there are [3] sources ..."."""
+    offsets = checkpoint / "offsets"
+    planned = (
+        sorted(int(p.name) for p in offsets.iterdir() if p.name.isdigit())
+        if offsets.is_dir()
+        else []
+    )
+    if not planned:
+        return
+    lines = (offsets / str(planned[-1])).read_text(encoding="utf-8").splitlines()
+    if len(lines) - 2 != len(SOURCES):  # `v1`, the batch metadata, then a line per source
+        raise StreamsimError(
+            f"checkpoint {checkpoint} has {len(lines) - 2} Kafka source(s); job {NAME} reads "
+            f"a source per input topic ({len(SOURCES)}). Delete {checkpoint.parent} to start "
+            "over from starting_offsets (alerts already in the lake are not written again)"
+        )
+
+
 def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[StreamingQuery]:
     settings = cfg.shipping
     checkpoints = stack.dirs.checkpoints / NAME
+    for query in ("deadletter", "alerts"):
+        check_sources(checkpoints / query)
     ensure_topics(stack, [cfg.output_topic, cfg.deadletter_topic])
     use_rocksdb_state(spark)
 
-    raw = read_kafka(
-        spark, stack, cfg.input_topics, cfg.starting_offsets, cfg.max_offsets_per_trigger
-    )
+    by_kind = topics_by_kind(cfg.input_topics)
+    starting = offsets_by_topic(cfg.starting_offsets, cfg.input_topics)
+    cap = per_topic_cap(cfg.max_offsets_per_trigger)
     events: dict[str, DataFrame] = {}
     rejects: list[DataFrame] = []
-    by_kind = topics_by_kind(cfg.input_topics)
     for topic, (_kind, schema, required) in SOURCES.items():
-        parsed, bad = parse_events(raw.where(F.col("topic") == by_kind[topic]), schema, required)
-        events[topic] = parsed
+        name = by_kind[topic]
+        raw = read_kafka(spark, stack, [name], starting[name], cap)
+        events[topic], bad = parse_events(raw, schema, required)
         rejects.append(bad)
-    bad_rows = rejects[0].unionByName(rejects[1]).unionByName(rejects[2])
+    bad_rows = reduce(DataFrame.unionByName, rejects)
 
     stateless = query_trigger(cfg.trigger, stateful=True)  # micro-batches beside the alerts
     deadletter = write_kafka(
