@@ -56,6 +56,19 @@ def fmt_rate(value: Any) -> str:
     return f"{value:,.1f}/s" if value < 100 else f"{value:,.0f}/s"
 
 
+def fmt_duration(seconds: float | None) -> str:
+    """Seconds as s, min, h or days, whichever reads best ("—" for none)."""
+    if seconds is None:
+        return "—"
+    if abs(seconds) < 120:
+        return f"{seconds:,.1f} s"
+    if abs(seconds) < 7200:
+        return f"{seconds / 60:,.1f} min"
+    if abs(seconds) < 2 * 86_400:
+        return f"{seconds / 3600:,.1f} h"
+    return f"{seconds / 86_400:,.1f} days"
+
+
 def fmt_num(value: Any, digits: int = 0) -> str:
     if not isinstance(value, int | float):
         return "—"

@@ -239,6 +239,29 @@ def test_live_and_evaluation_pages() -> None:
     assert evaluation.NO_EVALUATION in texts(evaluation_page)
 
 
+def test_live_page_shows_the_lag_on_the_streams_own_clock() -> None:
+    """A simulated stream's watermark trails wall clock by months: the page shows how far it
+    trails the newest event read, and the records behind the topic's end."""
+    query = {"query": "alerts", "job": "card-velocity", "mode": "append", "batch_id": 4,
+             "watermark_ms": NOW - 327 * 86_400_000, "watermark_delay_s": 327 * 86_400.0,
+             "watermark_behind_newest_s": 125.0, "offsets_behind": 1_500,
+             "late_events_seen": 3}  # fmt: skip
+    pipeline = {"queries": [query], "jobs": [{"job": "card-velocity", "late_events_seen": 3}],
+                "source": SOURCE}  # fmt: skip
+    fallback = canned([])
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/pipeline":
+            return httpx.Response(200, json=pipeline)
+        return fallback(request)
+
+    live = app("live", ApiClient("http://api", token="t0k", transport=httpx.MockTransport(handle)))
+    (table,) = [t.value for t in live.table if "watermark behind newest" in t.value.columns]
+    assert list(table["watermark behind newest"]) == ["2.1 min"]
+    assert list(table["behind topic end (records)"]) == ["1,500"]
+    assert "watermark behind (s)" not in table.columns
+
+
 # -- helpers ---------------------------------------------------------------------------------
 
 

@@ -21,7 +21,8 @@ def component(name: str, state: str, **extra: Any) -> dict[str, Any]:
 
 QUERY = {"query": "window_counts", "batch_id": 3, "input_rows": 1200, "at": NOW,
          "processed_rows_per_s": 800.0, "watermark": "2026-01-01T00:01:00.000Z",
-         "watermark_delay_s": 31.5, "late_events": 2, "report_age_s": 0.4}  # fmt: skip
+         "watermark_delay_s": 28_000_000.0, "watermark_behind_newest_s": 31.5,
+         "offsets_behind": 640, "late_events": 2, "report_age_s": 0.4}  # fmt: skip
 RUN = {
     "run_id": "sensor_fleet-1", "scenario": "sensor_fleet", "status": "running", "pid": 41,
     "started_at": NOW, "ended_at": None, "exit_code": None, "speed": None, "duration_s": None,
@@ -56,6 +57,10 @@ def test_the_runs_page_shows_components_progress_and_logs() -> None:
     (table,) = test.dataframe
     assert list(table.value["query"]) == ["window_counts"]
     assert list(table.value["late dropped"]) == [2]
+    # The lag on the stream's own clock, not wall clock against simulated event time.
+    assert list(table.value["watermark behind newest s"]) == [31.5]
+    assert list(table.value["behind topic end"]) == [640]
+    assert "watermark delay s" not in table.value.columns
     assert "started 1 queries" in shown  # the log tail, sent to token holders only
 
 

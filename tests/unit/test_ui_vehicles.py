@@ -18,6 +18,7 @@ from tests.conftest import REPO_ROOT, free_port
 from tests.unit.test_ui_pages import page_script, texts
 from ui.client import ApiClient
 from ui.sections import vehicles
+from ui.view import fmt_duration
 
 NOW = 1_795_000_000_000
 T0 = 1_772_524_800_000  # the scenario's simulated clock
@@ -383,11 +384,11 @@ def test_telemetry_frame_leaves_out_clock_resets_and_marks_alerts_in_the_window(
 
 
 def test_durations() -> None:
-    assert vehicles.fmt_duration(12.46) == "12.5 s"
-    assert vehicles.fmt_duration(600) == "10.0 min"
-    assert vehicles.fmt_duration(3 * 3600) == "3.0 h"
-    assert vehicles.fmt_duration(22_706_140) == "262.8 days"
-    assert vehicles.fmt_duration(None) == "—"
+    assert fmt_duration(12.46) == "12.5 s"
+    assert fmt_duration(600) == "10.0 min"
+    assert fmt_duration(3 * 3600) == "3.0 h"
+    assert fmt_duration(22_706_140) == "262.8 days"
+    assert fmt_duration(None) == "—"
 
 
 def test_default_vehicle_and_job_filters() -> None:

@@ -11,7 +11,7 @@ import streamlit as st
 
 from core.contracts.topics import is_truth
 from ui.client import ApiClient
-from ui.view import REFRESH_S, api_errors, fmt_ms, fmt_num, fmt_rate
+from ui.view import REFRESH_S, api_errors, fmt_duration, fmt_ms, fmt_num, fmt_rate
 
 
 def render(client: ApiClient) -> None:
@@ -124,7 +124,8 @@ def _pipeline(client: ApiClient) -> None:
                         "input rows/s": fmt_rate(q.get("input_rows_per_s")),
                         "processed rows/s": fmt_rate(q.get("processed_rows_per_s")),
                         "watermark (UTC)": fmt_ms(q.get("watermark_ms")),
-                        "watermark behind (s)": fmt_num(q.get("watermark_delay_s"), 1),
+                        "watermark behind newest": fmt_duration(q.get("watermark_behind_newest_s")),
+                        "behind topic end (records)": fmt_num(q.get("offsets_behind")),
                         "late drops (last batch)": fmt_num(
                             _first(q.get("late_events"), q.get("dropped_by_watermark"))
                         ),
@@ -138,8 +139,9 @@ def _pipeline(client: ApiClient) -> None:
             ).set_index("query")
         )
         st.caption(
-            "Watermark behind: report time minus watermark (event time lags processing time; "
-            "large for a stream of simulated past dates)."
+            "Watermark behind newest: the newest event time the batch read minus the "
+            "watermark, on the stream's own clock (simulated or not). Behind topic end: "
+            "records between the batch's end offsets and the topics' latest."
         )
 
 

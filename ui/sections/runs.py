@@ -222,7 +222,8 @@ def progress_rows(component: dict[str, Any]) -> list[dict[str, Any]]:
             "rows": q.get("input_rows"),
             "rows/s": q.get("processed_rows_per_s"),
             "watermark": q.get("watermark"),
-            "watermark delay s": q.get("watermark_delay_s"),
+            "watermark behind newest s": q.get("watermark_behind_newest_s"),
+            "behind topic end": q.get("offsets_behind"),
             "late dropped": q.get("late_events"),
             "report age s": q.get("report_age_s"),
         }

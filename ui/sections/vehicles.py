@@ -32,7 +32,7 @@ from ui.client import ApiClient, ApiError, ApiUnavailable
 from ui.layers import PIXELS, dots, labels, paths, rings
 from ui.sections.alerts import evidence_lines
 from ui.sections.runs import STATUS_ICONS, start_form, stop_run
-from ui.view import REFRESH_S, api_errors, fmt_ms, fmt_num, fmt_rate
+from ui.view import REFRESH_S, api_errors, fmt_duration, fmt_ms, fmt_num, fmt_rate
 
 SCENARIO = "connected_vehicles"
 TOPIC = topics.VEHICLES_TELEMETRY.name
@@ -202,19 +202,6 @@ def _figures(client: ApiClient) -> None:
             "send nothing; tunnels and dead zones hold readings back)."
             + (f" Kafka: {source['error']}" if source.get("error") else "")
         )
-
-
-def fmt_duration(seconds: float | None) -> str:
-    """Seconds as s, min, h or days, whichever reads best ("—" for none)."""
-    if seconds is None:
-        return "—"
-    if abs(seconds) < 120:
-        return f"{seconds:,.1f} s"
-    if abs(seconds) < 7200:
-        return f"{seconds / 60:,.1f} min"
-    if abs(seconds) < 2 * 86_400:
-        return f"{seconds / 3600:,.1f} h"
-    return f"{seconds / 86_400:,.1f} days"
 
 
 def _queries_frame(queries: list[dict[str, Any]]) -> pd.DataFrame:

@@ -124,7 +124,15 @@ class QueryProgress(BaseModel):
     input_rows_per_s: float | None = None
     processed_rows_per_s: float | None = None
     watermark: str | None = None
-    watermark_delay_s: float | None = Field(None, description="Report time minus watermark.")
+    watermark_delay_s: float | None = Field(
+        None, description="Report time minus watermark: wall clock against event time."
+    )
+    watermark_behind_newest_s: float | None = Field(
+        None, description="Newest event time the batch read minus the watermark."
+    )
+    offsets_behind: int | None = Field(
+        None, description="Records between the batch's end offsets and the topics' latest."
+    )
     late_events: int | None = Field(None, description="Dropped as too late in that batch.")
     at: int | None = Field(None, description="Epoch ms of the report.")
     report_age_s: float | None = None
