@@ -139,5 +139,8 @@ def test_helpers() -> None:
     rows = sensors.alert_rows([{**STUCK, "label": None}])
     assert rows.iloc[0]["label"] == "flatline"
     assert rows.iloc[0]["detected (UTC)"] == "2026-01-01 00:01:40"
-    site_map = sensors.site_map([{"site": "A", "x": 1.0, "y": 2.0, "devices": 3, "alerts": 1}])
-    assert site_map.to_dict()["data"]  # a chart with its data inline
+    site = {"site": "A", "x": 1.0, "y": 2.0, "devices": 3, "alerts": 1}
+    named = sensors.site_map([site]).to_dict()
+    assert [layer["mark"]["type"] for layer in named["layer"]] == ["circle", "text"]
+    crowded = sensors.site_map([{**site, "site": f"S{i}"} for i in range(sensors.MAP_LABELS + 1)])
+    assert [layer["mark"]["type"] for layer in crowded.to_dict()["layer"]] == ["circle"]

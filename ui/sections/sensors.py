@@ -29,6 +29,7 @@ JOB = "window-counts"
 START_RUN = "streamsim simulate config/scenarios/sensor_fleet.yaml"
 RUN_KEY = "sensors-run"
 PICK_KEY = "sensors-device"
+MAP_LABELS = 40  # sites named on the map, at most
 #: The series charted, with their units.
 SIGNALS = (("temperature_c", "°C"), ("humidity_pct", "%"), ("battery_v", "V"))
 
@@ -88,27 +89,28 @@ def _fleet(client: ApiClient) -> None:
     _alerts(alerts)
 
 
-def site_map(sites: list[dict[str, Any]]) -> alt.Chart:
+def site_map(sites: list[dict[str, Any]]) -> alt.LayerChart:
     """The sites at their layout places, sized by devices, red where a device has an alert."""
     frame = pd.DataFrame(sites, columns=["site", "x", "y", "devices", "alerts"])
     frame["state"] = ["alerting" if a else "ok" for a in frame["alerts"]]
     axis = alt.Axis(labels=False, ticks=False, title=None, grid=False)
-    return (
-        alt.Chart(frame)
-        .mark_circle(opacity=0.8, stroke="black", strokeWidth=0.5)
-        .encode(
-            x=alt.X("x:Q", scale=alt.Scale(domain=[0, 100]), axis=axis),
-            y=alt.Y("y:Q", scale=alt.Scale(domain=[0, 100]), axis=axis),
-            size=alt.Size("devices:Q", title="devices"),
-            color=alt.Color(
-                "state:N",
-                scale=alt.Scale(domain=["ok", "alerting"], range=["#1e78dc", "#dc143c"]),
-                title=None,
-            ),
-            tooltip=["site:N", "devices:Q", "alerts:Q"],
-        )
-        .properties(height=360)
+    base = alt.Chart(frame).encode(
+        x=alt.X("x:Q", scale=alt.Scale(domain=[0, 100]), axis=axis),
+        y=alt.Y("y:Q", scale=alt.Scale(domain=[0, 100]), axis=axis),
+        tooltip=["site:N", "devices:Q", "alerts:Q"],
     )
+    dots = base.mark_circle(opacity=0.8, stroke="black", strokeWidth=0.5).encode(
+        size=alt.Size("devices:Q", legend=None),  # the tooltip says how many
+        color=alt.Color(
+            "state:N",
+            scale=alt.Scale(domain=["ok", "alerting"], range=["#1e78dc", "#dc143c"]),
+            title=None,
+        ),
+    )
+    names = base.mark_text(align="left", dx=8, fontSize=11).encode(text="site:N")
+    # Names only while they stay legible: a big fleet has hundreds of sites.
+    layers = [dots, names] if len(frame) <= MAP_LABELS else [dots]
+    return alt.LayerChart(layer=layers).properties(height=360)
 
 
 def device_order(devices: list[dict[str, Any]]) -> list[str]:
@@ -145,7 +147,9 @@ def series_chart(frame: pd.DataFrame, alerts: list[dict[str, Any]]) -> alt.Facet
         .mark_line(point=True)
         .encode(
             x=alt.X("time:T", title="device clock (UTC)"),
-            y=alt.Y("value:Q", scale=alt.Scale(zero=False), title=None),
+            y=alt.Y(
+                "value:Q", scale=alt.Scale(zero=False), title=None, axis=alt.Axis(format=".4~r")
+            ),
         )
     )
     rules = alt.Chart(marks).mark_rule(color="#dc143c").encode(x="time:T", tooltip=["label:N"])
