@@ -6,11 +6,10 @@ and of the GIL it shares with the fraud endpoint."""
 from __future__ import annotations
 
 import threading
-from typing import Any, cast
+from typing import Any
 
 from api.panel.consumers.vehicles import VehicleTail
 from api.panel.views.sensors import SENSORS_TOPIC, SensorView
-from api.panel.views.vehicles import VehicleView
 from core.config import StackConfig
 
 
@@ -27,13 +26,8 @@ class SensorFeed:
         refresh_s: float = 3.0,
     ) -> None:
         self.view = view or SensorView()
-        # The tail only calls the view's `add_raw`, which both views have.
         self.tail = VehicleTail(
-            stack,
-            topic,
-            cast(VehicleView, self.view),
-            read_cap_per_s=read_cap_per_s,
-            refresh_s=refresh_s,
+            stack, topic, self.view, read_cap_per_s=read_cap_per_s, refresh_s=refresh_s
         )
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None

@@ -7,15 +7,21 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from typing import Any
+from typing import Any, Protocol
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from api.kafkalog import kafka_logger
 from api.panel.consumers.pacing import DEFAULT_SHARE, CpuPacer
-from api.panel.views.vehicles import VehicleView
 from core.config import StackConfig
 from core.kafka import consumer_config
+
+
+class RawView(Protocol):
+    """What the tail feeds: a `VehicleView`, or the sensor feed's `SensorView`."""
+
+    def add_raw(self, value: bytes | None, emitted_at: int | None, received_at: int) -> None:
+        """A record's value, its CreateTime (None if it has none) and the read time, epoch ms."""
 
 
 class VehicleTail:
@@ -26,7 +32,7 @@ class VehicleTail:
         self,
         stack: StackConfig,
         topic: str,
-        view: VehicleView,
+        view: RawView,
         *,
         read_cap_per_s: int = 5_000,
         start_back: int = 2_000,
