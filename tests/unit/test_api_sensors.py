@@ -4,17 +4,20 @@ routes (fleet, series, alerts, 404, 422, 503)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 import orjson
 import pytest
+from confluent_kafka import KafkaException
 from fastapi.testclient import TestClient
 
 from api.fraud.publisher import MemoryPublisher
 from api.fraud.service import FraudService
 from api.fraud.settings import ApiSecrets, ApiSettings
 from api.main import create_app
+from api.panel.consumers import threads
 from api.panel.consumers.feeds import Feeds
 from api.panel.consumers.sensors import SensorFeed
 from api.panel.models.sensors import SensorAlerts, SensorFleet, SensorSeries
@@ -200,3 +203,21 @@ def test_sensor_routes_without_kafka() -> None:
     with TestClient(create_app(service)) as http:
         for path in ("/v1/sensors", "/v1/sensors/alerts", "/v1/sensors/s-1/series"):
             assert http.get(path).status_code == 503, path
+
+
+def test_feed_thread_keeps_a_failure_and_runs_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(threads, "RETRY_S", 0.01)
+    feed, calls, again = SensorFeed(StackConfig.model_validate({})), [], threading.Event()
+
+    def run(stop: threading.Event) -> None:
+        calls.append(stop)
+        if len(calls) == 1:
+            raise KafkaException("broker gone")
+        again.set()
+
+    feed.tail.run = run  # type: ignore[method-assign]
+    feed.start()
+    assert again.wait(5.0)
+    feed.stop()
+    assert len(calls) == 2 and feed.error == "KafkaException: broker gone"
+    assert feed.source()["error"] == "KafkaException: broker gone"

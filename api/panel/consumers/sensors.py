@@ -8,13 +8,16 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from api.panel.consumers.threads import TailThread
 from api.panel.consumers.vehicles import VehicleTail
 from api.panel.views.sensors import SENSORS_TOPIC, SensorView
 from core.config import StackConfig
 
 
-class SensorFeed:
+class SensorFeed(TailThread):
     """The sensor view and the thread that fills it; `start()`/`stop()` run the thread."""
+
+    thread_name = "sensor-feed"
 
     def __init__(
         self,
@@ -25,38 +28,21 @@ class SensorFeed:
         read_cap_per_s: int = 2_000,
         refresh_s: float = 3.0,
     ) -> None:
+        super().__init__()
         self.view = view or SensorView()
         self.tail = VehicleTail(
             stack, topic, self.view, read_cap_per_s=read_cap_per_s, refresh_s=refresh_s
         )
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
-    def start(self) -> None:
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._guarded, name="sensor-feed", daemon=True)
-        self._thread.start()
-
-    def stop(self, timeout_s: float = 10.0) -> None:
-        self._stop.set()
-        if self._thread is not None and self._thread.is_alive():
-            self._thread.join(timeout_s)
-
-    def _guarded(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.tail.run(self._stop)
-                return
-            except Exception as exc:  # keep the API up; retry after a pause
-                self.tail.error = f"{type(exc).__name__}: {exc}"
-                self._stop.wait(2.0)
+    def run(self, stop: threading.Event) -> None:
+        self.tail.run(stop)
 
     def source(self) -> dict[str, Any]:
         """How the feed is doing: partitions, its read budget and skips, the view's counts."""
         return {
             "topic": self.tail.topic,
             "partitions": len(self.tail.partitions),
-            "error": self.tail.error,
+            "error": self.tail.error or self.error,
             **self.tail.sampling(),
             **self.view.stats(),
         }

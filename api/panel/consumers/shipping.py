@@ -28,6 +28,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPar
 
 from api.kafkalog import kafka_logger
 from api.panel.consumers.pacing import DEFAULT_SHARE, CpuPacer
+from api.panel.consumers.threads import TailThread
 from api.panel.views.fleet import POSITIONS_TOPIC, FleetView
 from api.panel.views.records import json_object
 from api.panel.views.shipping import CONTAINERS_TOPIC, PORT_EVENTS_TOPIC, ContainerView
@@ -35,9 +36,11 @@ from core.config import StackConfig
 from core.kafka import consumer_config
 
 
-class ShippingTail:
+class ShippingTail(TailThread):
     """Reads the shipping topics into `view` (see the module doc); `run(stop)` is the thread's
     loop, `start()`/`stop()` run it on a thread of its own."""
+
+    thread_name = "shipping-tail"
 
     def __init__(
         self,
@@ -53,6 +56,7 @@ class ShippingTail:
     ) -> None:
         if read_cap_per_s < 1 or cycle_s <= 0 or refresh_s <= 0:
             raise ValueError("read_cap_per_s >= 1, cycle_s > 0 and refresh_s > 0 required")
+        super().__init__()
         self.stack = stack
         self.view = view or ContainerView()
         self.fleet = fleet
@@ -67,31 +71,9 @@ class ShippingTail:
         self.pacer = CpuPacer(cpu_share)
         self.assigned: frozenset[tuple[str, int]] = frozenset()
         self.records_read = 0
-        self.error: str | None = None
         self._next: dict[tuple[str, int], int] = {}
         self._ends: dict[tuple[str, int], int] = {}
         self.lag_as_of: int | None = None  # wall-clock ms before the ends were last read
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._guarded, name="shipping-tail", daemon=True)
-        self._thread.start()
-
-    def stop(self, timeout_s: float = 10.0) -> None:
-        self._stop.set()
-        if self._thread is not None and self._thread.is_alive():
-            self._thread.join(timeout_s)
-
-    def _guarded(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.run(self._stop)
-                return
-            except Exception as exc:  # keep the API up; retry after a pause
-                self.error = f"{type(exc).__name__}: {exc}"
-                self._stop.wait(2.0)
 
     def run(self, stop: threading.Event) -> None:
         consumer = Consumer(
