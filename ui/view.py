@@ -84,3 +84,16 @@ def compact(value: Any, limit: int = 300) -> str:
 def masked(last4: Any) -> str:
     """How a card shows anywhere in the UI: its last 4 digits only."""
     return f"•••• {last4}" if isinstance(last4, str) else "—"
+
+
+def run_picker(runs: list[str], key: str, reused: str) -> None:
+    """A "Run" picker (session key `key`, "" for the newest) when more than one run was read;
+    `reused` says which ids a rerun reuses, so why runs are shown apart."""
+    if len(runs) > 1:
+        st.selectbox(
+            "Run",
+            ["", *runs],
+            key=key,
+            format_func=lambda r: r or f"the newest ({runs[0]})",
+            help=f"A rerun reuses {reused}: each run is shown on its own.",
+        )

@@ -64,14 +64,15 @@ def fake_api(view: SensorView) -> tuple[ApiClient, list[str]]:
     def handle(request: httpx.Request) -> httpx.Response:
         path = unquote(request.url.path)
         paths.append(path)
-        alerts = run_alerts([STUCK], view.run_of_request(None), view.has_device)
+        run = view.run_of_request(request.url.params.get("run"))
+        alerts = run_alerts([STUCK], run, view.has_device)
         if path == "/v1/sensors":
-            body = {**view.fleet(None, alerts), "source": FEED}
+            body = {**view.fleet(run, alerts), "source": FEED}
         elif path == "/v1/sensors/alerts":
             body = {"run": RUN, "alerts": alerts, "count": len(alerts), "source": SOURCE}
         elif path.endswith("/series"):
             sensor = path.split("/")[3]
-            found = view.series(sensor, None)
+            found = view.series(sensor, run)
             if found is None:
                 return httpx.Response(404, json={"detail": f"no reading of {sensor}"})
             body = {**found, "alerts": [a for a in alerts if a["entity_id"] == sensor]}
@@ -114,6 +115,16 @@ def test_page_shows_devices_the_alerting_ones_series_and_the_alerts() -> None:
     assert not test.exception
     assert "/v1/sensors/sensor-000001/series" in paths
     assert "Series of sensor-000001" in [s.value for s in test.subheader]
+
+
+def test_run_picker_shows_an_earlier_run() -> None:
+    view = canned_view()
+    view.add(reading("sensor-000009", 0, "Elsewhere", event_id="sf-later-000"))
+    test = run_page(fake_api(view)[0])
+    assert {m.label: m.value for m in test.metric}["Devices seen"] == "1"  # the newest run's
+    test.selectbox(key=sensors.RUN_KEY).set_value(RUN).run()
+    assert not test.exception
+    assert {m.label: m.value for m in test.metric}["Devices seen"] == "3"
 
 
 def test_page_without_readings_or_api_says_what_to_start() -> None:

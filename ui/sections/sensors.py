@@ -22,7 +22,7 @@ import streamlit as st
 from core.contracts import topics
 from ui.client import ApiClient, ApiError, ApiUnavailable
 from ui.sections.alerts import evidence_lines
-from ui.view import REFRESH_S, api_errors, fmt_ms, fmt_num
+from ui.view import REFRESH_S, api_errors, fmt_ms, fmt_num, run_picker
 
 TOPIC = topics.SENSORS_READINGS.name
 JOB = "window-counts"
@@ -61,14 +61,7 @@ def _fleet(client: ApiClient) -> None:
         st.info(f"No sensor reading on `{TOPIC}` yet. Start a run: `{START_RUN}`.")
         return
     runs = [r["run"] for r in fleet["runs"]]
-    if len(runs) > 1:
-        st.selectbox(
-            "Run",
-            ["", *runs],
-            key=RUN_KEY,
-            format_func=lambda r: r or f"the newest ({runs[0]})",
-            help="A rerun reuses sensor ids: each run is shown on its own.",
-        )
+    run_picker(runs, RUN_KEY, "sensor ids")
     st.caption(
         f"Run `{fleet['run']}` · {fmt_num(source['records_read'])} readings read, "
         f"{fmt_num(source['records_skipped'])} skipped (read cap "

@@ -32,7 +32,7 @@ from ui.client import ApiClient, ApiError, ApiUnavailable
 from ui.layers import PIXELS, dots, labels, paths, rings
 from ui.sections.alerts import evidence_lines
 from ui.sections.vehicles import HEIGHT_PX, fit, graticule
-from ui.view import REFRESH_S, fmt_ms, fmt_num
+from ui.view import REFRESH_S, fmt_ms, fmt_num, run_picker
 
 POSITIONS = topics.SHIPPING_POSITIONS.name
 SCENARIO_FILE = "config/scenarios/shipping.yaml"
@@ -254,14 +254,7 @@ def _fleet(client: ApiClient) -> None:
         )
         return
     runs = [r["run"] for r in fleet["runs"]]
-    if len(runs) > 1:
-        st.selectbox(
-            "Run",
-            ["", *runs],
-            key=RUN_KEY,
-            format_func=lambda r: r or f"the newest ({runs[0]})",
-            help="A rerun reuses ship ids: each run is shown on its own.",
-        )
+    run_picker(runs, RUN_KEY, "ship ids")
     st.session_state[SHOWN_RUN_KEY] = fleet["run"]
     st.caption(f"Run `{fleet['run']}` · {len(runs)} runs read")
     at_sea = sum(s["status"] == "at_sea" for s in ships)
