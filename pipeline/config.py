@@ -11,6 +11,7 @@ from core.contracts import topics
 from pipeline.jobs.card_velocity.config import CardVelocitySettings
 from pipeline.jobs.shipping.config import ShippingSettings, offsets_by_topic, topics_by_kind
 from pipeline.jobs.vehicle_telemetry.config import VehicleTelemetrySettings
+from pipeline.jobs.window_counts.config import WindowCountsSettings
 from pipeline.settings import Duration, TriggerSettings, duration_ms, offsets_form
 
 
@@ -33,6 +34,9 @@ class PipelineConfig(Settings):
         description="Trigger of the job's queries; a stateful query asked for realtime runs in "
         "micro-batches (Spark 4.2's Real-time Mode is stateless only).",
     )
+    window_counts: WindowCountsSettings = Field(
+        WindowCountsSettings(), description="Settings of job window-counts (only)."
+    )
     card_velocity: CardVelocitySettings = Field(
         CardVelocitySettings(), description="Settings of job card-velocity (only)."
     )
@@ -50,6 +54,8 @@ class PipelineConfig(Settings):
 
     @model_validator(mode="after")
     def _job_sections(self) -> PipelineConfig:
+        if "window_counts" in self.model_fields_set and self.job != "window-counts":
+            raise ValueError(f"window_counts configures job window-counts, not {self.job!r}")
         if "card_velocity" in self.model_fields_set and self.job != "card-velocity":
             raise ValueError(f"card_velocity configures job card-velocity, not {self.job!r}")
         if "vehicle_telemetry" in self.model_fields_set and self.job != "vehicle-telemetry":

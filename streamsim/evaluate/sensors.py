@@ -1,6 +1,7 @@
 """The sensor-fleet detections that `streamsim evaluate sensor-fleet` scores: the batch forms
 of `detectors.flatline` (stuck sensor) and `detectors.step` (spike), per sensor, over the
-run's `sensors.readings` read to its end, each event once.
+run's `sensors.readings` read to its end, each event once. The rules and their parameters live
+once in `pipeline.jobs.window_counts.sensors` (`window-counts` runs them streaming).
 
 Parameters come from physical reasoning, not from the generator's injected faults:
 - Stuck sensor: a live sensor's output carries noise, so its whole reading (temperature at
@@ -30,20 +31,10 @@ import pandas as pd
 from core.config import StackConfig
 from core.contracts import topics
 from detectors.alert import frame_to_alerts
-from detectors.flatline import FlatlineParams, flatline_alerts
-from detectors.step import StepParams, step_alerts
+from pipeline.jobs.window_counts.sensors import sensor_alerts_batch
 from streamsim.evaluate import shipping
 
 COLUMNS = ("event_id", "sensor_id", "event_time", "temperature_c", "humidity_pct")
-#: The detectors' canonical entity column is the sensor.
-AS_ENTITY = {"entity_id": "sensor_id"}
-#: The whole reading as one number: unchanged only when temperature and humidity both are
-#: (humidity in 0.1 steps times 1e4 keeps it far above temperature's 0.01 steps).
-STATE = "reading_state"
-STUCK = FlatlineParams(
-    epsilon=1e-3, min_duration_s=1.0, min_speed_kmh=0.0, max_gap_s=60.0, min_readings=3
-)
-SPIKE = StepParams(max_step=3.0, max_rate_per_s=0.01)
 #: Incidents running at the end (last reading within `RUNNING_MS`: sensors report every
 #: 4-12 s) that began less than `HORIZON_MS` before it are open: a stuck sensor needs three
 #: readings (up to 36 s apart at the slowest interval) to show.
@@ -52,18 +43,10 @@ RUNNING_MS = 15_000
 
 
 def run_rules(readings: pd.DataFrame) -> pd.DataFrame:
-    """Both rules over the readings (one row per event), as one alert frame."""
-    if readings.empty:
-        return pd.DataFrame()
-    frame = readings.assign(
-        **{
-            STATE: pd.to_numeric(readings["temperature_c"], errors="coerce")
-            + 1e4 * pd.to_numeric(readings["humidity_pct"], errors="coerce")
-        }
-    )
-    stuck = flatline_alerts(frame, STATE, STUCK, speed_col=None, columns=AS_ENTITY)
-    spikes = step_alerts(frame, "temperature_c", SPIKE, label="spike", columns=AS_ENTITY)
-    return pd.concat([stuck, spikes], ignore_index=True)
+    """Both rules over the readings (one row per event), as one alert frame: the stuck and
+    spike rules of `window-counts`' alerts query (`pipeline.jobs.window_counts.sensors`),
+    in batch form."""
+    return sensor_alerts_batch(readings, low_battery=False)
 
 
 def detections(readings: pd.DataFrame, truth: pd.DataFrame) -> pd.DataFrame:
