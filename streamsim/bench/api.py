@@ -50,7 +50,7 @@ from streamsim.bench.report import BenchReport
 from streamsim.loadtest.closed_loop import Saturation, saturate
 from streamsim.loadtest.config import PayloadMix
 from streamsim.loadtest.connection import post_request, request_head
-from streamsim.loadtest.payloads import PayloadSet, build_payloads
+from streamsim.loadtest.payloads import PayloadSet, build_payloads, id_tag
 from streamsim.stackfile import write_stack_file
 
 POOL_BODIES = 50_000
@@ -119,7 +119,7 @@ class RequestStream:
         self.head = request_head(url, PATH)
         self.payloads = payloads
         self.size = len(payloads)
-        self.prefix = f"bench-{secrets.token_hex(4)}-"
+        self.prefix = f"bench-{id_tag()}-"
         self.count = 0
 
     def __call__(self) -> bytes:

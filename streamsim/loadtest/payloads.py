@@ -24,6 +24,8 @@ body made up front) and `bench api` (fresh ids stamped per request).
 from __future__ import annotations
 
 import math
+import secrets
+import string
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -123,6 +125,13 @@ class PayloadSet:
         event_ms = (event_time_base_ms + np.round(times_s * 1000)).astype(np.int64).tolist()
         prefix = f"lt-{run_tag}-"
         return [self.body(i, f"{prefix}{i}", event_ms[i]) for i in range(len(self.middles))]
+
+
+def id_tag(length: int = 8) -> str:
+    """A random tag for transaction ids, in letters only: digits next to a slot number could
+    make a run of 12+ digits that the endpoint rejects when it passes the Luhn check (a card
+    number in an id)."""
+    return "".join(secrets.choice(string.ascii_lowercase) for _ in range(length))
 
 
 def _middle(fields: dict[str, Any]) -> bytes:

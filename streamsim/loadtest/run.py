@@ -9,8 +9,6 @@ to the output folder.
 from __future__ import annotations
 
 import asyncio
-import secrets
-import string
 import threading
 import time
 from collections.abc import Callable
@@ -32,7 +30,7 @@ from streamsim.loadtest.config import (
     ScenarioTarget,
 )
 from streamsim.loadtest.connection import post_request, request_head
-from streamsim.loadtest.payloads import build_payloads
+from streamsim.loadtest.payloads import build_payloads, id_tag
 from streamsim.loadtest.recorder import Recorder
 from streamsim.loadtest.report import build_report, dumps
 from streamsim.loadtest.runner import OpenLoopRunner, RunResult
@@ -62,9 +60,7 @@ def plan(
     rng = np.random.default_rng([config.seed, 0xA221])
     times = send_times(the_path.load, config.total_s, config.arrivals, rng)
     payloads = build_payloads(the_path.payload, times, config.seed)
-    # Letters only: digits next to the slot number could make a 12+ digit run that the
-    # endpoint rejects when it passes the Luhn check (a card number in an id).
-    tag = run_tag or "".join(secrets.choice(string.ascii_lowercase) for _ in range(8))
+    tag = run_tag or id_tag()
     base_ms = time.time_ns() // 1_000_000
     head = request_head(base_url, the_path.target.path, the_path.target.headers)
     requests = [post_request(head, body) for body in payloads.bodies(times, tag, base_ms)]

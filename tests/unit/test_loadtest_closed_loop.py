@@ -15,6 +15,7 @@ import uvloop
 from fastapi.testclient import TestClient
 
 from api.fraud.models import TransactionRequest
+from core.pan import find_pan
 from streamsim.bench.api import RequestStream, _report
 from streamsim.bench.bare_app import PATH, create_bare_app
 from streamsim.loadtest.closed_loop import Saturation, saturate
@@ -52,6 +53,16 @@ def test_request_stream_stamps_fresh_ids_on_valid_bodies(payloads: PayloadSet) -
         ids.add(tx.transaction_id)
         assert abs(tx.event_time - time.time() * 1000) < 60_000
     assert len(ids) == len(requests)
+
+
+def test_request_stream_ids_never_hold_a_card_number(payloads: PayloadSet) -> None:
+    """A tag of hex digits only (about 1 in 43) made ids such as `bench-69145700-1994`, a
+    Luhn-valid 12-digit run, which the endpoint rejects with a 422."""
+    for _ in range(200):
+        stream = RequestStream("http://127.0.0.1:8000", payloads)
+        assert not any(c.isdigit() for c in stream.prefix.removeprefix("bench-"))
+        ids = [f"{stream.prefix}{k}" for k in (1994, 52841, 10**7 - 1)]
+        assert [find_pan(i) for i in ids] == [None, None, None]
 
 
 @pytest.fixture(scope="module")
