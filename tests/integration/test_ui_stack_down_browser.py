@@ -45,7 +45,7 @@ pytestmark = pytest.mark.integration
 pytest_plugins = ("tests.integration.ui_stack",)
 
 #: The pages `ui.app` marks as fed by a Spark job (NEEDS_JOB), by title.
-JOB_PAGES = ("Live", "Vehicles", "Shipping", "Alerts")
+JOB_PAGES = ("Live", "Vehicles", "Shipping", "Sensors", "Alerts")
 
 
 @dataclass
@@ -161,5 +161,5 @@ def test_pages_fed_by_a_job_say_none_runs_and_how_to_start_one(
 def test_the_job_pages_are_the_apps() -> None:
     """JOB_PAGES here names the pages `ui.app` marks NEEDS_JOB (read from its source)."""
     source = (REPO_ROOT / "ui" / "app.py").read_text()
-    assert "NEEDS_JOB = (live, vehicles, shipping, alerts)" in source
+    assert "NEEDS_JOB = (live, vehicles, shipping, sensors, alerts)" in source
     assert {t for t, _ in PAGES} >= set(JOB_PAGES)
