@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-DEFAULT_SHARE = 0.25
+DEFAULT_SHARE = 0.5
 DEFAULT_SLICE_S = 0.001
 
 
