@@ -24,8 +24,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-
+from api.panel.views.records import json_object
 from api.panel.views.shipping import run_of
 from core.contracts import labels, topics
 from core.contracts.events import SENSOR_READING
@@ -116,11 +115,8 @@ class SensorView:
     def add_raw(self, value: bytes | None, emitted_at: int | None, received_at: int) -> None:
         """One `sensors.readings` record as it comes off Kafka (the `VehicleTail` interface);
         a malformed one is counted."""
-        try:
-            record = orjson.loads(value) if value else None
-        except orjson.JSONDecodeError:
-            record = None
-        if not isinstance(record, dict) or not self.add(record):
+        record = json_object(value)
+        if record is None or not self.add(record):
             self.malformed += 1
 
     def add(self, r: dict[str, Any]) -> bool:
