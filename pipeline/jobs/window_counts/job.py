@@ -25,7 +25,7 @@ from core.kafka import ensure_topics
 from detectors import ALERT_SPARK_DDL
 from pipeline.alerts_sink import AlertSink
 from pipeline.config import PipelineConfig
-from pipeline.jobs.vehicle_telemetry.job import first_batch
+from pipeline.jobs.vehicle_telemetry.job import FIRST_BATCH_WAIT_S, first_batch
 from pipeline.jobs.window_counts.config import WindowCountsSettings
 from pipeline.jobs.window_counts.sensors import FIELDS, SensorRulesProcessor
 from pipeline.kafka_io import (
@@ -41,9 +41,6 @@ from pipeline.triggers import query_trigger, with_trigger
 
 NAME = "window-counts"
 ALERTS_QUERY = f"{NAME}.alerts"
-#: How long the job waits for the alerts query's first batch before starting the others
-#: (`first_batch`: a Python worker must connect back within 10 s on two busy cores).
-FIRST_BATCH_WAIT_S = 60.0
 
 
 def event_schema(entity_key: str, sensor_fields: bool = False) -> StructType:
