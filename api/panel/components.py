@@ -12,7 +12,7 @@ A run is the whole scenario (`api.panel.runs.RunManager`):
 Start order: endpoint (the simulator waits for its health check), job, simulator. Stop order:
 simulator (no new events), job (once it drained what was sent, or after a timeout), endpoint
 (last: the simulator may still post while it stops). This module is pure logic: the plan, the
-commands, the order and the drain check; `api.panel.runs` runs the processes.
+commands and the order; `api.panel.runs` runs the processes.
 """
 
 from __future__ import annotations
@@ -207,28 +207,6 @@ def job_progress(
     return sorted(rows, key=lambda q: str(q.get("query")))
 
 
-def drained(
-    progress: Sequence[Mapping[str, Any]],
-    simulator_ended_ms: int,
-    now_ms: int,
-    quiet_ms: int = 5_000,
-) -> bool:
-    """Whether the job has processed what the simulator sent: it has reported batches, and
-    each query's latest report either came after the simulator ended with no input rows, or is
-    older than `quiet_ms` (twice its batch duration, if longer) with the simulator ended that
-    long ago too. (A micro-batch query reports only when it has input or state to advance.)"""
-    if not progress or now_ms - simulator_ended_ms < 0:
-        return False
-    for query in progress:
-        at = int(query["at"])
-        if at >= simulator_ended_ms and not query.get("input_rows"):
-            continue
-        quiet = max(quiet_ms, 2 * int(query.get("duration_ms") or 0))
-        if now_ms - at < quiet or now_ms - simulator_ended_ms < quiet:
-            return False
-    return True
-
-
 __all__ = [
     "COMPONENTS",
     "STOP_SIGNALS",
@@ -237,7 +215,6 @@ __all__ = [
     "InvalidComponents",
     "Pipeline",
     "Plan",
-    "drained",
     "endpoint_command",
     "job_command",
     "job_pipeline",

@@ -24,11 +24,12 @@ and the fraud endpoint in POS mode).
   (`streamsim simulate --control`, `simulators.pacing.PacingControl`);
 - a supervisor thread per run records each component's state (starting, running, exited with
   its code, stopped), the job's batch progress (from `progress`, the panel's view of the
-  `metrics` topic), and ends the run: when the simulator exits by itself, the job is stopped
-  once it drained (or after `drain_timeout_s`; a job still starting, no batch yet, first
-  gets `job_start_timeout_s` to start: it has read nothing), then the endpoint: `finished` with the
-  `--json` summary; `failed` with the tail of stderr when the simulator fails or another
-  component exits first; `stopped` when `stop(run_id)` asked for it (the same order: each
+  `metrics` topic), and ends the run: when the simulator exits by itself, the job is asked to
+  drain (`pipeline.signals.DRAIN_SIGNAL`: it processes what its topics hold, then exits) and
+  given `drain_timeout_s` to (a job still starting, no batch yet, first gets
+  `job_start_timeout_s` to start), then the endpoint: `finished` with the `--json` summary;
+  `failed` with the tail of stderr when the simulator fails or another component exits first;
+  `stopped` when `stop(run_id)` asked for it (the same order: each
   group gets its stop signal, SIGTERM or the job's SIGINT, then SIGKILL after
   `stop_timeout_s`).
 
@@ -68,7 +69,6 @@ from api.panel.components import (
     Component,
     ComponentState,
     Plan,
-    drained,
     endpoint_command,
     job_command,
     job_pipeline,
@@ -84,6 +84,7 @@ from core.config.loader import read_yaml
 from core.config.stack import KAFKA_CLIENT_ENV, split_client_secrets
 from core.pan import scrub_text
 from core.ports import free_port
+from pipeline.signals import DRAIN_SIGNAL
 from scenarios.catalog import ScenarioConfig, deep_merge
 
 RunStatus = Literal["running", "stopping", "finished", "failed", "stopped"]
@@ -213,6 +214,7 @@ class Part:
     url: str | None = None  # the endpoint's
     progress: list[dict[str, Any]] | None = None  # the job's, latest report per query
     signalled: bool = False  # we sent it its stop signal: its end is `stopped`
+    draining: bool = False  # the job, asked to drain: exiting 0 is its `stopped`
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     @property
@@ -398,7 +400,7 @@ class RunManager:
         command: CommandOf = simulate_command,
         commands: Mapping[Component, CommandOf] | None = None,
         stop_timeout_s: float = 15.0,
-        drain_timeout_s: float = 30.0,
+        drain_timeout_s: float = 600.0,
         job_start_timeout_s: float = 120.0,
         endpoint_timeout_s: float = 90.0,
         keep: int = 100,
@@ -752,7 +754,8 @@ class RunManager:
             with self._lock:
                 part.exit_code = code
                 part.ended_at = _now_ms()
-                part.state = "stopped" if part.signalled else "exited"
+                drained = part.draining and code == 0
+                part.state = "stopped" if part.signalled or drained else "exited"
 
     def _begin_ending(self, run: Run) -> bool:
         """True for the one caller that runs the stop sequence."""
@@ -765,8 +768,7 @@ class RunManager:
 
     def _stop_parts(self, run: Run, grace_s: float | None = None) -> None:
         """Each component in stop order: its stop signal to its group (`STOP_SIGNALS`), SIGKILL
-        after the grace period;
-        the job only once it drained what the simulator sent (or after `drain_timeout_s`)."""
+        after the grace period; the job after its drain (`_wait_drained`)."""
         for name in run.plan.stop_order():
             part = run.parts[name]
             if part.proc is None:
@@ -779,24 +781,35 @@ class RunManager:
             self._reap(run)
 
     def _wait_drained(self, run: Run, job: Part) -> None:
+        """Once the simulator has finished by itself, ask the job to drain (`DRAIN_SIGNAL`: it
+        processes what its topics hold, then exits 0) and wait for it, at most
+        `drain_timeout_s`. A stop asked for, or a failure, does not wait."""
         simulator = run.parts.get("simulator")
-        sim_end = (simulator.ended_at if simulator else None) or _now_ms()
-        finished = simulator is not None and simulator.exit_code == 0
-        if self.progress is not None and finished and not run.stop_requested:
-            # Spark's first batch can take a minute on a busy machine: a job stopped before it
-            # has read nothing of the run. (A stop asked for, or a failure, does not wait.)
-            started = time.monotonic() + self.job_start_timeout_s
-            while job.state == "starting" and time.monotonic() < started and _alive(job):
-                self._update_progress(run)
-                time.sleep(self.poll_s)
-        deadline = time.monotonic() + self.drain_timeout_s
-        while time.monotonic() < deadline and job.proc is not None and job.proc.poll() is None:
+        if simulator is None or simulator.exit_code != 0 or run.stop_requested:
+            return
+        # Spark's first batch can take a minute on a busy machine: the job first gets
+        # `job_start_timeout_s` to report one (its drain handler is set by then).
+        started = time.monotonic() + self.job_start_timeout_s
+        while (
+            self.progress is not None
+            and job.state == "starting"
+            and time.monotonic() < started
+            and _alive(job)
+            and not run.stop_requested
+        ):
             self._update_progress(run)
-            if self.progress is not None and drained(job.progress or [], sim_end, _now_ms()):
-                return
-            if self.progress is None and job.state == "running" and _now_ms() - sim_end > 5000:
-                return  # nothing to tell drained by: a short grace
             time.sleep(self.poll_s)
+        if not _alive(job) or run.stop_requested or job.pid is None:
+            return
+        with self._lock:
+            job.draining = True
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(job.pid, DRAIN_SIGNAL)  # the leader only: its JVM is no party to this
+        deadline = time.monotonic() + self.drain_timeout_s
+        while time.monotonic() < deadline and _alive(job) and not run.stop_requested:
+            self._update_progress(run)
+            time.sleep(self.poll_s)
+        self._update_progress(run)
 
     def _terminate(self, part: Part, grace_s: float) -> None:
         assert part.proc is not None
@@ -851,7 +864,7 @@ class RunManager:
             run.status = "stopping"
         if self._begin_ending(run):
             self._stop_parts(run, timeout_s)
-        budget = self.drain_timeout_s + 3 * (self.stop_timeout_s + 10)
+        budget = 3 * (self.stop_timeout_s + 10)  # a drain under way ends at the stop
         run.done.wait(budget)
         return run
 

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
 from pathlib import Path
 from typing import Annotated
@@ -45,11 +47,13 @@ def run(
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Start JOB's streaming queries; print rows, rates, watermark and late drops per batch."""
+    """Start JOB's streaming queries; print rows, rates, watermark and late drops per batch.
+    SIGUSR1 (`pipeline.signals.DRAIN_SIGNAL`) drains it: what its topics hold then, then stop."""
     from pipeline.catalog import drain_job, start_job
     from pipeline.config import PipelineConfig
     from pipeline.metrics import MetricsPublisher
     from pipeline.progress import BatchReport, ProgressTotals, no_batches
+    from pipeline.signals import DRAIN_SIGNAL
     from pipeline.triggers import query_mode, query_note
 
     if drain and duration:
@@ -67,6 +71,8 @@ def run(
                 highlight=False,
             )
 
+    drain_asked = threading.Event()  # set before the queries start: a request is never lost
+    signal.signal(DRAIN_SIGNAL, lambda *_: drain_asked.set())
     stack = stack_from(config)
     metrics = MetricsPublisher(stack, cfg.job, cfg.trigger.mode)
     totals = ProgressTotals(show, metrics)
@@ -89,7 +95,10 @@ def run(
                 raise StreamsimError(f"query {failed[0].name} failed: {failed[0].exception()}")
             if not any(q.isActive for q in queries):
                 break  # every query has finished: an available_now trigger read all input
-            time.sleep(0.5)
+            if drain_asked.wait(0.5):
+                console.print(f"draining {job}: asked by {DRAIN_SIGNAL.name}", highlight=False)
+                drain_job(queries, stack, cfg)
+                break
     except KeyboardInterrupt:
         pass
     finally:

@@ -29,7 +29,6 @@ from api.panel.components import (
     STOP_SIGNALS,
     InvalidComponents,
     Plan,
-    drained,
     job_pipeline,
     job_progress,
     load_pipelines,
@@ -158,25 +157,6 @@ def test_job_progress_is_the_jobs_reports_since_it_started() -> None:
     assert [q["query"] for q in job_progress(queries, "window-counts", 1_000)] == ["a", "b"]
 
 
-def test_drained() -> None:
-    end = 10_000
-    assert not drained([], end, end + 60_000)  # no batch yet: wait (up to the timeout)
-    # An empty batch after the simulator ended: caught up.
-    assert drained([report("q", end + 100, rows=0)], end, end + 200)
-    # Rows after the end: still working until it has been quiet 5 s.
-    busy = [report("q", end + 1_000, rows=50)]
-    assert not drained(busy, end, end + 2_000)
-    assert drained(busy, end, end + 6_001)
-    # Quiet before the end, but the simulator ended a moment ago: its last events may be in
-    # a batch not reported yet.
-    assert not drained([report("q", end - 10_000, rows=5)], end, end + 1_000)
-    assert drained([report("q", end - 10_000, rows=5)], end, end + 5_000)
-    # A slow batch: twice its duration counts as quiet.
-    slow = [{**report("q", end + 1_000, rows=5), "duration_ms": 8_000}]
-    assert not drained(slow, end, end + 10_000)
-    assert drained(slow, end, end + 17_001)
-
-
 # -- the manager with fake components --------------------------------------------------------
 
 FAKE = r"""
@@ -186,8 +166,15 @@ def term(*_):
     with open(order, "a") as f:
         f.write(name + "\n")
     sys.exit(0)
+def drain(*_):  # the job's drain request: done at once, or a failing or deaf drain
+    if mode == "drainfails":
+        sys.stderr.write("error: the drain broke\n")
+        sys.exit(3)
+    if mode != "deaf":
+        term()
 signal.signal(signal.SIGTERM, term)
 signal.signal(signal.SIGINT, term)  # the job's stop
+signal.signal(signal.SIGUSR1, drain)
 if mode == "grandchild":  # left in the group, deaf to stops: only the group's SIGKILL ends it
     subprocess.Popen([sys.executable, "-c", "import signal, time; "
         "[signal.signal(s, signal.SIG_IGN) for s in (signal.SIGTERM, signal.SIGINT)]; "
@@ -350,6 +337,30 @@ def test_a_finished_simulator_stops_the_job_once_drained(
     assert run.parts["job"].state == "stopped"
     assert (tmp_path / "order.log").read_text().split() == ["job"]
     assert groups_alive(run) == []
+
+
+def test_a_job_that_does_not_drain_in_time_is_stopped(tmp_path: Path, scenario_dir: Path) -> None:
+    seen: list[tuple[str, RunSpec]] = []
+    runs = make_manager(tmp_path, scenario_dir, seen, simulator="done", job="deaf")
+    runs.drain_timeout_s = 0.5
+    runs.progress = Progress("window-counts")
+    run = runs.start("sensor_fleet")
+    assert run.done.wait(20)
+    assert run.status == "finished", run.error
+    job = run.parts["job"]
+    assert job.state == "stopped" and job.draining and job.signalled  # SIGINT after the drain
+    assert (job.ended_at or 0) - (run.parts["simulator"].ended_at or 0) >= 500
+    assert groups_alive(run) == []
+
+
+def test_a_job_whose_drain_fails_fails_the_run(tmp_path: Path, scenario_dir: Path) -> None:
+    seen: list[tuple[str, RunSpec]] = []
+    runs = make_manager(tmp_path, scenario_dir, seen, simulator="done", job="drainfails")
+    runs.progress = Progress("window-counts")
+    run = runs.start("sensor_fleet")
+    assert run.done.wait(20)
+    assert run.parts["job"].state == "exited" and run.parts["job"].exit_code == 3
+    assert run.status == "failed" and run.error is not None and "the drain broke" in run.error
 
 
 def test_a_job_that_exits_fails_the_run_and_stops_the_simulator(
