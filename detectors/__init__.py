@@ -9,7 +9,8 @@ and on numpy arrays, and every form below calls it:
 - **Per key, vectorised** (`groupBy(key).applyInPandas(fn, ALERT_SPARK_DDL)`, batch oracles):
   `travel_alerts`, `velocity_alerts`, `spending_alerts`, `gps_jump_alerts`,
   `threshold_alerts`, `speeding_alerts`, `flatline_alerts`, `zscore_alerts`, `step_alerts`,
-  `trend_alerts`, `braking_alerts`. They sort by event time and drop duplicate event ids first.
+  `silence_alerts`, `trend_alerts`, `braking_alerts`. They sort by event time and drop
+  duplicate event ids first.
 - **Stateful** (`transformWithStateInPandas`): `TravelState`, `VelocityState`,
   `SpendingState`, `GpsJumpState` (per card or vehicle, `update(...)` per row), `TerminalState`
   (per merchant; the endpoint's) and the series
@@ -41,6 +42,7 @@ from detectors.jump import GpsJumpParams, GpsJumpState, gps_jump_alerts
 from detectors.params import Thresholds
 from detectors.reorder import EventTimeBuffer
 from detectors.series import SeriesState
+from detectors.silence import SilenceParams, SilenceState, silence_alerts
 from detectors.speeding import SpeedingParams, SpeedingState, speeding_alerts
 from detectors.spending import (
     SpendingFeatures,
@@ -88,6 +90,8 @@ __all__ = [
     "Position",
     "SeenIds",
     "SeriesState",
+    "SilenceParams",
+    "SilenceState",
     "SpeedingParams",
     "SpeedingState",
     "SpendingFeatures",
@@ -123,6 +127,7 @@ __all__ = [
     "geodesic_km_array",
     "gps_jump_alerts",
     "haversine_km",
+    "silence_alerts",
     "speeding_alerts",
     "spending_alerts",
     "spending_feature_alerts",

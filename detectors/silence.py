@@ -1,0 +1,171 @@
+"""Silence (silent device): no reading for several of the device's own reporting intervals.
+
+A device reports on its own clock: every few seconds, every few minutes. Its interval is learned
+from its own readings: the median of its last `history` gaps between consecutive readings
+(event-time order), once it has `min_history` of them; a single dropped reading doubles one gap
+and leaves the median alone. A gap longer than `min_intervals` of those intervals is a silence.
+
+Gaps are judged in event time over what has arrived, not in arrival time: a network outage
+delays a device's readings, but they arrive later stamped inside the gap and fill it, so a
+flushed outage raises nothing. The alert comes with the reading that ends the gap (the stream
+form cannot tell a silence from a slow device before then), so a silence still open at the
+end of a stream is not alerted. Readings need no values: only their ids and times count.
+Fires per gap. Key: the event ids of the two readings around it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+from numpy.lib.stride_tricks import sliding_window_view
+from pydantic import Field
+
+from detectors.alert import Alert, Evidence
+from detectors.frames import EVENT_ID, EVENT_TIME, Columns, per_entity, prepare
+from detectors.params import Thresholds
+from detectors.series import SeriesState
+
+RULE = "silence"
+LABEL = "silent_device"
+#: The signal name a stateful form reports (readings carry no value the rule reads).
+READING = "reading"
+
+
+class SilenceParams(Thresholds):
+    """Thresholds of `silence`."""
+
+    min_intervals: float = Field(
+        4.0, gt=1, description="A gap longer than this many of the device's intervals is silent."
+    )
+    history: int = Field(
+        8, ge=1, le=1_000, description="The device's last gaps its interval is learned from."
+    )
+    min_history: int = Field(
+        3, ge=1, le=1_000, description="Gaps seen before the device's gaps are judged."
+    )
+
+
+def silence_fires(gap_ms: Any, interval_ms: Any, params: SilenceParams) -> Any:
+    """The rule, on floats or numpy arrays alike (a NaN interval, not learned yet, never fires)."""
+    return gap_ms > params.min_intervals * interval_ms
+
+
+def learned_intervals(gaps: np.ndarray, params: SilenceParams) -> np.ndarray:
+    """Per gap, the median of the up to `history` gaps before it (NaN with fewer than
+    `min_history`): the interval each gap is judged against.
+
+    >>> learned_intervals(np.array([5, 5, 6, 40, 5]), SilenceParams()).tolist()
+    [nan, nan, nan, 5.0, 5.5]
+    """
+    h = min(params.history, max(len(gaps), 1))
+    padded = np.concatenate([np.full(h, np.nan), gaps.astype(float)])
+    windows = sliding_window_view(padded, h)[: len(gaps)]
+    counts = np.count_nonzero(~np.isnan(windows), axis=1)
+    out = np.full(len(gaps), np.nan)
+    ok = np.flatnonzero(counts >= params.min_history)
+    if ok.size:
+        out[ok] = np.nanmedian(windows[ok], axis=1)
+    return out
+
+
+def silence_evidence(gap_ms: float, interval_ms: float, params: SilenceParams) -> Evidence:
+    return {
+        "silent_s": float(gap_ms) / 1000.0,
+        "interval_s": float(interval_ms) / 1000.0,
+        "intervals": float(gap_ms) / float(interval_ms),
+        **params.model_dump(),
+    }
+
+
+def _alert(
+    entity_id: str, ids: tuple[str, str], time: int, evidence: Evidence, label: str | None
+) -> Alert:
+    return Alert.make(RULE, entity_id, time, ids, evidence, ids, label)
+
+
+def silence_alerts(
+    df: pd.DataFrame,
+    params: SilenceParams | None = None,
+    *,
+    label: str | None = LABEL,
+    columns: Columns = None,
+) -> pd.DataFrame:
+    """Vectorised form over readings (only `entity_id`, `event_id` and `event_time` count).
+
+    >>> rows = pd.DataFrame({"entity_id": "s1", "event_id": [f"e{i}" for i in range(6)],
+    ...     "event_time": [0, 5_000, 10_000, 15_000, 60_000, 65_000]})
+    >>> silence_alerts(rows)[["event_ids", "event_time"]].values.tolist()
+    [[['e3', 'e4'], 60000]]
+    """
+    p = params or SilenceParams()
+
+    def rule_for(entity_id: str, readings: pd.DataFrame) -> list[Alert]:
+        times = readings[EVENT_TIME].to_numpy(np.int64)
+        ids = readings[EVENT_ID].to_numpy(str)
+        gaps = np.diff(times)
+        intervals = learned_intervals(gaps, p)
+        alerts = []
+        for i in np.flatnonzero(silence_fires(gaps, intervals, p)).tolist():
+            evidence = silence_evidence(gaps[i], intervals[i], p)
+            pair = (str(ids[i]), str(ids[i + 1]))
+            alerts.append(_alert(entity_id, pair, int(times[i + 1]), evidence, label))
+        return alerts
+
+    return per_entity(prepare(df, (), (), columns), rule_for)
+
+
+class SilenceState(SeriesState):
+    """Stateful form for one device (see `detectors.series`): its previous reading and its
+    last `history` gaps. Push any non-missing number as the reading's value.
+
+    >>> state = SilenceState("s1")
+    >>> times = [0, 5_000, 10_000, 15_000, 60_000, 65_000]
+    >>> [len(state.update(f"e{i}", t)) for i, t in enumerate(times)]
+    [0, 0, 0, 0, 1, 0]
+    """
+
+    rule: ClassVar[str] = RULE
+
+    def __init__(
+        self,
+        entity_id: str,
+        params: SilenceParams | None = None,
+        *,
+        label: str | None = LABEL,
+        max_seen: int = 256,
+    ) -> None:
+        super().__init__(entity_id, READING, label, max_seen)
+        self.params = params or SilenceParams()
+        self.gaps: deque[int] = deque(maxlen=self.params.history)
+        self.previous: tuple[str, int] | None = None
+
+    def update(self, event_id: str, event_time: int) -> list[Alert]:
+        return self.push(event_id, event_time, [0.0])
+
+    def step(self, event_id: str, event_time: int, values: Sequence[float]) -> Alert | None:
+        alert = None
+        if self.previous is not None:
+            prev_id, prev_time = self.previous
+            gap = event_time - prev_time
+            if len(self.gaps) >= self.params.min_history:
+                interval = float(np.median(np.array(self.gaps, dtype=float)))
+                if silence_fires(gap, interval, self.params):
+                    evidence = silence_evidence(gap, interval, self.params)
+                    ids = (prev_id, event_id)
+                    alert = _alert(self.entity_id, ids, event_time, evidence, self.label)
+            self.gaps.append(gap)
+        self.previous = (event_id, event_time)
+        return alert
+
+    def _snapshot(self) -> dict[str, Any]:
+        previous = None if self.previous is None else list(self.previous)
+        return {"previous": previous, "gaps": list(self.gaps)}
+
+    def _restore(self, data: Mapping[str, Any]) -> None:
+        prev = data["previous"]
+        self.previous = None if prev is None else (str(prev[0]), int(prev[1]))
+        self.gaps = deque((int(g) for g in data["gaps"]), maxlen=self.params.history)
