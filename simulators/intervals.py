@@ -1,7 +1,8 @@
 """Per-entity episodes in time (outages, faults): an alternating renewal process, vectorised.
 
 Each entity is "up" for an exponential gap (mean 1/rate), then inside an interval whose length is
-drawn from a distribution, and so on. Readings are classified against the entity's current
+drawn from a distribution (its group's, or with `kind_durations` its kind's), and so on.
+Readings are classified against the entity's current
 interval; the schedule only moves forward, so memory is O(entities).
 """
 
@@ -49,12 +50,16 @@ class IntervalSchedule:
         rng: np.random.Generator,
         start_ms: int,
         kinds: np.ndarray | None = None,  # probabilities of each kind of episode
+        kind_durations: Sequence[object] | None = None,  # per kind, overriding `durations`
     ) -> None:
         n = rate_per_hour.shape[0]
         self._rng = rng
         self._group = group
         self._durations = list(durations)
         self._kinds = kinds
+        self._kind_durations = (
+            None if kinds is None or kind_durations is None else list(kind_durations)
+        )
         self._ids = IdCounter()
         with np.errstate(divide="ignore"):
             self._mean_gap_ms = np.where(rate_per_hour > 0, 3.6e6 / rate_per_hour, np.inf)
@@ -68,6 +73,9 @@ class IntervalSchedule:
 
     def _warm_up(self, active: np.ndarray, start_ms: int) -> None:
         mean_dur_ms = np.array([d.clipped_mean(0.0, np.inf) * 1000 for d in self._durations])  # type: ignore[attr-defined]
+        if self._kind_durations is not None and self._kinds is not None:
+            by_kind = [d.clipped_mean(0.0, np.inf) * 1000 for d in self._kind_durations]  # type: ignore[attr-defined]
+            mean_dur_ms = np.full_like(mean_dur_ms, float(np.dot(self._kinds, by_kind)))
         cycle = self._mean_gap_ms[active] + mean_dur_ms[self._group[active]]
         self.end[active] = start_ms - _WARMUP_CYCLES * cycle
         due = active
@@ -79,11 +87,17 @@ class IntervalSchedule:
         """Move each entity to its next interval."""
         k = ents.shape[0]
         gap = self._rng.exponential(1.0, k) * self._mean_gap_ms[ents]
-        length = np.maximum(sample_per_group(self._rng, self._durations, self._group[ents]), 0.0)
+        if self._kind_durations is not None and self._kinds is not None:
+            # the kind first, then a length from that kind's own distribution
+            kind = np.asarray(self._rng.choice(self._kinds.shape[0], size=k, p=self._kinds))
+            length = sample_per_group(self._rng, self._kind_durations, kind)
+            self.kind[ents] = kind
+        else:
+            length = sample_per_group(self._rng, self._durations, self._group[ents])
         self.start[ents] = np.floor(self.end[ents] + gap)
-        self.end[ents] = np.floor(self.start[ents] + length * 1000)
+        self.end[ents] = np.floor(self.start[ents] + np.maximum(length, 0.0) * 1000)
         self.id[ents] = self._ids.take(k)
-        if self._kinds is not None:
+        if self._kinds is not None and self._kind_durations is None:
             self.kind[ents] = self._rng.choice(self._kinds.shape[0], size=k, p=self._kinds)
 
     def new_ids(self, k: int) -> np.ndarray:

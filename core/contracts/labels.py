@@ -24,7 +24,7 @@ SHIPPING_FAULTS = (
     "missed_unload",
     "route_deviation",
 )
-SENSOR_FAULTS = ("stuck_sensor", "spike")
+SENSOR_FAULTS = ("stuck_sensor", "spike", "silent_device")
 
 #: Label types by scenario domain type (`domain.type` in a scenario config).
 LABELS: dict[str, tuple[str, ...]] = {

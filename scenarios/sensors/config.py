@@ -11,7 +11,7 @@ from core.contracts import labels, topics
 from simulators.distributions import Distribution, Exponential, Normal, Uniform
 
 SENSOR_FAULTS = labels.SENSOR_FAULTS
-FaultType = Literal["stuck_sensor", "spike"]
+FaultType = Literal["stuck_sensor", "spike", "silent_device"]
 
 
 def _even_mix() -> dict[FaultType, float]:
@@ -19,7 +19,11 @@ def _even_mix() -> dict[FaultType, float]:
 
 
 class SensorFaults(Settings):
-    """Injected sensor faults; each incident labels the readings it affects."""
+    """Injected sensor faults; each incident labels the readings it affects.
+
+    `silent_device` generates no readings while it lasts; it labels the device's first reading
+    after it (the one that ends the gap), when the device had reported before it in the run.
+    """
 
     rate_per_hour: float = Field(
         0.0, ge=0, description="Expected faults per sensor-hour (Poisson); 0 turns them off."
@@ -27,9 +31,13 @@ class SensorFaults(Settings):
     duration_s: Distribution = Field(
         Exponential(mean=120.0), description="Fault length in seconds (negative -> 0)."
     )
+    duration_s_by_kind: dict[FaultType, Distribution] = Field(
+        default_factory=dict, description="Fault length per fault type, overriding `duration_s`."
+    )
     mix: dict[FaultType, float] = Field(
         default_factory=lambda: _even_mix(),
-        description="Relative weight of each fault type.",
+        description="Relative weight of each fault type (`silent_device`: no readings while it "
+        "lasts; the reading that ends the gap carries its label).",
     )
     spike_c: float = Field(25.0, description="Degrees added to temperature during a spike.")
 
@@ -38,6 +46,10 @@ class SensorFaults(Settings):
         if any(w < 0 for w in self.mix.values()) or sum(self.mix.values()) <= 0:
             raise ValueError("mix weights must be >= 0 with a positive sum")
         return self
+
+    def duration_of(self, kind: str) -> Distribution:
+        """The fault length distribution of `kind`: its own, else `duration_s`."""
+        return self.duration_s_by_kind.get(kind, self.duration_s)  # type: ignore[call-overload]
 
 
 class SensorFleetDomain(Settings):

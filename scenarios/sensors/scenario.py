@@ -3,7 +3,10 @@
 Each sensor has a profile made once at set-up (site, baselines, battery, reporting interval and
 phase). One SimPy cohort process per entity class steps all of its sensors at once: per tick it
 finds the sensors due to report, possibly several times, and computes their readings as numpy
-columns. Faults (stuck sensor, spike) are episodes per sensor that label the readings they touch.
+columns. Faults are episodes per sensor: a stuck sensor or a spike labels the readings it
+touches; a silent device makes none while it lasts and labels the first reading after it (the
+one that ends the gap), if the device had reported before it in the run (a silence already
+under way at the start is, in the stream, just a device whose first reading comes late).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from scenarios.sensors.config import SENSOR_FAULTS, SensorFleetDomain
 from simulators.distributions import sample_per_group
 from simulators.encoding import payload_fields
 from simulators.entities import EntityTable
-from simulators.intervals import IntervalSchedule
+from simulators.intervals import Episodes, IntervalSchedule
 from simulators.records import NO_ID, Readings
 from simulators.scenario import Scenario
 from simulators.seeds import rng_for
@@ -31,6 +34,7 @@ DAY_MS = 86_400_000
 MIN_INTERVAL_S = 0.05
 STATUSES = SENSOR_STATUSES  # order matters: the encoder writes status by index
 STUCK, SPIKE = SENSOR_FAULTS.index("stuck_sensor"), SENSOR_FAULTS.index("spike")
+SILENT = SENSOR_FAULTS.index("silent_device")
 
 
 def site_names(seed: int, count: int) -> list[str]:
@@ -84,6 +88,8 @@ class SensorCohort:
         self.jitter_ms = profiles.jitter_ms[own]
         self.scheduled = profiles.first_ms[own].copy()
         self.next_ms = np.maximum(self._jittered(np.arange(len(entities))), start_ms)
+        self.reported = np.zeros(len(entities), dtype=bool)
+        self.silence = np.full(len(entities), NO_ID, dtype=np.int64)  # the gap it is in
 
     def _jittered(self, local: np.ndarray) -> np.ndarray:
         return self.scheduled[local] + self.rng.uniform(-1, 1, local.size) * self.jitter_ms[local]
@@ -102,7 +108,34 @@ class SensorCohort:
             return None
         ent = (np.concatenate(local_parts) + self.lo).astype(np.int32)
         true_ms = np.floor(np.concatenate(time_parts)).astype(np.int64)
-        return self._measure(ent, true_ms)
+        episodes = self.faults.classify(ent, true_ms)
+        keep = self._silences(ent, true_ms, episodes)
+        if not keep.all():
+            ent, true_ms = ent[keep], true_ms[keep]
+            e = episodes
+            episodes = Episodes(e.id[keep], e.start_ms[keep], e.end_ms[keep], e.kind[keep])
+        return self._measure(ent, true_ms, episodes) if ent.size else None
+
+    def _silences(self, ent: np.ndarray, true_ms: np.ndarray, episodes: Episodes) -> np.ndarray:
+        """Which readings are made (not those of a silent device), and the silence ending at a
+        made one: its label and incident are set in `episodes` (in place). In time order per
+        sensor, over the few sensors in or just out of a silence; the rest only mark that they
+        have reported."""
+        local = ent - self.lo
+        silent = (episodes.id != NO_ID) & (episodes.kind == SILENT)
+        rare = np.flatnonzero(silent | (self.silence[local] != NO_ID))
+        for row in rare[np.lexsort((true_ms[rare], local[rare]))].tolist():
+            i = local[row]
+            if silent[row]:
+                if self.reported[i]:
+                    self.silence[i] = episodes.id[row]
+            elif self.silence[i] != NO_ID:
+                if episodes.id[row] == NO_ID:
+                    episodes.id[row], episodes.kind[row] = self.silence[i], SILENT
+                self.silence[i] = NO_ID
+                self.reported[i] = True
+        self.reported[local[~silent]] = True
+        return ~silent
 
     def _baseline(self, ent: np.ndarray, t_ms: np.ndarray) -> np.ndarray:
         day = (t_ms % DAY_MS) / DAY_MS
@@ -110,11 +143,10 @@ class SensorCohort:
             2 * np.pi * day + self.p.phase[ent]
         )
 
-    def _measure(self, ent: np.ndarray, true_ms: np.ndarray) -> Readings:
+    def _measure(self, ent: np.ndarray, true_ms: np.ndarray, episodes: Episodes) -> Readings:
         n = int(ent.shape[0])
         temperature_noise: np.ndarray = self.rng.normal(0.0, self.d.noise_c, n)
         humidity_noise: np.ndarray = self.rng.normal(0.0, 1.0, n)
-        episodes = self.faults.classify(ent, true_ms)
         faulty = episodes.id != NO_ID
         stuck = faulty & (episodes.kind == STUCK)
         baseline = self._baseline(ent, true_ms)
@@ -169,6 +201,7 @@ class SensorFleet(Scenario):
             rng_for(config.seed, "sensor_fleet", "faults"),
             config.start_ms,
             kinds=weights / weights.sum(),
+            kind_durations=[d.faults.duration_of(k) for k in SENSOR_FAULTS],
         )
         return [
             SensorCohort(

@@ -200,7 +200,7 @@ def test_labels_are_the_designs_snake_case_types() -> None:
         "compromised_terminal",
     )
     assert len(labels.VEHICLE_FAULTS) == 7 and "overheating" in labels.VEHICLE_FAULTS
-    assert labels.SENSOR_FAULTS == ("stuck_sensor", "spike")
+    assert labels.SENSOR_FAULTS == ("stuck_sensor", "spike", "silent_device")
     for types in labels.LABELS.values():
         assert labels.NONE not in types and all(t == t.lower() for t in types)
 

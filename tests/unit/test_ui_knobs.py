@@ -40,8 +40,9 @@ def test_the_sensor_fleet_gets_rate_mix_skew_and_lateness_knobs() -> None:
     assert knobs["max_rate"].default == NO_CAP
     # The fault mix: the rate and each weight, read from the file.
     assert knobs["domain.faults.rate_per_hour"].default == 0.05
-    assert knobs["domain.faults.mix.stuck_sensor"].default == 0.6
-    assert knobs["domain.faults.mix.spike"].default == 0.4
+    assert knobs["domain.faults.mix.stuck_sensor"].default == 0.4
+    assert knobs["domain.faults.mix.spike"].default == 0.3
+    assert knobs["domain.faults.mix.silent_device"].default == 0.3
     assert knobs["domain.faults.mix.spike"].group == "mix"
     # Skew and lateness, from the top-level clock and delivery.
     assert knobs["clock.offset_s"].default == 0.5 and knobs["clock.offset_s"].group == "skew"
@@ -92,7 +93,7 @@ def test_moved_sliders_become_overrides_that_validate() -> None:
     by_name = {c.name: c for c in scenario.classes}
     assert all(c.delivery.drops.probability == 0.05 for c in scenario.classes)
     assert by_name["legacy_logger"].clock.offset_s.std == 5.0  # type: ignore[union-attr]
-    assert scenario.domain.faults.mix == {"stuck_sensor": 0.6, "spike": 0.9}
+    assert scenario.domain.faults.mix == {"stuck_sensor": 0.4, "spike": 0.9, "silent_device": 0.3}
     assert scenario.entities == 500 and scenario.pacing.max_rate == 1000.0
 
 
