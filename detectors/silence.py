@@ -50,8 +50,9 @@ class SilenceParams(Thresholds):
 
 
 def silence_fires(gap_ms: Any, interval_ms: Any, params: SilenceParams) -> Any:
-    """The rule, on floats or numpy arrays alike (a NaN interval, not learned yet, never fires)."""
-    return gap_ms > params.min_intervals * interval_ms
+    """The rule, on floats or numpy arrays alike (a NaN interval, not learned yet, never
+    fires; nor does one of 0: readings stamped alike say nothing of a pace)."""
+    return (interval_ms > 0) & (gap_ms > params.min_intervals * interval_ms)
 
 
 def learned_intervals(gaps: np.ndarray, params: SilenceParams) -> np.ndarray:

@@ -76,6 +76,13 @@ def test_too_little_history_is_not_judged() -> None:
     assert len(both(readings([0, 5_000, 10_000, 15_000, 100_000]))) == 1
 
 
+def test_readings_stamped_alike_teach_no_interval() -> None:
+    # two readings with one stamp (a clock jump back): an interval of 0 judges nothing
+    p = SilenceParams(min_intervals=4.0, min_history=1)
+    assert both(readings([0, 0, 30_000]), p) == []
+    assert len(both(readings([0, 5_000, 30_000]), p)) == 1
+
+
 def test_duplicates_count_once_and_devices_are_judged_apart() -> None:
     a = readings([i * 5_000 for i in range(8)] + [100_000], "a")
     b = readings([i * 30_000 for i in range(8)], "b")
