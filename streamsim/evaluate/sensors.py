@@ -1,7 +1,8 @@
 """The sensor-fleet detections that `streamsim evaluate sensor-fleet` scores: the batch forms
-of `detectors.flatline` (stuck sensor) and `detectors.step` (spike), per sensor, over the
-run's `sensors.readings` read to its end, each event once. The rules and their parameters live
-once in `pipeline.jobs.window_counts.sensors` (`window-counts` runs them streaming).
+of `detectors.flatline` (stuck sensor), `detectors.step` (spike) and `detectors.silence`
+(silent device), per sensor, over the run's `sensors.readings` read to its end, each event
+once. The rules and their parameters live once in `pipeline.jobs.window_counts.sensors`
+(`window-counts` runs them streaming).
 
 Parameters come from physical reasoning, not from the generator's injected faults:
 - Stuck sensor: a live sensor's output carries noise, so its whole reading (temperature at
@@ -15,11 +16,20 @@ Parameters come from physical reasoning, not from the generator's injected fault
   `SPIKE.max_step`) plus 0.01 °C per second of the gap between them (36 °C an hour, far above
   any weather) are a step. A spike shows as two steps, into it and back out, so one already
   running at a sensor's first reading still shows at its end; no baseline or warm-up needed.
-The injected spike size, stuck durations and fault rates were not consulted. Tuning split:
+- Silent device: a gap in event time longer than 4 of the device's own intervals (the median
+  of its last 8 gaps, judged from its first gap on; `SILENT`). Picked on the tuning seeds:
+  3 intervals let double drops fire, 4.5 and up lost silences of a slow device; waiting for
+  3 gaps before judging lost silences in a device's first readings and saved no false
+  alert. A single or double dropped reading leaves a gap of 2 or 3 intervals. Judged in
+  event time, so a flushed outage fills its gap.
+The injected spike size, fault durations and fault rates were not consulted. Tuning split:
 `config/suites/sensors-tuning.yaml` (seeds 31-33); figures quoted from
-`config/suites/sensors-report.yaml` (seeds 41-43). What stays missed are stuck faults of one
-or two delivered readings (about one in eight at the shipped 120 s mean): a single frozen
-reading looks like any other, and a pair matches by chance too often to alert on.
+`config/suites/sensors-report.yaml` (seeds 41-43). Stuck faults now last as long as they do
+in the field (tens of minutes and more), so the ones of one or two delivered readings that
+no rule can see are rare. Known false silences: a legacy logger's clock reset stamps its
+readings in 2000 for a while, leaving a hole in its 2026 series (and, read to the end, a
+jump from 2000 to 2026) that reads as a silence in event time; and an outage whose device
+buffer overflowed lost its readings for good.
 """
 
 from __future__ import annotations
@@ -43,9 +53,9 @@ RUNNING_MS = 15_000
 
 
 def run_rules(readings: pd.DataFrame) -> pd.DataFrame:
-    """Both rules over the readings (one row per event), as one alert frame: the stuck and
-    spike rules of `window-counts`' alerts query (`pipeline.jobs.window_counts.sensors`),
-    in batch form."""
+    """The fault rules over the readings (one row per event), as one alert frame: the stuck,
+    spike and silence rules of `window-counts`' alerts query
+    (`pipeline.jobs.window_counts.sensors`), in batch form."""
     return sensor_alerts_batch(readings, low_battery=False)
 
 

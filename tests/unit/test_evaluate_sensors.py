@@ -1,6 +1,6 @@
-"""`evaluate sensor-fleet` offline: the stuck-sensor and spike rules' batch forms over a seeded
-run of the shipped fleet (smaller), scored against its truth with the shared scoring; and a
-detector that alerts on every reading scoring low."""
+"""`evaluate sensor-fleet` offline: the stuck-sensor, spike and silent-device rules' batch forms
+over a seeded run of the shipped fleet (smaller), scored against its truth with the shared
+scoring; and a detector that alerts on every reading scoring low."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from core.contracts import labels
 from scenarios.catalog import ScenarioConfig, run_scenario
 from simulators.sinks import JsonlSink
 from streamsim.evaluate import sensors
-from streamsim.evaluate.scoring import score_path
+from streamsim.evaluate.scoring import Judge, score_path
 
 FLEET = Path(__file__).parents[2] / "config" / "scenarios" / "sensor_fleet.yaml"
 
@@ -58,6 +58,25 @@ def test_the_rules_score_a_seeded_run(run: tuple[pd.DataFrame, pd.DataFrame]) ->
     # a spike shows as a step in or out, even one already running at a sensor's first reading
     assert spike["incident_precision"] >= 0.95 and spike["recall"] >= 0.95, spike
     assert stuck["latency_ms"]["p50"] > 0 and spike["latency_ms"]["p50"] >= 0
+
+
+def test_silences_are_found_and_clock_resets_read_as_silences(
+    run: tuple[pd.DataFrame, pd.DataFrame],
+) -> None:
+    readings, truth = run
+    silent = _score(sensors.detections(readings, truth), truth)["silent_device"]
+    assert silent["support"] >= 10 and silent["recall"] >= 0.9, silent
+    # A logger whose clock resets stamps its readings in 2000 for a while: in event time its
+    # 2026 series has a hole, which reads as a silence (the known false positives).
+    reset = set(
+        truth.loc[(truth["event_time"] - truth["true_time"]).abs() > 86_400_000, "entity_id"]
+    )
+    alerts = sensors.run_rules(readings).query("label == 'silent_device'")
+    judge = Judge(truth)
+    hit = alerts["event_ids"].map(lambda ids: judge.hit("silent_device", ids) is not None)
+    on_reset = alerts["entity_id"].isin(reset)
+    assert on_reset.any() and not hit[on_reset].any()
+    assert hit[~on_reset].mean() >= 0.8, alerts[~on_reset & ~hit]
 
 
 def test_alerting_on_every_reading_scores_low(run: tuple[pd.DataFrame, pd.DataFrame]) -> None:

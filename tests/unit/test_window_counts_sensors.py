@@ -1,7 +1,7 @@
 """The sensor rules of `window-counts` (`pipeline.jobs.window_counts.sensors`) without Spark:
 the stateful form, fed a seeded fleet's readings in arrival order and released by a watermark
 (state stored and reloaded between batches, as the processor does), gives the batch form's
-alerts; low battery alerts once per episode."""
+alerts (silent device included); low battery alerts once per episode."""
 
 from __future__ import annotations
 
@@ -83,17 +83,17 @@ def test_stream_equals_batch_over_the_same_readings(arrivals: list[dict[str, Any
     got = streamed(arrivals)
     oracle = sensor_alerts_batch(on_time(arrivals))
     labels = {a.label for a in got}
-    assert labels == {"stuck_sensor", "spike", "low_battery"}, labels
+    assert labels == {"stuck_sensor", "spike", "low_battery", "silent_device"}, labels
     assert sorted((a.alert_id, a.label, a.event_ids) for a in got) == sorted(
         (r.alert_id, r.label, tuple(r.event_ids)) for r in oracle.itertuples()
     )
 
 
-def test_stuck_and_spike_are_the_evaluations_rules(arrivals: list[dict[str, Any]]) -> None:
+def test_the_fault_rules_are_the_evaluations_rules(arrivals: list[dict[str, Any]]) -> None:
     readings = pd.DataFrame(arrivals).drop_duplicates("event_id")
     evaluated = sensors.run_rules(readings)
     ours = sensor_alerts_batch(readings)
-    assert set(evaluated["label"]) == {"stuck_sensor", "spike"}
+    assert set(evaluated["label"]) == {"stuck_sensor", "spike", "silent_device"}
     assert set(evaluated["alert_id"]) == set(ours.loc[ours["label"] != "low_battery", "alert_id"])
 
 

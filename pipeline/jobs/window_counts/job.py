@@ -5,7 +5,7 @@ source (Kafka JSON events) -> parse; malformed records -> dead-letter topic
   -> watermark -> tumbling window count                   -> `output_topic` (Kafka)
   -> with `window_counts.sensor_alerts`: watermark, each event id once within it -> per
      entity in event-time order, the sensor rules of `pipeline.jobs.window_counts.sensors`
-     (stuck sensor, spike, low battery; `transformWithStateInPandas`)
+     (stuck sensor, spike, low battery, silent device; `transformWithStateInPandas`)
                                                            -> `alerts_topic` + `<lake>/alerts/`
 
 Queries: `window-counts.counts`, `.deadletter`, and `.alerts` (state per sensor, micro-batch,

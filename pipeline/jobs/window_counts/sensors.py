@@ -1,13 +1,19 @@
 """Sensor-fleet rules per sensor, for `window-counts`' alerts query and `evaluate sensor-fleet`.
 
-Three detectors from `detectors/`, with parameters reasoned from physics (see
+Four detectors from `detectors/`, with parameters reasoned from physics (see
 `streamsim.evaluate.sensors` for the reasoning):
 - `stuck_sensor`: `detectors.flatline` over the whole reading as one number (`reading_state`:
   unchanged only when temperature and humidity both are), no speed, third identical reading;
 - `spike`: `detectors.step` on `temperature_c`;
 - `low_battery`: `detectors.threshold` on the device's own status (`low_battery_flag`: 1.0
   while it reports `low_battery`), once per episode (a run of low readings, whatever the gaps
-  between them); the alert id is the run's first event id, so a replay adds nothing.
+  between them); the alert id is the run's first event id, so a replay adds nothing;
+- `silent_device`: `detectors.silence`: a gap in event time longer than `SILENT.min_intervals`
+  of the device's own interval (the median of its last gaps), alerted with the reading that
+  ends it. A flushed outage fills its gap in batch; the stream judges a sensor's readings once
+  the watermark passes them, so an outage whose backlog lands after the watermark (Spark drops
+  it as late) reads there as a silence, and a silence still open at the stream's end is not
+  alerted.
 
 `sensor_alerts_batch` runs the vectorised forms (the batch oracle, and `evaluate`'s stuck and
 spike rules); `SensorRules` feeds the stateful forms one sensor's readings in event-time order
@@ -28,11 +34,14 @@ from detectors import (
     Alert,
     FlatlineParams,
     FlatlineState,
+    SilenceParams,
+    SilenceState,
     StepParams,
     StepState,
     ThresholdParams,
     ThresholdState,
     flatline_alerts,
+    silence_alerts,
     step_alerts,
     threshold_alerts,
 )
@@ -50,7 +59,8 @@ STUCK = FlatlineParams(
 )
 SPIKE = StepParams(max_step=3.0, max_rate_per_s=0.01)
 LOW_BATTERY = ThresholdParams(above=0.5, max_gap_s=None)
-LABELS = ("stuck_sensor", "spike", "low_battery")
+SILENT = SilenceParams(min_intervals=4.0, history=8, min_history=1)
+LABELS = ("stuck_sensor", "spike", "low_battery", "silent_device")
 #: The reading fields the rules read, in payload order.
 FIELDS = ("temperature_c", "humidity_pct", "status")
 KEY_COLUMNS = ("event_id", "event_time")
@@ -77,8 +87,8 @@ def low_battery_flag(status: pd.Series) -> pd.Series:
 
 def sensor_alerts_batch(readings: pd.DataFrame, low_battery: bool = True) -> pd.DataFrame:
     """The vectorised forms over readings (`sensor_id`, `event_id`, `event_time`, `FIELDS`):
-    stuck and spike, plus low battery unless `low_battery=False` (then `status` may be absent).
-    """
+    stuck, spike and silence, plus low battery unless `low_battery=False` (then `status` may
+    be absent)."""
     if readings.empty:
         return pd.DataFrame()
     temperature = pd.to_numeric(readings["temperature_c"], errors="coerce")
@@ -87,6 +97,7 @@ def sensor_alerts_batch(readings: pd.DataFrame, low_battery: bool = True) -> pd.
     alerts = [
         flatline_alerts(frame, STATE, STUCK, speed_col=None, columns=AS_ENTITY),
         step_alerts(frame, "temperature_c", SPIKE, label="spike", columns=AS_ENTITY),
+        silence_alerts(frame, SILENT, columns=AS_ENTITY),
     ]
     if low_battery:
         flags = frame.assign(**{LOW: low_battery_flag(frame["status"])})
@@ -98,7 +109,7 @@ def sensor_alerts_batch(readings: pd.DataFrame, low_battery: bool = True) -> pd.
 
 
 class SensorRules(BufferedRules):
-    """One sensor's buffered readings and its three rule states (see the module docstring).
+    """One sensor's buffered readings and its four rule states (see the module docstring).
 
     >>> rules = SensorRules("s1")
     >>> for i, t in enumerate([21.0, 21.1, 29.0, 21.2]):
@@ -115,6 +126,7 @@ class SensorRules(BufferedRules):
             FlatlineState(sensor_id, STATE, STUCK, speed_col=None, max_seen=1),
             StepState(sensor_id, "temperature_c", SPIKE, label="spike", max_seen=1),
             ThresholdState(sensor_id, LOW, LOW_BATTERY, label="low_battery", max_seen=1),
+            SilenceState(sensor_id, SILENT, max_seen=1),
         )
 
     def feed(self, event_id: str, event_time: int, payload: Any) -> list[Alert]:
@@ -123,11 +135,12 @@ class SensorRules(BufferedRules):
         h = np.nan if humidity is None else float(humidity)
         low = np.nan if status is None else float(status == LOW_STATUS)
         event_id, event_time = str(event_id), int(event_time)
-        stuck, spike, battery = self.states
+        stuck, spike, battery, silence = self.states
         return [
             *stuck.push_numbers(event_id, event_time, [reading_state(t, h)]),
             *spike.push_numbers(event_id, event_time, [t]),
             *battery.push_numbers(event_id, event_time, [low]),
+            *silence.push_numbers(event_id, event_time, [0.0]),
         ]
 
     def rules_snapshot(self) -> dict[str, Any]:
@@ -158,6 +171,7 @@ class SensorRulesProcessor(BufferedRulesProcessor):
 
 __all__ = [
     "LABELS",
+    "SILENT",
     "SPIKE",
     "STUCK",
     "SensorRules",
