@@ -7,14 +7,19 @@ and leaves the median alone. A gap longer than `min_intervals` of those interval
 
 Gaps are judged in event time over what has arrived, not in arrival time: a network outage
 delays a device's readings, but they arrive later stamped inside the gap and fill it, so a
-flushed outage raises nothing. The alert comes with the reading that ends the gap (the stream
-form cannot tell a silence from a slow device before then), so a silence still open at the
-end of a stream is not alerted. Readings need no values: only their ids and times count.
-Fires per gap. Key: the event ids of the two readings around it.
+flushed outage raises nothing. And a gap is a silence only when the device's own sequence
+numbers (`seq`, one per reading it makes) close it: the readings around it are consecutive, so
+the device made none in between. Where they skip, the device did make readings, and they were
+lost on the way (a full outage buffer, a drop) or stamped elsewhere (a clock reset puts them
+years back): a link or clock fault, not a silent device. A reading without one never ends a
+silence. The alert comes with the reading that ends the gap (the stream form cannot tell
+a silence from a slow device before then), so a silence still open at the end of a stream is
+not alerted. Fires per gap. Key: the event ids of the two readings around it.
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -31,8 +36,8 @@ from detectors.series import SeriesState
 
 RULE = "silence"
 LABEL = "silent_device"
-#: The signal name a stateful form reports (readings carry no value the rule reads).
-READING = "reading"
+#: The device's sequence number: the one value the rule reads besides the time.
+SEQ = "seq"
 
 
 class SilenceParams(Thresholds):
@@ -49,10 +54,11 @@ class SilenceParams(Thresholds):
     )
 
 
-def silence_fires(gap_ms: Any, interval_ms: Any, params: SilenceParams) -> Any:
+def silence_fires(gap_ms: Any, interval_ms: Any, params: SilenceParams, seq_step: Any = 1.0) -> Any:
     """The rule, on floats or numpy arrays alike (a NaN interval, not learned yet, never
-    fires; nor does one of 0: readings stamped alike say nothing of a pace)."""
-    return (interval_ms > 0) & (gap_ms > params.min_intervals * interval_ms)
+    fires; nor does one of 0: readings stamped alike say nothing of a pace; nor a gap whose
+    `seq_step`, the difference of the sequence numbers around it, is not 1)."""
+    return (interval_ms > 0) & (gap_ms > params.min_intervals * interval_ms) & (seq_step == 1)
 
 
 def learned_intervals(gaps: np.ndarray, params: SilenceParams) -> np.ndarray:
@@ -95,12 +101,14 @@ def silence_alerts(
     label: str | None = LABEL,
     columns: Columns = None,
 ) -> pd.DataFrame:
-    """Vectorised form over readings (only `entity_id`, `event_id` and `event_time` count).
+    """Vectorised form over readings (`entity_id`, `event_id`, `event_time`, `seq`).
 
     >>> rows = pd.DataFrame({"entity_id": "s1", "event_id": [f"e{i}" for i in range(6)],
-    ...     "event_time": [0, 5_000, 10_000, 15_000, 60_000, 65_000]})
+    ...     "event_time": [0, 5_000, 10_000, 15_000, 60_000, 65_000], "seq": range(6)})
     >>> silence_alerts(rows)[["event_ids", "event_time"]].values.tolist()
     [[['e3', 'e4'], 60000]]
+    >>> len(silence_alerts(rows.assign(seq=[0, 1, 2, 3, 12, 13])))  # 8 readings lost: no
+    0
     """
     p = params or SilenceParams()
 
@@ -109,23 +117,24 @@ def silence_alerts(
         ids = readings[EVENT_ID].to_numpy(str)
         gaps = np.diff(times)
         intervals = learned_intervals(gaps, p)
+        steps = np.diff(readings[SEQ].to_numpy(float))
         alerts = []
-        for i in np.flatnonzero(silence_fires(gaps, intervals, p)).tolist():
+        for i in np.flatnonzero(silence_fires(gaps, intervals, p, steps)).tolist():
             evidence = silence_evidence(gaps[i], intervals[i], p)
             pair = (str(ids[i]), str(ids[i + 1]))
             alerts.append(_alert(entity_id, pair, int(times[i + 1]), evidence, label))
         return alerts
 
-    return per_entity(prepare(df, (), (), columns), rule_for)
+    return per_entity(prepare(df, (SEQ,), (), columns), rule_for)
 
 
 class SilenceState(SeriesState):
-    """Stateful form for one device (see `detectors.series`): its previous reading and its
-    last `history` gaps. Push any non-missing number as the reading's value.
+    """Stateful form for one device (see `detectors.series`): its previous reading (id, time,
+    sequence number) and its last `history` gaps. Its one value is the reading's `seq`.
 
     >>> state = SilenceState("s1")
     >>> times = [0, 5_000, 10_000, 15_000, 60_000, 65_000]
-    >>> [len(state.update(f"e{i}", t)) for i, t in enumerate(times)]
+    >>> [len(state.update(f"e{i}", t, i)) for i, t in enumerate(times)]
     [0, 0, 0, 0, 1, 0]
     """
 
@@ -139,34 +148,48 @@ class SilenceState(SeriesState):
         label: str | None = LABEL,
         max_seen: int = 256,
     ) -> None:
-        super().__init__(entity_id, READING, label, max_seen)
+        super().__init__(entity_id, SEQ, label, max_seen)
         self.params = params or SilenceParams()
         self.gaps: deque[int] = deque(maxlen=self.params.history)
-        self.previous: tuple[str, int] | None = None
+        self.previous: tuple[str, int, float] | None = None
 
-    def update(self, event_id: str, event_time: int) -> list[Alert]:
-        return self.push(event_id, event_time, [0.0])
+    def update(self, event_id: str, event_time: int, seq: int | None) -> list[Alert]:
+        return self.push_numbers(event_id, event_time, [seq_number(seq)])
 
     def step(self, event_id: str, event_time: int, values: Sequence[float]) -> Alert | None:
         alert = None
+        seq = values[0]
         if self.previous is not None:
-            prev_id, prev_time = self.previous
+            prev_id, prev_time, prev_seq = self.previous
             gap = event_time - prev_time
             if len(self.gaps) >= self.params.min_history:
                 interval = float(np.median(np.array(self.gaps, dtype=float)))
-                if silence_fires(gap, interval, self.params):
+                if silence_fires(gap, interval, self.params, seq - prev_seq):
                     evidence = silence_evidence(gap, interval, self.params)
                     ids = (prev_id, event_id)
                     alert = _alert(self.entity_id, ids, event_time, evidence, self.label)
             self.gaps.append(gap)
-        self.previous = (event_id, event_time)
+        self.previous = (event_id, event_time, seq)
         return alert
 
     def _snapshot(self) -> dict[str, Any]:
-        previous = None if self.previous is None else list(self.previous)
+        previous = None
+        if self.previous is not None:
+            event_id, event_time, seq = self.previous
+            previous = [event_id, event_time, None if math.isinf(seq) else seq]  # JSON: no inf
         return {"previous": previous, "gaps": list(self.gaps)}
 
     def _restore(self, data: Mapping[str, Any]) -> None:
         prev = data["previous"]
-        self.previous = None if prev is None else (str(prev[0]), int(prev[1]))
+        self.previous = None if prev is None else (str(prev[0]), int(prev[1]), seq_number(prev[2]))
         self.gaps = deque((int(g) for g in data["gaps"]), maxlen=self.params.history)
+
+
+def seq_number(seq: Any) -> float:
+    """A reading's sequence number as the stateful form's value; an unknown one is -inf, so a
+    gap next to it never fires (a NaN would drop the reading from the series).
+
+    >>> seq_number(7), seq_number(None)
+    (7.0, -inf)
+    """
+    return -math.inf if seq is None or seq != seq else float(seq)

@@ -1,7 +1,10 @@
 """Silent device (`detectors.silence`): a gap longer than N of the device's own learned
-intervals, judged in event time; both forms give the same alerts."""
+intervals, judged in event time, across which the device's sequence numbers go up by one;
+both forms give the same alerts."""
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pandas as pd
@@ -12,12 +15,14 @@ from detectors import Alert, SilenceParams, SilenceState, silence_alerts
 P = SilenceParams(min_intervals=4.0, history=8, min_history=3)
 
 
-def readings(times: list[int], entity: str = "s1") -> pd.DataFrame:
+def readings(times: list[int], entity: str = "s1", seqs: list[int] | None = None) -> pd.DataFrame:
+    """A device's readings; by default numbered one by one (it made no others)."""
     return pd.DataFrame(
         {
             "entity_id": entity,
             "event_id": [f"{entity}-{i}" for i in range(len(times))],
             "event_time": times,
+            "seq": list(range(len(times))) if seqs is None else seqs,
         }
     )
 
@@ -27,7 +32,7 @@ def stateful(rows: pd.DataFrame, params: SilenceParams = P) -> list[Alert]:
     alerts: list[Alert] = []
     for r in rows.sort_values(["event_time", "event_id"]).itertuples():
         state = states.setdefault(r.entity_id, SilenceState(r.entity_id, params))
-        alerts += state.update(r.event_id, r.event_time)
+        alerts += state.update(r.event_id, r.event_time, r.seq)
     return alerts
 
 
@@ -63,12 +68,33 @@ def test_single_and_double_dropped_readings_do_not_fire() -> None:
     assert len(both(readings(four))) == 1  # 5 intervals: silent
 
 
-def test_a_flushed_outage_fills_its_gap() -> None:
+def test_a_flushed_outage_fills_its_gap_and_a_lost_one_is_no_silence() -> None:
     # the backlog arrives last, but stamped inside the gap: judged in event time, no gap left
     times = [i * 5_000 for i in range(30)]
-    arrived = times[:10] + times[20:] + times[10:20]
-    assert both(readings(arrived)) == []
-    assert len(both(readings(times[:10] + times[20:]))) == 1  # the same gap, never flushed
+    order = [*range(10), *range(20, 30), *range(10, 20)]
+    assert both(readings([times[i] for i in order], seqs=order)) == []
+    # never flushed (a full buffer): its sequence numbers skip, the device did not fall silent
+    lost = [*range(10), *range(20, 30)]
+    assert both(readings([times[i] for i in lost], seqs=lost)) == []
+    assert len(both(readings([times[i] for i in lost]))) == 1  # the same gap, made no readings
+
+
+def test_a_clock_reset_leaves_no_silence() -> None:
+    # readings 10-19 stamped years back: a hole in the series now and a jump out of the past,
+    # both skipped or reversed in sequence numbers
+    times = [i * 5_000 for i in range(30)]
+    stamped = [t - 10**12 if 10 <= i < 20 else t for i, t in enumerate(times)]
+    assert both(readings(stamped, seqs=list(range(30)))) == []
+    assert both(readings(stamped, seqs=[0] * 30)) == []  # no pace learned from one stamp
+
+
+def test_an_unknown_sequence_number_never_fires() -> None:
+    times = [i * 5_000 for i in range(6)] + [80_000]
+    rows = readings(times).astype({"seq": float})
+    rows.loc[6, "seq"] = np.nan
+    assert both(rows) == []
+    with pytest.raises(ValueError, match="missing columns \\['seq'\\]"):
+        silence_alerts(readings(times).drop(columns="seq"))
 
 
 def test_too_little_history_is_not_judged() -> None:
@@ -110,8 +136,8 @@ def test_the_state_snapshot_round_trips() -> None:
     whole = stateful(readings(times))
     first = SilenceState("s1", P)
     for i, t in enumerate(times[:4]):
-        first.update(f"s1-{i}", t)
+        first.update(f"s1-{i}", t, i)
     second = SilenceState("s1", P)
-    second.restore(first.snapshot())
-    rest = [a for i, t in enumerate(times[4:], 4) for a in second.update(f"s1-{i}", t)]
+    second.restore(json.loads(json.dumps(first.snapshot())))
+    rest = [a for i, t in enumerate(times[4:], 4) for a in second.update(f"s1-{i}", t, i)]
     assert [a.alert_id for a in rest] == [a.alert_id for a in whole] and len(rest) == 1

@@ -60,23 +60,23 @@ def test_the_rules_score_a_seeded_run(run: tuple[pd.DataFrame, pd.DataFrame]) ->
     assert stuck["latency_ms"]["p50"] > 0 and spike["latency_ms"]["p50"] >= 0
 
 
-def test_silences_are_found_and_clock_resets_read_as_silences(
+def test_silences_are_found_and_clock_resets_are_no_silences(
     run: tuple[pd.DataFrame, pd.DataFrame],
 ) -> None:
     readings, truth = run
     silent = _score(sensors.detections(readings, truth), truth)["silent_device"]
     assert silent["support"] >= 10 and silent["recall"] >= 0.9, silent
+    assert silent["precision"] >= 0.9 and silent["incident_precision"] >= 0.9, silent
     # A logger whose clock resets stamps its readings in 2000 for a while: in event time its
-    # 2026 series has a hole, which reads as a silence (the known false positives).
+    # 2026 series has a hole, but its sequence numbers skip across it (it made readings).
     reset = set(
         truth.loc[(truth["event_time"] - truth["true_time"]).abs() > 86_400_000, "entity_id"]
     )
+    assert len(reset) >= 5  # the run has resets to judge
     alerts = sensors.run_rules(readings).query("label == 'silent_device'")
     judge = Judge(truth)
     hit = alerts["event_ids"].map(lambda ids: judge.hit("silent_device", ids) is not None)
-    on_reset = alerts["entity_id"].isin(reset)
-    assert on_reset.any() and not hit[on_reset].any()
-    assert hit[~on_reset].mean() >= 0.8, alerts[~on_reset & ~hit]
+    assert hit[alerts["entity_id"].isin(reset)].all(), alerts[~hit]
 
 
 def test_alerting_on_every_reading_scores_low(run: tuple[pd.DataFrame, pd.DataFrame]) -> None:

@@ -56,7 +56,7 @@ def streamed(arrivals: list[dict[str, Any]], batch: int = 500) -> list[Alert]:
                 rules.load_bytes(stored[sensor])
             for r in own:
                 if watermark is None or r["event_time"] > watermark:
-                    fields = [r["temperature_c"], r["humidity_pct"], r["status"]]
+                    fields = [r["temperature_c"], r["humidity_pct"], r["status"], r["seq"]]
                     rules.push(r["event_id"], r["event_time"], fields)
             alerts += rules.release(watermark)
             stored[sensor] = rules.to_bytes()
@@ -101,7 +101,7 @@ def test_low_battery_alerts_once_per_episode() -> None:
     statuses = ["ok", "low_battery", "low_battery", "ok", "ok", "low_battery", "low_battery"]
     rules = SensorRules("s1")
     for i, status in enumerate(statuses):
-        rules.push(f"e{i}", i * 5_000, [20.0 + 0.3 * (i % 2), 40.0 + i, status])
+        rules.push(f"e{i}", i * 5_000, [20.0 + 0.3 * (i % 2), 40.0 + i, status, i])
     alerts = [a for a in rules.release(None) if a.label == "low_battery"]
     assert [a.event_ids[0] for a in alerts] == ["e1", "e5"]
 

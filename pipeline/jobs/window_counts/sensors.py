@@ -9,11 +9,11 @@ Four detectors from `detectors/`, with parameters reasoned from physics (see
   while it reports `low_battery`), once per episode (a run of low readings, whatever the gaps
   between them); the alert id is the run's first event id, so a replay adds nothing;
 - `silent_device`: `detectors.silence`: a gap in event time longer than `SILENT.min_intervals`
-  of the device's own interval (the median of its last gaps), alerted with the reading that
-  ends it. A flushed outage fills its gap in batch; the stream judges a sensor's readings once
-  the watermark passes them, so an outage whose backlog lands after the watermark (Spark drops
-  it as late) reads there as a silence, and a silence still open at the stream's end is not
-  alerted.
+  of the device's own interval (the median of its last gaps) across which its `seq` goes up by
+  one (it made no reading: none lost, none stamped elsewhere), alerted with the reading that
+  ends it. A flushed outage fills its gap; a backlog that lands behind the watermark (Spark
+  drops it as late, and counts it) leaves a gap its `seq` skips, so no silence either. A
+  silence still open at the stream's end is not alerted.
 
 `sensor_alerts_batch` runs the vectorised forms (the batch oracle, and `evaluate`'s stuck and
 spike rules); `SensorRules` feeds the stateful forms one sensor's readings in event-time order
@@ -41,6 +41,7 @@ from detectors import (
     ThresholdParams,
     ThresholdState,
     flatline_alerts,
+    seq_number,
     silence_alerts,
     step_alerts,
     threshold_alerts,
@@ -62,7 +63,7 @@ LOW_BATTERY = ThresholdParams(above=0.5, max_gap_s=None)
 SILENT = SilenceParams(min_intervals=4.0, history=8, min_history=1)
 LABELS = ("stuck_sensor", "spike", "low_battery", "silent_device")
 #: The reading fields the rules read, in payload order.
-FIELDS = ("temperature_c", "humidity_pct", "status")
+FIELDS = ("temperature_c", "humidity_pct", "status", "seq")
 KEY_COLUMNS = ("event_id", "event_time")
 
 
@@ -113,7 +114,7 @@ class SensorRules(BufferedRules):
 
     >>> rules = SensorRules("s1")
     >>> for i, t in enumerate([21.0, 21.1, 29.0, 21.2]):
-    ...     _ = rules.push(f"e{i}", i * 5_000, [t, 40.0, "ok" if i < 3 else "low_battery"])
+    ...     _ = rules.push(f"e{i}", i * 5_000, [t, 40.0, "ok" if i < 3 else "low_battery", i])
     >>> sorted(a.label for a in rules.release(watermark_ms=15_000))
     ['low_battery', 'spike', 'spike']
     """
@@ -130,7 +131,7 @@ class SensorRules(BufferedRules):
         )
 
     def feed(self, event_id: str, event_time: int, payload: Any) -> list[Alert]:
-        temperature, humidity, status = payload
+        temperature, humidity, status, seq = payload
         t = np.nan if temperature is None else float(temperature)
         h = np.nan if humidity is None else float(humidity)
         low = np.nan if status is None else float(status == LOW_STATUS)
@@ -140,7 +141,7 @@ class SensorRules(BufferedRules):
             *stuck.push_numbers(event_id, event_time, [reading_state(t, h)]),
             *spike.push_numbers(event_id, event_time, [t]),
             *battery.push_numbers(event_id, event_time, [low]),
-            *silence.push_numbers(event_id, event_time, [0.0]),
+            *silence.push_numbers(event_id, event_time, [seq_number(seq)]),
         ]
 
     def rules_snapshot(self) -> dict[str, Any]:
