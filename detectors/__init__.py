@@ -42,7 +42,7 @@ from detectors.jump import GpsJumpParams, GpsJumpState, gps_jump_alerts
 from detectors.params import Thresholds
 from detectors.reorder import EventTimeBuffer
 from detectors.series import SeriesState
-from detectors.silence import SilenceParams, SilenceState, seq_number, silence_alerts
+from detectors.silence import SilenceParams, SilenceState, silence_alerts
 from detectors.speeding import SpeedingParams, SpeedingState, speeding_alerts
 from detectors.spending import (
     SpendingFeatures,
@@ -127,7 +127,6 @@ __all__ = [
     "geodesic_km_array",
     "gps_jump_alerts",
     "haversine_km",
-    "seq_number",
     "silence_alerts",
     "speeding_alerts",
     "spending_alerts",

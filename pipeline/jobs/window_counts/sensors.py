@@ -41,7 +41,6 @@ from detectors import (
     ThresholdParams,
     ThresholdState,
     flatline_alerts,
-    seq_number,
     silence_alerts,
     step_alerts,
     threshold_alerts,
@@ -141,7 +140,7 @@ class SensorRules(BufferedRules):
             *stuck.push_numbers(event_id, event_time, [reading_state(t, h)]),
             *spike.push_numbers(event_id, event_time, [t]),
             *battery.push_numbers(event_id, event_time, [low]),
-            *silence.push_numbers(event_id, event_time, [seq_number(seq)]),
+            *silence.update(event_id, event_time, seq),
         ]
 
     def rules_snapshot(self) -> dict[str, Any]:
