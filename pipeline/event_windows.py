@@ -1,10 +1,16 @@
 """Event-time window columns shared by the jobs: Spark interval strings, `window()` over
-`event_ts` (tumbling or sliding), and window bounds as epoch ms."""
+`event_ts` (tumbling or sliding), the windows of several specs per row (`spec_windows`), and
+window bounds as epoch ms."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+
 from pyspark.sql import Column
 from pyspark.sql import functions as F
+
+from pipeline.settings import WindowSpec
 
 
 def spark_interval(ms: int) -> str:
@@ -30,3 +36,25 @@ def window_bounds(column: str = "window") -> list[Column]:
         F.unix_millis(F.col(f"{column}.start")).alias("window_start"),
         F.unix_millis(F.col(f"{column}.end")).alias("window_end"),
     ]
+
+
+def spec_windows(windows: Sequence[WindowSpec], time_column: str = "event_ts") -> Column:
+    """Per row, an array of the windows of every spec that hold its time: `window_s`,
+    `slide_s`, `start` and `end` (timestamps), as `window(time_column, length, slide)` computes
+    them (aligned to the epoch; a time is in [start, end))."""
+    micros = F.unix_micros(time_column)
+    items = []
+    for spec in windows:
+        length, slide = spec.length_ms * 1000, spec.slide_ms * 1000
+        last_start = micros - F.pmod(micros, F.lit(slide))
+        for k in range(math.ceil(length / slide)):
+            start = last_start - k * slide
+            items.append(
+                F.struct(
+                    F.lit(spec.length_ms // 1000).alias("window_s"),
+                    F.lit(spec.slide_ms // 1000).alias("slide_s"),
+                    F.timestamp_micros(start).alias("start"),
+                    F.timestamp_micros(start + length).alias("end"),
+                )
+            )
+    return F.filter(F.array(*items), lambda w: w["end"] > F.col(time_column))

@@ -229,15 +229,12 @@ def _keyed(kind: str, entity: str, other: str) -> Column:
 def logic_streams(events: DataFrame, cfg: PipelineConfig) -> dict[str, DataFrame]:
     """The job's stateful queries on parsed `events` from any source, by query name."""
     settings = cfg.card_velocity
-
-    def tx() -> DataFrame:
-        return transactions(events, cfg.watermark)
-
+    tx = transactions(events, cfg.watermark)
     return {
         "features": card_features(
             tx, settings.feature_windows, settings.velocity.small_amount, settings.distinct_rsd
         ),
-        "alerts": rule_alerts(tx(), settings),
+        "alerts": rule_alerts(tx, settings),
     }
 
 
@@ -251,9 +248,7 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
         spark, stack, cfg.input_topics, cfg.starting_offsets, cfg.max_offsets_per_trigger
     )
     events, rejects = parse_events(raw, TRANSACTION_SCHEMA, REQUIRED)
-
-    def tx() -> DataFrame:
-        return transactions(events, cfg.watermark)
+    tx = transactions(events, cfg.watermark)
 
     profiles = profile_rejects = None
     if settings.profiles_topic is not None:
@@ -291,7 +286,7 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
     alerts_checkpoint = Path(checkpoints / "alerts")
     sink = AlertSink(stack, cfg.output_topic, NAME, alerts_checkpoint, stack.dirs.lake)
     alerts = (
-        rule_alerts(tx(), settings, profiles)
+        rule_alerts(tx, settings, profiles)
         .writeStream.foreachBatch(sink)
         .option("checkpointLocation", str(alerts_checkpoint))
         .outputMode("append")

@@ -41,7 +41,7 @@ from collections.abc import Sequence
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from pipeline.event_windows import event_window, window_bounds
+from pipeline.event_windows import event_window, spec_windows, window_bounds
 from pipeline.settings import WindowSpec
 
 STATS_SCHEMA = "aggregates.vehicle-stats/1"
@@ -141,28 +141,6 @@ def _percentile_columns(signals: Sequence[str], percentiles: Sequence[float]) ->
                 F.when(F.col(f"{signal}__n") > 0, level).alias(f"{signal}_{percentile_name(q)}")
             )
     return columns
-
-
-def spec_windows(windows: Sequence[WindowSpec], time_column: str = "event_ts") -> Column:
-    """Per row, an array of the windows of every spec that hold its time: `window_s`,
-    `slide_s`, `start` and `end` (timestamps), as `window(time_column, length, slide)` computes
-    them (aligned to the epoch; a time is in [start, end))."""
-    micros = F.unix_micros(time_column)
-    items = []
-    for spec in windows:
-        length, slide = spec.length_ms * 1000, spec.slide_ms * 1000
-        last_start = micros - F.pmod(micros, F.lit(slide))
-        for k in range(math.ceil(length / slide)):
-            start = last_start - k * slide
-            items.append(
-                F.struct(
-                    F.lit(spec.length_ms // 1000).alias("window_s"),
-                    F.lit(spec.slide_ms // 1000).alias("slide_s"),
-                    F.timestamp_micros(start).alias("start"),
-                    F.timestamp_micros(start + length).alias("end"),
-                )
-            )
-    return F.filter(F.array(*items), lambda w: w["end"] > F.col(time_column))
 
 
 def vehicle_partials(
