@@ -31,10 +31,12 @@ from core.errors import StreamsimError
 from core.jvm import RESOLVE_HINT, spark_kafka_jars
 from core.kafka.clients import CLIENT_LOGGER
 from pipeline.packaging import ship_packages
+from pipeline.settings import StateStore
 
 LOG4J2 = Path(__file__).with_name("log4j2.properties")
 FAIR_POOLS = Path(__file__).with_name("fairscheduler.xml")
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+MEMORY = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 
 
 def spark_conf(stack: StackConfig, app: str) -> dict[str, str]:
@@ -162,3 +164,14 @@ def use_rocksdb_state(spark: SparkSession) -> None:
     """
     spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
     spark.conf.set("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
+
+
+def use_state_store(spark: SparkSession, store: StateStore) -> None:
+    """`store` state for queries started after this call: "rocksdb" (`use_rocksdb_state`) or
+    "memory", Spark's default HDFS-backed store, which keeps each operator's state in the JVM's
+    heap and snapshots it to the checkpoint. A checkpoint keeps the store it was created with.
+    """
+    if store == "rocksdb":
+        use_rocksdb_state(spark)
+    else:
+        spark.conf.set("spark.sql.streaming.stateStore.providerClass", MEMORY)

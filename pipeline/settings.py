@@ -16,6 +16,8 @@ Duration = Annotated[
         description="A Spark interval such as '30 seconds' or '10 minutes'.",
     ),
 ]
+#: A state store provider: Spark's default in-memory (HDFS-backed) one, or RocksDB.
+StateStore = Literal["memory", "rocksdb"]
 
 
 class TriggerSettings(Settings):

@@ -895,9 +895,12 @@ def job_reference(
 ) -> Throughput:
     """The job's queries' logic on `rate-micro-batch` (`batch` rows a batch) into `noop`, all
     at once as in the job, for `batches` batches each; `sustained` over them."""
-    from pipeline.session import use_rocksdb_state
+    from pipeline.session import use_rocksdb_state, use_state_store
 
-    use_rocksdb_state(spark)  # as the job
+    if job.name == "card-velocity":  # as the job
+        use_state_store(spark, cfg.card_velocity.state_store)
+    else:
+        use_rocksdb_state(spark)
     events = rate_events(spark, job_schema(job.name), job.entity, batch, keys, per_event_s)
     queries = [
         stream.writeStream.format("noop")

@@ -125,3 +125,13 @@ def test_rule_slide_defaults_to_a_minute_and_must_fit_the_rule_windows() -> None
         config(rule_slide="6 minutes", terminal={"window_s": 300})
     with pytest.raises(ValueError, match="rule_slide must be > 0"):
         config(rule_slide="0 seconds")
+
+
+def test_state_store_defaults_to_memory_and_transform_with_state_needs_rocksdb() -> None:
+    assert config().card_velocity.state_store == "memory"
+    tws = {"state_operator": "transformWithStateInPandas"}
+    with pytest.raises(ValueError, match="transformWithStateInPandas needs state_store: rocksdb"):
+        config(**tws)
+    assert config(**tws, state_store="rocksdb").card_velocity.state_store == "rocksdb"
+    with pytest.raises(ValueError, match="state_store"):
+        config(state_store="leveldb")

@@ -73,7 +73,7 @@ from pipeline.kafka_io import (
     read_kafka,
     write_kafka,
 )
-from pipeline.session import scheduler_pool, use_rocksdb_state
+from pipeline.session import scheduler_pool, use_state_store
 from pipeline.settings import TriggerSettings, duration_ms
 from pipeline.triggers import MICROBATCH, output_mode, query_trigger, realtime_fits, start_query
 
@@ -242,7 +242,7 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
     settings = cfg.card_velocity
     checkpoints = stack.dirs.checkpoints / NAME
     ensure_topics(stack, [settings.features_topic, cfg.output_topic, cfg.deadletter_topic])
-    use_rocksdb_state(spark)
+    use_state_store(spark, settings.state_store)
 
     raw = read_kafka(
         spark, stack, cfg.input_topics, cfg.starting_offsets, cfg.max_offsets_per_trigger
