@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
@@ -24,8 +22,8 @@ from tests.integration.ui_stack import (
     body_text,
     open_page,
     shoot,
+    start_ui,
     stop,
-    wait_http,
     wait_text,
 )
 
@@ -51,7 +49,7 @@ def test_the_page_list_is_read_from_the_app() -> None:
 def panel_without_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`streamlit run ui/app.py` pointed at a port where no API listens (one for all pages)."""
     tmp_path = tmp_path_factory.mktemp("panel-api-down")
-    ui_port, dead_port = free_port(), free_port()
+    dead_port = free_port()
     env = {
         **os.environ,
         "STREAMSIM_API_URL": f"http://127.0.0.1:{dead_port}",
@@ -60,17 +58,8 @@ def panel_without_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
     }
     env.pop("STREAMSIM_PAN_SECRET", None)
     log = tmp_path / "ui.log"
-    with log.open("ab") as out:
-        ui = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "ui/app.py",
-             "--server.headless", "true", "--server.port", str(ui_port),
-             "--server.address", "127.0.0.1", "--server.fileWatcherType", "none",
-             "--browser.gatherUsageStats", "false"],
-            stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO_ROOT,
-        )  # fmt: skip
+    ui, url = start_ui(env, log)
     try:
-        url = f"http://127.0.0.1:{ui_port}"
-        wait_http(f"{url}/_stcore/health", lambda r: r.status_code == 200, ui, log)
         yield url
     finally:
         stop(ui)

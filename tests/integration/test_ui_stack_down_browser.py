@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from tests.integration.ui_stack import (
     body_text,
     open_page,
     shoot,
+    start_ui,
     stop,
     wait_http,
     wait_text,
@@ -57,7 +57,7 @@ class Panel:
 def start_panel(tmp: os.PathLike[str], bootstrap: str) -> Iterator[Panel]:
     """`streamsim api` on `bootstrap` and the panel on it (both torn down after)."""
     work = Path(tmp)
-    api_port, ui_port = free_port(), free_port()
+    api_port = free_port()
     stack_file, settings = work / "stack.yaml", work / "api.yaml"
     stack_file.write_text(
         f"kafka:\n  bootstrap: {bootstrap}\n"
@@ -80,16 +80,7 @@ def start_panel(tmp: os.PathLike[str], bootstrap: str) -> Iterator[Panel]:
         wait_http(f"{api_url}/v1/health", lambda r: r.status_code == 200, api, api_log)
         ui_env = {k: v for k, v in env.items() if k != "STREAMSIM_PAN_SECRET"}
         ui_env["STREAMSIM_API_URL"] = api_url
-        with ui_log.open("ab") as out:
-            ui = subprocess.Popen(
-                [sys.executable, "-m", "streamlit", "run", "ui/app.py",
-                 "--server.headless", "true", "--server.port", str(ui_port),
-                 "--server.address", "127.0.0.1", "--server.fileWatcherType", "none",
-                 "--browser.gatherUsageStats", "false"],
-                stdout=out, stderr=subprocess.STDOUT, env=ui_env, cwd=REPO_ROOT,
-            )  # fmt: skip
-        ui_url = f"http://127.0.0.1:{ui_port}"
-        wait_http(f"{ui_url}/_stcore/health", lambda r: r.status_code == 200, ui, ui_log)
+        ui, ui_url = start_ui(ui_env, ui_log)
         yield Panel(ui_url, http)
     finally:
         http.close()

@@ -91,6 +91,35 @@ def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
             proc.wait()
 
 
+#: Tries at a free port for the panel: another process may take the one `free_port` saw free
+#: before Streamlit binds it ("Port N is not available").
+UI_PORT_TRIES = 3
+
+
+def start_ui(env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """`streamlit run ui/app.py`, headless, on a free port; (the process, its URL) once its
+    health answers. A port taken before Streamlit binds it is retried on another."""
+    for _ in range(UI_PORT_TRIES):
+        port = free_port()
+        with log.open("ab") as out:
+            ui = subprocess.Popen(
+                [sys.executable, "-m", "streamlit", "run", "ui/app.py",
+                 "--server.headless", "true", "--server.port", str(port),
+                 "--server.address", "127.0.0.1", "--server.fileWatcherType", "none",
+                 "--browser.gatherUsageStats", "false"],
+                stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO_ROOT,
+            )  # fmt: skip
+        url = f"http://127.0.0.1:{port}"
+        try:
+            wait_http(f"{url}/_stcore/health", lambda r: r.status_code == 200, ui, log)
+            return ui, url
+        except AssertionError:
+            stop(ui)
+            if f"Port {port} is not available" not in log.read_text():
+                raise
+    raise AssertionError(f"no free port for the panel in {UI_PORT_TRIES} tries:\n{log.read_text()}")
+
+
 @pytest.fixture
 def api_env() -> dict[str, str]:
     """More environment for `streamsim api` (a test module overrides it, e.g. owner tokens)."""
@@ -102,7 +131,7 @@ def servers(kafka_stack: StackConfig, tmp_path: Path, api_env: dict[str, str]) -
     """`streamsim api` (with a control token) and `streamlit run ui/app.py`, both headless."""
     topic = f"cards.activity-ui-{uuid.uuid4().hex[:8]}"
     data = tmp_path / "data"
-    api_port, ui_port = free_port(), free_port()
+    api_port = free_port()
     stack_file = tmp_path / "stack.yaml"
     stack_file.write_text(
         f"kafka:\n  bootstrap: {kafka_stack.kafka.bootstrap_servers}\n"
@@ -118,7 +147,7 @@ def servers(kafka_stack: StackConfig, tmp_path: Path, api_env: dict[str, str]) -
         "PYTHONUNBUFFERED": "1",
     }
     api_log, ui_log = tmp_path / "api.log", tmp_path / "ui.log"
-    api_url, ui_url = f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{ui_port}"
+    api_url = f"http://127.0.0.1:{api_port}"
     with api_log.open("ab") as out:
         api = subprocess.Popen(
             [STREAMSIM, "api", "--config", str(stack_file), "--settings", str(settings_file),
@@ -136,15 +165,7 @@ def servers(kafka_stack: StackConfig, tmp_path: Path, api_env: dict[str, str]) -
         )
         ui_env = {k: v for k, v in env.items() if k != "STREAMSIM_PAN_SECRET"}
         ui_env["STREAMSIM_API_URL"] = api_url
-        with ui_log.open("ab") as out:
-            ui = subprocess.Popen(
-                [sys.executable, "-m", "streamlit", "run", "ui/app.py",
-                 "--server.headless", "true", "--server.port", str(ui_port),
-                 "--server.address", "127.0.0.1", "--server.fileWatcherType", "none",
-                 "--browser.gatherUsageStats", "false"],
-                stdout=out, stderr=subprocess.STDOUT, env=ui_env, cwd=REPO_ROOT,
-            )  # fmt: skip
-        wait_http(f"{ui_url}/_stcore/health", lambda r: r.status_code == 200, ui, ui_log)
+        ui, ui_url = start_ui(ui_env, ui_log)
         yield Stack(api_url, ui_url, data, topic, http)
     finally:
         try:  # a run left behind would keep producing into the session's broker
