@@ -1,13 +1,13 @@
 """Event-time window columns shared by the jobs: Spark interval strings, `window()` over
-`event_ts` (tumbling or sliding), the windows of several specs per row (`spec_windows`), and
-window bounds as epoch ms."""
+`event_ts` (tumbling or sliding), the windows of several specs per row (`spec_windows`,
+`explode_spec_windows`), and window bounds as epoch ms."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from pipeline.settings import WindowSpec
@@ -58,3 +58,19 @@ def spec_windows(windows: Sequence[WindowSpec], time_column: str = "event_ts") -
                 )
             )
     return F.filter(F.array(*items), lambda w: w["end"] > F.col(time_column))
+
+
+def explode_spec_windows(
+    frame: DataFrame, windows: Sequence[WindowSpec], time_column: str = "event_ts"
+) -> DataFrame:
+    """`frame` with a row per window of every spec that holds its `time_column`, and columns
+    `window_s`, `slide_s` and `window` (start, end). `window` carries the time column's
+    watermark, as `window()`'s does, so an aggregation grouped by it emits and evicts each
+    window once the watermark passes its end: every spec in one aggregation."""
+    watermark = frame.schema[time_column].metadata
+    return frame.select("*", F.explode(spec_windows(windows, time_column)).alias("w")).select(
+        *frame.columns,
+        F.col("w.window_s").alias("window_s"),
+        F.col("w.slide_s").alias("slide_s"),
+        F.struct("w.start", "w.end").alias("window", metadata=watermark),
+    )

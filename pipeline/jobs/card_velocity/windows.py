@@ -5,13 +5,13 @@ rules do not run here: they share one stateful operator (`state.py`). Inputs are
 watermarked transactions with `card_token`, `merchant_id`, `country`, `amount`, `event_id`,
 `event_time` (epoch ms) and `event_ts` (its timestamp). Window bounds come out as epoch ms.
 
-Every spec's windows come from one aggregation: each transaction becomes a row per window that
-holds it (`spec_windows`: three for the default 1-minute, 10-minute and 1-hour tumbling specs),
-grouped by card, spec and window. The window column carries the transactions' watermark, as
-`window()`'s does, so each window is emitted and evicted once the watermark passes its end. So
-the query reads, parses and de-duplicates its input once (an aggregation per spec, unioned,
-needs a watermarked, de-duplicated stream each: Spark 4.2 advances the watermark of only the
-first of several aggregations fed by one watermark node).
+Every spec's windows come from one aggregation: each transaction becomes a row per window
+that holds it (`explode_spec_windows`: three for the default 1-minute, 10-minute and 1-hour
+tumbling specs), grouped by card, spec and window. The window column carries the
+transactions' watermark, as `window()`'s does, so each window is emitted and evicted once the
+watermark passes its end. So the query reads, parses and de-duplicates its input once (an
+aggregation per spec, unioned, needs a watermarked, de-duplicated stream each: Spark 4.2
+advances the watermark of only the first of several aggregations fed by one watermark node).
 
     card_features(tx, windows, small_amount=5.0)   # -> aggregates.card-features
 """
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from pipeline.event_windows import spec_windows, window_bounds
+from pipeline.event_windows import explode_spec_windows, window_bounds
 from pipeline.settings import WindowSpec
 
 FEATURES_SCHEMA = "aggregates.card-features/1"
@@ -40,22 +40,10 @@ def card_features(
 ) -> DataFrame:
     """One row per card per window of every spec: counts, sums, distinct merchants/countries,
     each emitted when the watermark closes its window (see the module docstring)."""
-    watermark = tx.schema["event_ts"].metadata
-    rows = tx.select(
-        "card_token",
-        "merchant_id",
-        "country",
-        "amount",
-        "event_time",
-        F.explode(spec_windows(windows)).alias("w"),
-    ).select(
-        "*",
-        F.col("w.window_s").alias("window_s"),
-        F.col("w.slide_s").alias("slide_s"),
-        F.struct("w.start", "w.end").alias("window", metadata=watermark),
-    )
+    rows = tx.select("card_token", "merchant_id", "country", "amount", "event_time", "event_ts")
     return (
-        rows.groupBy("card_token", "window_s", "slide_s", "window")
+        explode_spec_windows(rows, windows)
+        .groupBy("card_token", "window_s", "slide_s", "window")
         .agg(
             F.count(F.lit(1)).alias("tx_count"),
             F.sum("amount").alias("amount_sum"),

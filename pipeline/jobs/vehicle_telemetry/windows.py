@@ -41,7 +41,7 @@ from collections.abc import Sequence
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from pipeline.event_windows import event_window, spec_windows, window_bounds
+from pipeline.event_windows import event_window, explode_spec_windows, window_bounds
 from pipeline.settings import WindowSpec
 
 STATS_SCHEMA = "aggregates.vehicle-stats/1"
@@ -173,19 +173,9 @@ def vehicle_stats(
 ) -> DataFrame:
     """One row per vehicle per window of every spec (see the module docstring)."""
     partials = vehicle_partials(readings, windows, signals, sketch_k if percentiles else None)
-    # The window column carries the partials' watermark, as `window()`'s does: the merge then
-    # emits and evicts a window once the watermark passes its end.
-    watermark = partials.schema["partial_ts"].metadata
-    exploded = partials.select(
-        "*", F.explode(spec_windows(windows, "partial_ts")).alias("w")
-    ).select(
-        "*",
-        F.col("w.window_s").alias("window_s"),
-        F.col("w.slide_s").alias("slide_s"),
-        F.struct("w.start", "w.end").alias("window", metadata=watermark),
-    )
     return (
-        exploded.groupBy("vehicle_id", "window_s", "slide_s", "window")
+        explode_spec_windows(partials, windows, "partial_ts")
+        .groupBy("vehicle_id", "window_s", "slide_s", "window")
         .agg(
             F.sum("readings").alias("readings"),
             F.min("first_event_time").alias("first_event_time"),
