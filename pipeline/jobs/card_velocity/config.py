@@ -120,8 +120,8 @@ class CardVelocitySettings(Settings):
     state_store: StateStore = Field(
         "memory",
         description="State store of the job's queries. memory: Spark's default HDFS-backed "
-        "store, state in the JVM heap (spark.driver_memory), fastest while it fits "
-        "(the whole job 1.4x RocksDB's pace at 20,000 cards); rocksdb: state on local disk, "
+        "store, state in the JVM heap (spark.driver_memory), fastest while it fits; "
+        "rocksdb: state on local disk, "
         "for more cards than the heap holds, and needed by transformWithStateInPandas. "
         "Part of the checkpoint: a checkpoint keeps the store it was created with.",
     )
