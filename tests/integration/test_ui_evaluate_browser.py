@@ -198,8 +198,15 @@ def test_a_run_started_on_the_panel_is_evaluated_on_the_panel(
     if scenario == "connected_vehicles":
         assert report["parity"]["windows"] > 0  # the batch oracle over the run's offsets
 
-    # The comparison: the run's row with its knobs and its scores.
-    row = browser.find_element(By.XPATH, f"//table//tr[th[normalize-space(.)='{run_id}']]")
+    # The comparison: the run's row with its knobs and its scores. It renders after the
+    # report in the same script run, so it may arrive a moment later.
+    row_xpath = f"//table//tr[th[normalize-space(.)='{run_id}']]"
+    wait_text(browser, "Run-to-run comparison")
+    WebDriverWait(browser, 30, poll_frequency=0.25).until(
+        lambda d: d.find_elements(By.XPATH, row_xpath),
+        f"no comparison row for {run_id}",
+    )
+    row = browser.find_element(By.XPATH, row_xpath)
     cells = row.text
     assert "http" in cells if scenario == "card_velocity" else "30" in cells
     assert fmt(best["recall"]) in cells, cells
