@@ -180,6 +180,9 @@ def point_config(base: Any, watermark: str, topic: str, tag: str, max_offsets: i
         vt["trips_topic"] = f"lab.trips-{tag}"
         vt["late"] = {**vt.get("late", {}), "mode": "drop", "topic": f"lab.late-{tag}"}
         vt["deadletter_trigger"] = {"mode": "microbatch"}
+        # A replay runs flat out: stats and trips batch as often as the alerts, not every 30 s
+        # (the batches, not their spacing, set how far the stream's event time moves).
+        vt["aggregates_interval"] = None
     cv = data.get("card_velocity")
     if cv is not None:
         cv["features_topic"] = f"lab.features-{tag}"

@@ -82,3 +82,6 @@ def test_each_lab_scenario_gets_a_private_copy_of_its_jobs_config(scenario: str)
     assert (cfg.output_topic, cfg.deadletter_topic) == ("lab.alerts-t1", "lab.deadletter-t1")
     assert windows_topic(cfg).startswith("lab.") and windows_topic(cfg).endswith("-t1")
     assert windows_topic(cfg) != windows_topic(base)
+    if base.job == "vehicle-telemetry":  # its shipped 30 s batch spacing would idle a replay
+        assert base.vehicle_telemetry.aggregates_interval is not None
+        assert cfg.vehicle_telemetry.aggregates_interval is None
