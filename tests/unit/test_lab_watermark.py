@@ -10,6 +10,7 @@ from core.errors import StreamsimError
 from streamsim.lab.watermark import (
     SCENARIOS,
     Stream,
+    measured,
     parse_watermarks,
     point_config,
     processing_time_view,
@@ -85,3 +86,18 @@ def test_each_lab_scenario_gets_a_private_copy_of_its_jobs_config(scenario: str)
     if base.job == "vehicle-telemetry":  # its shipped 30 s batch spacing would idle a replay
         assert base.vehicle_telemetry.aggregates_interval is not None
         assert cfg.vehicle_telemetry.aggregates_interval is None
+
+
+class _Query:
+    def __init__(self, name: str) -> None:
+        self.name, self.stopped = name, False
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+def test_the_lab_stops_the_queries_it_reads_nothing_of() -> None:
+    queries = [_Query(n) for n in ("j.deadletter", "j.stats", "j.trips", "j.alerts")]
+    kept = measured(queries, {"j.stats", "j.alerts"})
+    assert [q.name for q in kept] == ["j.stats", "j.alerts"]
+    assert [q.name for q in queries if q.stopped] == ["j.deadletter", "j.trips"]
