@@ -69,6 +69,20 @@ def load_json(text: str) -> Any:
         return json.loads(text)
 
 
+def input_rows(frame: pd.DataFrame, columns: Sequence[str]) -> list[list[Any]]:
+    """`frame`'s `columns` as rows of Python values, by one `to_numpy` of the whole frame.
+
+    A key's frame is new in every call (Spark builds it from the key's rows), and pandas
+    builds a Series on the first read of each column: read column by column, a vehicle's
+    14 columns cost about 1.1 ms a call, against 0.14 ms this way.
+
+    >>> input_rows(pd.DataFrame({"b": [1, 2], "a": ["x", "y"]}), ["a", "b"])
+    [['x', 1], ['y', 2]]
+    """
+    where = [frame.columns.get_loc(name) for name in columns]
+    return [[row[i] for i in where] for row in frame.to_numpy(dtype=object).tolist()]
+
+
 class BufferedRules:
     """One entity's buffered events and rule states (subclasses: `feed` and the snapshots).
 
@@ -210,9 +224,7 @@ class BufferedRulesProcessor(StatefulProcessor):
 
     def payloads(self, frame: pd.DataFrame) -> Iterator[tuple[Any, Any, Any]]:
         """(event_id, event_time, payload) per input row; the payload is what `push` keeps."""
-        for event_id, event_time, *values in frame.loc[:, list(self.input_columns)].itertuples(
-            index=False
-        ):
+        for event_id, event_time, *values in input_rows(frame, self.input_columns):
             yield event_id, event_time, values
 
     def init(self, handle: StatefulProcessorHandle) -> None:

@@ -20,6 +20,7 @@ from pipeline.jobs.vehicle_telemetry.config import (
 )
 from pipeline.jobs.vehicle_telemetry.rules import (
     VehicleRules,
+    VehicleRulesProcessor,
     input_fields,
     params_of,
     vehicle_alerts_batch,
@@ -101,6 +102,27 @@ def test_rules_give_the_vectorised_forms_alerts_whatever_the_arrival_order() -> 
     shuffled = frame.sample(frac=1.0, random_state=3)
     with_duplicates = pd.concat([shuffled, shuffled.iloc[:40]])
     assert ids(stream(new_rules(), with_duplicates, None)) == ids(expected)
+
+
+def test_the_processor_reads_spark_shaped_frames_into_the_same_alerts() -> None:
+    detectors = VehicleTelemetrySettings().enabled_detectors()
+    processor = VehicleRulesProcessor(detectors)
+    frame = readings()
+    frame["speed_limit_kmh"] = 100  # an integer column
+    frame.loc[5, "coolant_c"] = float("nan")  # a missing value
+    # a key's frame as transformWithStateInPandas builds it: from the key's row tuples
+    rows = pd.DataFrame(list(frame.sample(frac=1.0, random_state=2).itertuples(index=False)))
+    payloads = list(processor.payloads(rows))
+    coolant = processor.fields.index("coolant_c")
+    by_id = {event_id: payload for event_id, _, payload in payloads}
+    assert by_id["e00010"][coolant] is None
+    assert all(isinstance(v, float) for v in by_id["e00000"])
+    assert all(isinstance(t, int) for _, t, _ in payloads)
+    rules = processor.new_rules("veh-1")
+    for event_id, event_time, payload in payloads:
+        rules.push(event_id, event_time, payload)
+    expected = frame_to_alerts(vehicle_alerts_batch(frame, detectors))
+    assert ids(rules.release(None)) == ids(expected)
 
 
 def test_a_snapshot_mid_stream_and_watermark_steps_give_the_same_alerts() -> None:

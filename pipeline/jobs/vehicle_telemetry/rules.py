@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from detectors import (
@@ -58,7 +57,7 @@ from pipeline.jobs.vehicle_telemetry.config import (
     VehicleDetector,
     ZScoreDetector,
 )
-from pipeline.series_processor import BufferedRules, BufferedRulesProcessor
+from pipeline.series_processor import BufferedRules, BufferedRulesProcessor, input_rows
 
 KEY_COLUMNS = ("event_id", "event_time")
 NAN = float("nan")
@@ -87,11 +86,18 @@ def params_of(spec: VehicleDetector) -> Any:
     return model.model_validate(spec.model_dump(include=set(model.model_fields)))
 
 
-def rule_states(vehicle_id: str, detectors: Mapping[str, VehicleDetector]) -> list[RuleState]:
-    """One state per detector and signal, in config order."""
+def rule_states(
+    vehicle_id: str,
+    detectors: Mapping[str, VehicleDetector],
+    params: Sequence[Any] | None = None,
+) -> list[RuleState]:
+    """One state per detector and signal, in config order; `params`: `params_of` of each
+    detector, when the caller has them (validating them costs more than the states)."""
     states: list[RuleState] = []
-    for spec in detectors.values():
-        p, label = params_of(spec), spec.label
+    for spec, p in zip(
+        detectors.values(), params or map(params_of, detectors.values()), strict=True
+    ):
+        label = spec.label
         if isinstance(spec, ThresholdDetector):
             states += [
                 ThresholdState(vehicle_id, s, p, label=label, max_seen=1) for s in spec.signals
@@ -167,9 +173,10 @@ class VehicleRules(BufferedRules):
         detectors: Mapping[str, VehicleDetector],
         fields: Sequence[str],
         max_buffered: int = 100_000,
+        params: Sequence[Any] | None = None,
     ) -> None:
         super().__init__(max_buffered)
-        self.states = rule_states(vehicle_id, detectors)
+        self.states = rule_states(vehicle_id, detectors, params)
         position = {name: i for i, name in enumerate(fields)}
         self.slots = [
             (
@@ -243,22 +250,17 @@ class VehicleRulesProcessor(BufferedRulesProcessor):
     ) -> None:
         super().__init__(ttl_ms)
         self.detectors = dict(detectors)
+        self.params = [params_of(spec) for spec in self.detectors.values()]
         self.fields = input_fields(self.detectors)
         self.input_columns = (*KEY_COLUMNS, *self.fields)
         self.max_buffered = max_buffered
 
     def new_rules(self, key: str) -> BufferedRules:
-        return VehicleRules(key, self.detectors, self.fields, self.max_buffered)
+        return VehicleRules(key, self.detectors, self.fields, self.max_buffered, self.params)
 
     def payloads(self, frame: pd.DataFrame) -> Iterator[tuple[Any, Any, Any]]:
-        # Column by column: a vehicle's frame holds a row or a few, where pandas' `.loc` over
-        # a column list costs more than the rules.
-        ids = frame["event_id"].tolist()
-        times = frame["event_time"].tolist()
-        signals = [frame[f].to_numpy("float64", na_value=np.nan) for f in self.fields]
-        values = np.column_stack(signals).tolist() if signals else [[] for _ in ids]
-        for event_id, event_time, row in zip(ids, times, values, strict=True):
-            yield event_id, event_time, [None if v != v else v for v in row]
+        for event_id, event_time, *row in input_rows(frame, self.input_columns):
+            yield event_id, event_time, [None if v is None or v != v else float(v) for v in row]
 
 
 def vehicle_alerts_batch(

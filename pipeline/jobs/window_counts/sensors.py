@@ -45,7 +45,7 @@ from detectors import (
     step_alerts,
     threshold_alerts,
 )
-from pipeline.series_processor import BufferedRules, BufferedRulesProcessor
+from pipeline.series_processor import BufferedRules, BufferedRulesProcessor, input_rows
 
 #: The detectors' canonical entity column is the sensor.
 AS_ENTITY = {"entity_id": "sensor_id"}
@@ -164,8 +164,7 @@ class SensorRulesProcessor(BufferedRulesProcessor):
         return SensorRules(key, self.max_buffered)
 
     def payloads(self, frame: pd.DataFrame) -> Iterator[tuple[Any, Any, Any]]:
-        columns = [frame[name].tolist() for name in (*KEY_COLUMNS, *FIELDS)]
-        for event_id, event_time, *values in zip(*columns, strict=True):
+        for event_id, event_time, *values in input_rows(frame, self.input_columns):
             yield event_id, event_time, [None if v is None or v != v else v for v in values]
 
 
