@@ -47,7 +47,7 @@ import bisect
 import json
 import math
 import pickle
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -498,8 +498,9 @@ def bucket_rules(params: CardRuleParams) -> BucketFn:
     return apply
 
 
-def _emit(alerts: Iterable[Alert]) -> Iterator[pd.DataFrame]:
-    frame = alerts_to_frame(alerts)
-    if frame.empty:
+def _emit(alerts: list[Alert]) -> Iterator[pd.DataFrame]:
+    """The alerts as one frame; none (no frame built) when there are none: most buckets of
+    most batches."""
+    if not alerts:
         return iter([])
-    return iter([frame.loc[:, list(ALERT_COLUMNS)]])
+    return iter([alerts_to_frame(alerts).loc[:, list(ALERT_COLUMNS)]])
