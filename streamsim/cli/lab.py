@@ -12,7 +12,7 @@ from streamsim.cli.common import ConfigOpt, JsonOpt, emit, err_console, stack_fr
 
 app = typer.Typer(help="Experiments on one seeded stream.", no_args_is_help=True)
 
-CONTRACT = ("scenario", "points")
+DETAIL = ("provisional",)  # per-point figures beside the `--json` contract
 
 
 @app.command()
@@ -58,7 +58,18 @@ def watermark(
         on_point=lambda so_far: save(so_far, folder),  # kept if a later point fails
     )
     files = save(report, folder)
-    emit({k: report[k] for k in CONTRACT}, as_json, summary(report) + f"\nreport: {files[0]}")
+    emit(contract(report), as_json, summary(report) + f"\nreport: {files[0]}")
+
+
+def contract(report: dict[str, Any]) -> dict[str, Any]:
+    """The `--json` shape: scenario and points, each point without its detail (`provisional`,
+    kept in report.json).
+
+    >>> contract({"scenario": "s", "events": 9, "points": [{"recall": 1, "provisional": {}}]})
+    {'scenario': 's', 'points': [{'recall': 1}]}
+    """
+    points = [{k: v for k, v in p.items() if k not in DETAIL} for p in report["points"]]
+    return {"scenario": report["scenario"], "points": points}
 
 
 def summary(report: dict[str, Any]) -> str:
@@ -73,6 +84,9 @@ def summary(report: dict[str, Any]) -> str:
             f"{p['parity']!s:>6}  {p['recall']!s:>6}  {p['precision']!s:>9}  "
             f"{lat['p50']}/{lat['p99']}"
         )
+    for p in report["points"]:
+        if "provisional" in p:
+            lines.append(provisional_line(p))
     pt = report["processing_time"]
     lines.append(
         f"a {pt['window_s']} s processing-time window instead: "
@@ -81,3 +95,15 @@ def summary(report: dict[str, Any]) -> str:
         f"{pt['total_count_error']:,}; worst window {pt['worst_window']}"
     )
     return "\n".join(lines)
+
+
+def provisional_line(point: dict[str, Any]) -> str:
+    """The update-mode variant against the final rows, at one watermark."""
+    v, final = point["provisional"], point["latency_ms"]
+    return (
+        f"watermark {point['watermark_s']:g} s, provisional (update mode): first row at "
+        f"p50 {v['latency_ms']['p50']} ms against the final row's {final['p50']} ms; "
+        f"{v['provisional_rows']:,} provisional rows for {v['windows']:,} windows, "
+        f"{v['corrections']:,} corrections, {v['changed']:,} windows whose first value was "
+        f"not the final one, {v['provisional_after_final']:,} written after the final row"
+    )

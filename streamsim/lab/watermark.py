@@ -54,6 +54,11 @@ class LabJob:
     scenario_file: str
     pipeline_file: str
     windows_query: str  # completeness and result latency are this query's
+    #: The update-mode variant of `windows_query` (rows `final: false` into the same topic),
+    #: the fields naming a window, and the count compared between its first and final rows.
+    provisional_query: str | None = None
+    window_key: tuple[str, ...] = ()
+    count_field: str = ""
 
 
 #: scenario config name -> what the lab runs
@@ -67,6 +72,9 @@ SCENARIOS = {
         "config/scenarios/card_velocity.yaml",
         "config/pipelines/card-velocity.yaml",
         "card-velocity.features",
+        provisional_query="card-velocity.features-provisional",
+        window_key=("card_token", "window_s", "window_start"),
+        count_field="tx_count",
     ),
 }
 WINDOW_MS = 60_000
@@ -191,6 +199,7 @@ def point_config(base: Any, watermark: str, topic: str, tag: str, max_offsets: i
         # The replayed stream has no profiles of its own: the stack's `cards.profiles` holds
         # other runs' cards, which would make the spending rule's figures depend on them.
         cv["profiles_topic"] = None
+        cv["provisional_features"] = True  # provisional rows beside the final ones
     return type(base).model_validate(data)
 
 
@@ -285,6 +294,58 @@ def processing_time_view(stream: Stream) -> dict[str, Any]:
     }
 
 
+def provisional_view(
+    rows: list[tuple[int, dict[str, Any]]],
+    batches: list[dict[str, Any]],
+    key: tuple[str, ...],
+    count_field: str,
+) -> dict[str, Any]:
+    """The update-mode variant against the final rows, on one windows topic (Kafka timestamp,
+    row): windows with a final row, those of them without a provisional row (the variant reads
+    the same batches, so none), provisional rows (`final: false`), corrections (provisional
+    rows after a window's first), windows whose first provisional `count_field` differs from
+    the final one, windows with a provisional row written after their final one (two queries,
+    one topic: no order between them), and the first provisional row's result latency (stream
+    time past the window's end, `result_latencies` over the variant's own batches; negative:
+    out before the window closed).
+
+    >>> rows = [(1, {"k": "a", "n": 1, "final": False}), (2, {"k": "a", "n": 2, "final": False}),
+    ...         (3, {"k": "a", "n": 2, "final": True}), (4, {"k": "b", "n": 5, "final": True})]
+    >>> view = provisional_view(rows, [], ("k",), "n")
+    >>> {k: view[k] for k in ("windows", "provisional_rows", "corrections", "changed")}
+    {'windows': 2, 'provisional_rows': 2, 'corrections': 1, 'changed': 1}
+    """
+    final: dict[tuple[Any, ...], tuple[int, dict[str, Any]]] = {}
+    provisional: dict[tuple[Any, ...], list[tuple[int, dict[str, Any]]]] = defaultdict(list)
+    for stamp, row in rows:
+        window = tuple(row.get(k) for k in key)
+        if row.get("final") is False:
+            provisional[window].append((stamp, row))
+        else:
+            final[window] = (stamp, row)
+    first = {window: min(found, key=lambda r: r[0]) for window, found in provisional.items()}
+    changed = sum(
+        1
+        for window, (_, row) in first.items()
+        if window in final and row.get(count_field) != final[window][1].get(count_field)
+    )
+    late = sum(
+        1
+        for window, found in provisional.items()
+        if window in final and max(s for s, _ in found) > final[window][0]
+    )
+    count = sum(len(found) for found in provisional.values())
+    return {
+        "windows": len(final),
+        "without_provisional": sum(1 for window in final if window not in provisional),
+        "provisional_rows": count,
+        "corrections": count - len(provisional),
+        "changed": changed,
+        "provisional_after_final": late,
+        "latency_ms": _percentiles(result_latencies(list(first.values()), batches)),
+    }
+
+
 def run_point(
     spark: Any,
     stack: StackConfig,
@@ -294,8 +355,11 @@ def run_point(
     stream: Stream,
     work: Path,
     max_offsets: int,
-    windows_query: str = "vehicle-telemetry.stats",
+    lab_job: LabJob = SCENARIOS["connected_vehicles"],
 ) -> dict[str, Any]:
+    """One watermark's point; with the job's provisional variant, its figures
+    (`provisional_view`) under the point's `provisional` key (the CLI moves them out of the
+    `--json` points)."""
     from core.kafka.reader import read_topic
     from pipeline.catalog import JOBS
 
@@ -311,9 +375,11 @@ def run_point(
     if vehicles:
         topics_out.append(cfg.vehicle_telemetry.trips_topic)
     ensure_topics(point_stack, topics_out)
+    windows_query = lab_job.windows_query
+    keep = {windows_query, f"{cfg.job}.alerts", *filter(None, [lab_job.provisional_query])}
     progress = _Progress()
     spark.streams.addListener(progress.listener)
-    queries = measured(JOBS[cfg.job](spark, point_stack, cfg), {windows_query, f"{cfg.job}.alerts"})
+    queries = measured(JOBS[cfg.job](spark, point_stack, cfg), keep)
     try:
         for _ in range(2):  # the second round: no-data batches once the watermark moved
             for query in queries:
@@ -333,10 +399,10 @@ def run_point(
     recall, precision = score(alerts, stream.truth)
     history = [r.to_dict() for r in reports if r.input_rows or r.watermark_ms]
     parity_share = _parity(spark, point_stack, cfg, history) if vehicles else None
-    stats = _timestamped(point_stack, windows_topic(cfg))
-    latencies = result_latencies(stats, stats_batches)
+    rows = _timestamped(point_stack, windows_topic(cfg))
+    latencies = result_latencies([r for r in rows if r[1].get("final") is not False], stats_batches)
     shutil.rmtree(checkpoints, ignore_errors=True)
-    return {
+    point: dict[str, Any] = {
         "watermark_s": watermark[1] / 1000,
         "completeness": completeness,
         "late_dropped": int(late),
@@ -345,6 +411,14 @@ def run_point(
         "precision": precision,
         "latency_ms": _percentiles(latencies),
     }
+    if lab_job.provisional_query is not None:
+        point["provisional"] = provisional_view(
+            rows,
+            progress.batches.get(lab_job.provisional_query, []),
+            lab_job.window_key,
+            lab_job.count_field,
+        )
+    return point
 
 
 def measured(queries: list[Any], keep: set[str]) -> list[Any]:
@@ -444,7 +518,7 @@ def sweep(
                 stream,
                 work,
                 max_offsets,
-                lab_job.windows_query,
+                lab_job,
             )
         )
         if on_point is not None:

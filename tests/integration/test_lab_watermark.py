@@ -76,7 +76,8 @@ def test_the_card_job_sweeps_too_with_its_feature_windows_timed(
         max_offsets=500,
     )
     tight, loose = report["points"]
-    assert [list(p) for p in report["points"]] == [POINT_KEYS, POINT_KEYS]
+    # The update-mode variant's figures ride beside the contract's keys (the CLI drops them).
+    assert [list(p) for p in report["points"]] == [[*POINT_KEYS, "provisional"]] * 2
     # POS terminals' clocks differ by up to a minute: a zero watermark drops some transactions.
     assert tight["late_dropped"] > loose["late_dropped"]
     assert tight["completeness"] < loose["completeness"] <= 1
@@ -86,3 +87,11 @@ def test_the_card_job_sweeps_too_with_its_feature_windows_timed(
         loose["latency_ms"]["p50"] is None
         or loose["latency_ms"]["p50"] > tight["latency_ms"]["p50"]
     )
+    for point in (tight, loose):
+        provisional = point["provisional"]
+        # Every final window had provisional rows first: the variant reads the same batches.
+        assert provisional["windows"] > 0 and provisional["without_provisional"] == 0
+        assert provisional["provisional_rows"] >= provisional["windows"]
+        # A provisional value comes out while the window is open, the final one only once the
+        # watermark has passed its end: earlier in stream time at either watermark.
+        assert provisional["latency_ms"]["p50"] < point["latency_ms"]["p50"]

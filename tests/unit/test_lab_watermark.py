@@ -14,6 +14,7 @@ from streamsim.lab.watermark import (
     parse_watermarks,
     point_config,
     processing_time_view,
+    provisional_view,
     result_latencies,
     windows_topic,
 )
@@ -83,6 +84,11 @@ def test_each_lab_scenario_gets_a_private_copy_of_its_jobs_config(scenario: str)
     assert (cfg.output_topic, cfg.deadletter_topic) == ("lab.alerts-t1", "lab.deadletter-t1")
     assert windows_topic(cfg).startswith("lab.") and windows_topic(cfg).endswith("-t1")
     assert windows_topic(cfg) != windows_topic(base)
+    if lab_job.provisional_query is not None:  # the update-mode variant runs beside it
+        assert lab_job.provisional_query.startswith(f"{base.job}.")
+        assert (
+            cfg.card_velocity.provisional_features and not base.card_velocity.provisional_features
+        )
     if base.job == "vehicle-telemetry":  # its shipped 30 s batch spacing would idle a replay
         assert base.vehicle_telemetry.aggregates_interval is not None
         assert cfg.vehicle_telemetry.aggregates_interval is None
@@ -101,3 +107,37 @@ def test_the_lab_stops_the_queries_it_reads_nothing_of() -> None:
     kept = measured(queries, {"j.stats", "j.alerts"})
     assert [q.name for q in kept] == ["j.stats", "j.alerts"]
     assert [q.name for q in queries if q.stopped] == ["j.deadletter", "j.trips"]
+
+
+def test_provisional_rows_are_compared_with_the_final_ones() -> None:
+    batch = {
+        "batchId": 0,
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "durationMs": {"triggerExecution": 1_000},
+        "eventTime": {"max": "2026-01-01T00:00:50.000Z"},
+    }
+    end = 1767225660000  # the minute's end, 10 s after the newest event the batch read
+    during = 1767225600500  # written while the batch ran
+
+    def row(window: str, n: int, final: bool) -> dict[str, object]:
+        return {"w": window, "window_end": end, "n": n, "final": final}
+
+    rows = [
+        (during, row("a", 1, False)),
+        (during + 1, row("a", 3, False)),  # a correction: a straggler landed
+        (during + 2, row("a", 3, True)),
+        (during, row("b", 2, False)),
+        (during + 5, row("b", 2, True)),
+        (during + 6, row("b", 2, False)),  # the other query wrote after the final row
+        (during, row("c", 1, True)),  # a final window without a provisional row
+    ]
+    view = provisional_view(rows, [batch], ("w",), "n")
+    assert view == {
+        "windows": 3,
+        "without_provisional": 1,
+        "provisional_rows": 4,
+        "corrections": 2,
+        "changed": 1,
+        "provisional_after_final": 1,
+        "latency_ms": {"p50": -10_000.0, "p99": -10_000.0},
+    }

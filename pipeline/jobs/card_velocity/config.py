@@ -135,6 +135,14 @@ class CardVelocitySettings(Settings):
         TriggerSettings(mode="realtime", interval="5 seconds"),
         description="Trigger of the stateless dead-letter query (Real-time Mode by default).",
     )
+    provisional_features: bool = Field(
+        False,
+        description="Also run `card-velocity.features-provisional`: the features aggregation "
+        "in update mode into the same topic, a row per window each batch that changes it, "
+        "marked `final: false`, ahead of the final row (`final: true`) that the features "
+        "query emits once the watermark passes the window's end. It reads the input once "
+        "more and costs the state of a second aggregation.",
+    )
 
     @field_validator("profiles_starting_offsets")
     @classmethod

@@ -30,7 +30,11 @@ calls.
 Queries (`streamsim pipeline run card-velocity` prints each one's mode):
 - `card-velocity.deadletter`: stateless, so Real-time Mode (`card_velocity.deadletter_trigger`).
 - `card-velocity.features`: windowed aggregations, micro-batch (`features_trigger`), Kafka
-  sink, append mode, FAIR pool `aggregates`.
+  sink, append mode, FAIR pool `aggregates`: each window once, `final: true`.
+- `card-velocity.features-provisional` (with `provisional_features`): the same aggregation in
+  update mode into the same topic, `final: false`: a window's value so far, each batch that
+  changes it, corrected as stragglers land, before its final row (Spark's update mode emits
+  nothing when the watermark evicts a window, so the final row is the append query's).
 - `card-velocity.alerts`: one stateful operator, micro-batch, `AlertSink` (Kafka + lake), FAIR
   pool `alerts` with the dead letters: its batches take the next free core rather than queue
   behind a features batch. It reads the transactions and, with profiles, the profiles topic.
@@ -78,6 +82,8 @@ from pipeline.settings import TriggerSettings, duration_ms
 from pipeline.triggers import MICROBATCH, output_mode, query_trigger, realtime_fits, start_query
 
 NAME = "card-velocity"
+#: The update-mode variant of the features query (`card_velocity.provisional_features`).
+PROVISIONAL_QUERY = f"{NAME}.features-provisional"
 
 #: The fields this job reads from `cards.transaction/1` and `cards.activity/1` records.
 TRANSACTION_SCHEMA = CARD_TRANSACTION.spark_schema(exclude=("card_last4", "seq"))
@@ -113,6 +119,16 @@ def profile_checks() -> list[tuple[Column, str]]:
 def transactions(events: DataFrame, watermark: str) -> DataFrame:
     """Watermarked transactions, each event id once within the watermark."""
     return events.withWatermark("event_ts", watermark).dropDuplicatesWithinWatermark(["event_id"])
+
+
+def features_records(tx: DataFrame, settings: CardVelocitySettings, final: bool) -> DataFrame:
+    """The features topic's records: `final` true for the append-mode query's rows (a window
+    once the watermark has passed its end), false for the update-mode variant's provisional
+    rows (the window so far, each batch that changes it)."""
+    features = card_features(
+        tx, settings.feature_windows, settings.velocity.small_amount, settings.distinct_rsd
+    )
+    return as_kafka_record(F.col("card_token"), features.withColumn("final", F.lit(final)))
 
 
 def features_trigger(cfg: PipelineConfig) -> TriggerSettings:
@@ -273,12 +289,7 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
         output_mode(stateless),
     )
     features = write_kafka(
-        as_kafka_record(
-            F.col("card_token"),
-            card_features(
-                tx, settings.feature_windows, settings.velocity.small_amount, settings.distinct_rsd
-            ),
-        ),
+        features_records(tx, settings, final=True),
         stack,
         settings.features_topic,
         str(checkpoints / "features"),
@@ -312,4 +323,13 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
             )
     with scheduler_pool(spark, "aggregates"):
         queries.insert(1, start_query(features, f"{NAME}.features", windowed))
+        if settings.provisional_features:
+            provisional = write_kafka(
+                features_records(tx, settings, final=False),
+                stack,
+                settings.features_topic,
+                str(checkpoints / "features-provisional"),
+                "update",
+            )
+            queries.insert(2, start_query(provisional, PROVISIONAL_QUERY, windowed))
     return queries
