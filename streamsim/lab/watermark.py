@@ -67,6 +67,9 @@ SCENARIOS = {
         "config/scenarios/connected_vehicles.yaml",
         "config/pipelines/vehicle-telemetry.yaml",
         "vehicle-telemetry.stats",
+        provisional_query="vehicle-telemetry.stats-provisional",
+        window_key=("vehicle_id", "window_s", "window_start"),
+        count_field="readings",
     ),
     "card_velocity": LabJob(
         "config/scenarios/card_velocity.yaml",
@@ -191,6 +194,7 @@ def point_config(base: Any, watermark: str, topic: str, tag: str, max_offsets: i
         # A replay runs flat out: stats and trips batch as often as the alerts, not every 30 s
         # (the batches, not their spacing, set how far the stream's event time moves).
         vt["aggregates_interval"] = None
+        vt["provisional_stats"] = True  # provisional rows beside the final ones
     cv = data.get("card_velocity")
     if cv is not None:
         cv["features_topic"] = f"lab.features-{tag}"

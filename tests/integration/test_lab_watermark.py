@@ -41,7 +41,7 @@ def test_a_longer_watermark_drops_fewer_late_events_and_waits_longer(
     assert report["scenario"] == "connected_vehicles"
     tight, loose = report["points"]
     for point in (tight, loose):
-        assert list(point) == POINT_KEYS
+        assert list(point) == [*POINT_KEYS, "provisional"]
         assert set(point["latency_ms"]) == {"p50", "p99"}
         assert 0 <= point["completeness"] <= 1
     assert (tight["watermark_s"], loose["watermark_s"]) == (0, 600)
@@ -56,6 +56,11 @@ def test_a_longer_watermark_drops_fewer_late_events_and_waits_longer(
         or loose["latency_ms"]["p50"] > tight["latency_ms"]["p50"]
     )
     assert report["processing_time"]["records_in_another_window"] > 0
+    # The update-mode stats: every final window had provisional rows first, out earlier.
+    provisional = tight["provisional"]
+    assert provisional["windows"] > 0 and provisional["without_provisional"] == 0
+    assert provisional["latency_ms"]["p50"] < tight["latency_ms"]["p50"]
+    assert provisional["corrections"] > 0  # 1-minute windows span batches of 1,000 readings
     files = save(report, tmp_path / "out")
     spec = orjson.loads(files[1].read_bytes())
     assert {row["metric"] for row in spec["data"]["values"]} <= {"completeness", "recall"}

@@ -84,11 +84,14 @@ def test_each_lab_scenario_gets_a_private_copy_of_its_jobs_config(scenario: str)
     assert (cfg.output_topic, cfg.deadletter_topic) == ("lab.alerts-t1", "lab.deadletter-t1")
     assert windows_topic(cfg).startswith("lab.") and windows_topic(cfg).endswith("-t1")
     assert windows_topic(cfg) != windows_topic(base)
-    if lab_job.provisional_query is not None:  # the update-mode variant runs beside it
-        assert lab_job.provisional_query.startswith(f"{base.job}.")
-        assert (
-            cfg.card_velocity.provisional_features and not base.card_velocity.provisional_features
-        )
+    # The update-mode variant runs beside the windowed query, in the lab only.
+    assert lab_job.provisional_query is not None
+    assert lab_job.provisional_query.startswith(lab_job.windows_query)
+    cards = base.job == "card-velocity"
+    settings = cfg.card_velocity if cards else cfg.vehicle_telemetry
+    shipped = base.card_velocity if cards else base.vehicle_telemetry
+    flag = "provisional_features" if cards else "provisional_stats"
+    assert getattr(settings, flag) and not getattr(shipped, flag)
     if base.job == "vehicle-telemetry":  # its shipped 30 s batch spacing would idle a replay
         assert base.vehicle_telemetry.aggregates_interval is not None
         assert cfg.vehicle_telemetry.aggregates_interval is None

@@ -271,6 +271,14 @@ class VehicleTelemetrySettings(Settings):
         "less often leaves the cores to the alerts query); unset: the job's trigger.",
     )
     late: LateSettings = Field(LateSettings(), description="Late readings: drop or rescore.")
+    provisional_stats: bool = Field(
+        False,
+        description="Also run `vehicle-telemetry.stats-provisional`: the stats in update mode "
+        "into the stats topic (not the lake), a row per window each batch that changes it, "
+        "marked `final: false`, ahead of the stats query's final row (`final: true`) once the "
+        "watermark passes the window's end. One aggregation over every spec's windows (update "
+        "mode takes no chained aggregations): a reading counts once per window that holds it.",
+    )
 
     @field_validator("detectors", mode="before")
     @classmethod

@@ -18,7 +18,11 @@ source: `vehicles.telemetry` (`vehicle.telemetry/1` JSON, key vehicle_id)
 Queries (`streamsim pipeline run vehicle-telemetry` prints each one's mode):
 - `vehicle-telemetry.deadletter`: stateless, Real-time Mode where it fits (else micro-batch).
 - `vehicle-telemetry.stats`, `.trips`: windowed aggregations, micro-batch, append mode,
-  `AggregatesSink` (Kafka + lake) per batch.
+  `AggregatesSink` (Kafka + lake) per batch; stats rows carry `final: true`.
+- `vehicle-telemetry.stats-provisional` (with `provisional_stats`): the stats so far in update
+  mode, into the stats topic only, `final: false`, each batch that changes a window
+  (Spark's update mode emits nothing when the watermark evicts a window: the final row is
+  the stats query's).
 - `vehicle-telemetry.alerts` (and `.late-alerts`): state per vehicle, micro-batch,
   `AlertSink` (Kafka + lake, once per alert id) per batch.
 
@@ -39,6 +43,7 @@ import time
 from collections.abc import Callable
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
 from core.config import StackConfig
@@ -50,8 +55,13 @@ from pipeline.alerts_sink import AlertSink
 from pipeline.config import PipelineConfig
 from pipeline.jobs.vehicle_telemetry.config import VehicleTelemetrySettings
 from pipeline.jobs.vehicle_telemetry.rules import VehicleRulesProcessor
-from pipeline.jobs.vehicle_telemetry.windows import vehicle_stats, vehicle_trips
+from pipeline.jobs.vehicle_telemetry.windows import (
+    vehicle_stats,
+    vehicle_stats_provisional,
+    vehicle_trips,
+)
 from pipeline.kafka_io import (
+    as_kafka_record,
     deadletter_records,
     input_partitions,
     parse_events,
@@ -66,6 +76,7 @@ from pipeline.triggers import output_mode, query_trigger, realtime_fits, start_q
 NAME = "vehicle-telemetry"
 STATS_QUERY = f"{NAME}.stats"
 TRIPS_QUERY = f"{NAME}.trips"
+PROVISIONAL_STATS_QUERY = f"{NAME}.stats-provisional"
 ALERTS_QUERY = f"{NAME}.alerts"
 LATE_ALERTS_QUERY = f"{NAME}.late-alerts"
 DEADLETTER_QUERY = f"{NAME}.deadletter"
@@ -95,6 +106,20 @@ def stats_stream(events: DataFrame, cfg: PipelineConfig) -> DataFrame:
         s.percentiles,
         s.percentile_sketch_k,
     )
+
+
+def provisional_stats_stream(events: DataFrame, cfg: PipelineConfig) -> DataFrame:
+    """The stats so far, for update mode (`provisional_stats`), as Kafka records: `final:
+    false`."""
+    s = cfg.vehicle_telemetry
+    stats = vehicle_stats_provisional(
+        readings(events, cfg.watermark),
+        s.stats_windows,
+        s.stats_signals,
+        s.percentiles,
+        s.percentile_sketch_k,
+    )
+    return as_kafka_record(F.col("vehicle_id"), stats.withColumn("final", F.lit(False)))
 
 
 def trips_stream(events: DataFrame, cfg: PipelineConfig) -> DataFrame:
@@ -220,7 +245,8 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
             .outputMode("append")
         )
 
-    stats = aggregates(stats_stream(events, cfg), settings.stats_topic, "stats")
+    final_stats = stats_stream(events, cfg).withColumn("final", F.lit(True))
+    stats = aggregates(final_stats, settings.stats_topic, "stats")
     trips = aggregates(trips_stream(events, cfg), settings.trips_topic, "trips")
 
     alerts_checkpoint = checkpoints / "alerts"
@@ -242,6 +268,15 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
             start_query(trips, TRIPS_QUERY, windowed),
             main,
         ]
+        if settings.provisional_stats:
+            provisional = write_kafka(
+                provisional_stats_stream(events, cfg),
+                stack,
+                settings.stats_topic,
+                str(checkpoints / "stats-provisional"),
+                "update",
+            )
+            queries.append(start_query(provisional, PROVISIONAL_STATS_QUERY, windowed))
     if late.mode == "rescore":
         late_checkpoint = checkpoints / "late-alerts"
         late_sink = AlertSink(

@@ -198,6 +198,51 @@ def vehicle_stats(
     )
 
 
+def vehicle_stats_provisional(
+    readings: DataFrame,
+    windows: Sequence[WindowSpec],
+    signals: Sequence[str],
+    percentiles: Sequence[float],
+    sketch_k: int = SKETCH_K,
+) -> DataFrame:
+    """`vehicle_stats`' rows from one aggregation over every spec's windows, for update mode
+    (Spark takes chained aggregations in append mode only): a reading is aggregated once per
+    window that holds it, not once into its partial. Means and percentiles as
+    `vehicle_stats`' (a sketch per window)."""
+    columns: list[Column] = []
+    for signal in signals:
+        value = F.col(signal).cast("double")
+        columns += [
+            F.avg(value).alias(f"{signal}_mean"),
+            F.min(value).alias(f"{signal}_min"),
+            F.max(value).alias(f"{signal}_max"),
+        ]
+        sketch = F.kll_sketch_agg_double(value, sketch_k)
+        columns += [
+            F.when(
+                F.count(value) > 0, F.kll_sketch_get_quantile_double(sketch, F.lit(float(q)))
+            ).alias(f"{signal}_{percentile_name(q)}")
+            for q in percentiles
+        ]
+    return (
+        explode_spec_windows(readings, windows)
+        .groupBy("vehicle_id", "window_s", "slide_s", "window")
+        .agg(
+            F.count(F.lit(1)).alias("readings"),
+            F.min("event_time").alias("first_event_time"),
+            F.max("event_time").alias("last_event_time"),
+            *columns,
+        )
+        .select(
+            F.lit(STATS_SCHEMA).alias("schema"),
+            "vehicle_id",
+            *window_bounds(),
+            *STATS_LEAD[4:],
+            *stat_columns(signals, percentiles),
+        )
+    )
+
+
 def vehicle_trips(readings: DataFrame, gap: str) -> DataFrame:
     """One row per vehicle per session of readings no more than `gap` apart."""
     return (
