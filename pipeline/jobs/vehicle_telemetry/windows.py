@@ -99,6 +99,14 @@ def partial_ms(windows: Sequence[WindowSpec]) -> int:
     return math.gcd(*(n for spec in windows for n in (spec.length_ms, spec.slide_ms)))
 
 
+def _reading_span() -> list[Column]:
+    return [
+        F.count(F.lit(1)).alias("readings"),
+        F.min("event_time").alias("first_event_time"),
+        F.max("event_time").alias("last_event_time"),
+    ]
+
+
 def _partial_aggregates(signals: Sequence[str], sketch_k: int | None) -> list[Column]:
     columns: list[Column] = []
     for signal in signals:
@@ -154,12 +162,7 @@ def vehicle_partials(
     `sketch_k` is None); `partial_ts` is the partial's `window_time` (watermarked)."""
     return (
         readings.groupBy("vehicle_id", event_window(partial_ms(windows)).alias("partial"))
-        .agg(
-            F.count(F.lit(1)).alias("readings"),
-            F.min("event_time").alias("first_event_time"),
-            F.max("event_time").alias("last_event_time"),
-            *_partial_aggregates(signals, sketch_k),
-        )
+        .agg(*_reading_span(), *_partial_aggregates(signals, sketch_k))
         .withColumn("partial_ts", F.window_time("partial"))
     )
 
@@ -206,40 +209,28 @@ def vehicle_stats_provisional(
     sketch_k: int = SKETCH_K,
 ) -> DataFrame:
     """`vehicle_stats`' rows from one aggregation over every spec's windows, for update mode
-    (Spark takes chained aggregations in append mode only): a reading is aggregated once per
-    window that holds it, not once into its partial. Means and percentiles as
-    `vehicle_stats`' (a sketch per window)."""
-    columns: list[Column] = []
-    for signal in signals:
-        value = F.col(signal).cast("double")
-        columns += [
-            F.avg(value).alias(f"{signal}_mean"),
-            F.min(value).alias(f"{signal}_min"),
-            F.max(value).alias(f"{signal}_max"),
-        ]
-        sketch = F.kll_sketch_agg_double(value, sketch_k)
-        columns += [
-            F.when(
-                F.count(value) > 0, F.kll_sketch_get_quantile_double(sketch, F.lit(float(q)))
-            ).alias(f"{signal}_{percentile_name(q)}")
-            for q in percentiles
-        ]
+    (Spark takes chained aggregations in append mode only): the partials' aggregates taken
+    over each window that holds a reading, not over its 1-minute partial."""
+    sketches = sketch_k if percentiles else None
     return (
         explode_spec_windows(readings, windows)
         .groupBy("vehicle_id", "window_s", "slide_s", "window")
-        .agg(
-            F.count(F.lit(1)).alias("readings"),
-            F.min("event_time").alias("first_event_time"),
-            F.max("event_time").alias("last_event_time"),
-            *columns,
-        )
+        .agg(*_reading_span(), *_partial_aggregates(signals, sketches))
         .select(
             F.lit(STATS_SCHEMA).alias("schema"),
             "vehicle_id",
             *window_bounds(),
             *STATS_LEAD[4:],
-            *stat_columns(signals, percentiles),
+            *(
+                F.when(
+                    F.col(f"{s}__n") > 0, F.try_divide(F.col(f"{s}__sum"), F.col(f"{s}__n"))
+                ).alias(f"{s}_mean")
+                for s in signals
+            ),
+            *(F.col(f"{s}_{suffix}") for s in signals for suffix in STAT_SUFFIXES[1:]),
+            *_percentile_columns(signals, percentiles),
         )
+        .select(*STATS_LEAD, *stat_columns(signals, percentiles))
     )
 
 
