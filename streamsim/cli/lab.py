@@ -103,7 +103,8 @@ def provisional_line(point: dict[str, Any]) -> str:
     return (
         f"watermark {point['watermark_s']:g} s, provisional (update mode): first row at "
         f"p50 {v['latency_ms']['p50']} ms against the final row's {final['p50']} ms; "
-        f"{v['provisional_rows']:,} provisional rows for {v['windows']:,} windows, "
+        f"{v['provisional_rows']:,} provisional rows for {v['windows']:,} closed windows and "
+        f"{v['open']:,} still open, "
         f"{v['corrections']:,} corrections, {v['changed']:,} windows whose first value was "
         f"not the final one, {v['provisional_after_final']:,} written after the final row"
     )

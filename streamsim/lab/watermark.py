@@ -306,12 +306,13 @@ def provisional_view(
 ) -> dict[str, Any]:
     """The update-mode variant against the final rows, on one windows topic (Kafka timestamp,
     row): windows with a final row, those of them without a provisional row (the variant reads
-    the same batches, so none), provisional rows (`final: false`), corrections (provisional
-    rows after a window's first), windows whose first provisional `count_field` differs from
-    the final one, windows with a provisional row written after their final one (two queries,
-    one topic: no order between them), and the first provisional row's result latency (stream
-    time past the window's end, `result_latencies` over the variant's own batches; negative:
-    out before the window closed).
+    the same batches, so none), windows with provisional rows only (still open when the input
+    ended: the watermark never passed them), provisional rows (`final: false`), corrections
+    (provisional rows after a window's first), windows whose first provisional `count_field`
+    differs from the final one, windows with a provisional row written after their final one
+    (two queries, one topic: no order between them), and the first provisional row's result
+    latency (stream time past the window's end, `result_latencies` over the variant's own
+    batches; negative: out before the window closed).
 
     >>> rows = [(1, {"k": "a", "n": 1, "final": False}), (2, {"k": "a", "n": 2, "final": False}),
     ...         (3, {"k": "a", "n": 2, "final": True}), (4, {"k": "b", "n": 5, "final": True})]
@@ -342,6 +343,7 @@ def provisional_view(
     return {
         "windows": len(final),
         "without_provisional": sum(1 for window in final if window not in provisional),
+        "open": sum(1 for window in provisional if window not in final),
         "provisional_rows": count,
         "corrections": count - len(provisional),
         "changed": changed,

@@ -133,12 +133,14 @@ def test_provisional_rows_are_compared_with_the_final_ones() -> None:
         (during + 5, row("b", 2, True)),
         (during + 6, row("b", 2, False)),  # the other query wrote after the final row
         (during, row("c", 1, True)),  # a final window without a provisional row
+        (during, row("d", 1, False)),  # a window still open when the input ended
     ]
     view = provisional_view(rows, [batch], ("w",), "n")
     assert view == {
         "windows": 3,
         "without_provisional": 1,
-        "provisional_rows": 4,
+        "open": 1,
+        "provisional_rows": 5,
         "corrections": 2,
         "changed": 1,
         "provisional_after_final": 1,
