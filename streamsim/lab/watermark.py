@@ -361,7 +361,7 @@ def run_point(
     stream: Stream,
     work: Path,
     max_offsets: int,
-    lab_job: LabJob = SCENARIOS["connected_vehicles"],
+    lab_job: LabJob,
 ) -> dict[str, Any]:
     """One watermark's point; with the job's provisional variant, its figures
     (`provisional_view`) under the point's `provisional` key (the CLI moves them out of the
