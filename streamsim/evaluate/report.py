@@ -16,6 +16,7 @@ from core.contracts.events import PIPELINE_PROGRESS
 from core.errors import StreamsimError
 from core.kafka.reader import latest_run, read_topic
 from pipeline.config import PipelineConfig
+from pipeline.late_drops import QUERY_SUFFIX as LATE_DROPS
 from streamsim.evaluate import sensors, shipping
 from streamsim.evaluate.scoring import (
     RUNNING_MS,
@@ -262,10 +263,21 @@ def _detections(rows: list[dict[str, Any]], anchor: dict[str, Any]) -> pd.DataFr
 def _late_dropped(metrics: list[dict[str, Any]], since_wall_ms: int) -> int:
     """Input events the pipeline dropped as too late since the run started, each once: per
     query the sum of its batches' late events, then the largest over the queries (they read
-    the same input with the same watermark)."""
+    the same input with the same watermark). A job's own operator's refusals (query
+    `<job>.late-drops`) are rows Spark passed: they add to that job's alerts query.
+
+    >>> at = {"schema": PIPELINE_PROGRESS, "at": 1}
+    >>> _late_dropped([at | {"query": "j.alerts", "late_events": 5},
+    ...                at | {"query": "j.features", "late_events": 6},
+    ...                at | {"query": "j.late-drops", "late_events": 2}], 0)
+    7
+    """
     per_query: dict[str, int] = {}
     for r in metrics:
         if r.get("schema") == PIPELINE_PROGRESS and r.get("at", 0) >= since_wall_ms:
             late = int(r.get("late_events", r.get("dropped_by_watermark", 0)))
-            per_query[r["query"]] = per_query.get(r["query"], 0) + late
+            query = str(r["query"])
+            if query.endswith(LATE_DROPS):
+                query = query.removesuffix(LATE_DROPS) + ".alerts"
+            per_query[query] = per_query.get(query, 0) + late
     return max(per_query.values(), default=0)

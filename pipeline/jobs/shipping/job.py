@@ -56,8 +56,8 @@ from pipeline.jobs.shipping.config import offsets_by_topic, per_topic_cap, topic
 from pipeline.jobs.shipping.logs import KINDS, EntityLog, Scored
 from pipeline.jobs.vehicle_telemetry.job import FIRST_BATCH_WAIT_S, first_batch
 from pipeline.kafka_io import deadletter_records, parse_events, read_kafka, write_kafka
-from pipeline.metrics import MetricsPublisher
-from pipeline.progress import BatchReport, source_offsets
+from pipeline.late_drops import DROPPED, QUERY_SUFFIX, LateDrops, with_drops
+from pipeline.progress import source_offsets
 from pipeline.session import scheduler_pool, use_rocksdb_state
 from pipeline.settings import duration_ms
 from pipeline.triggers import output_mode, query_trigger, start_query
@@ -65,7 +65,7 @@ from pipeline.triggers import output_mode, query_trigger, start_query
 NAME = "shipping"
 ALERTS_QUERY = f"{NAME}.alerts"
 DEADLETTER_QUERY = f"{NAME}.deadletter"
-DROPS_QUERY = f"{NAME}.late-drops"  # the metrics records of the late drops
+DROPS_QUERY = f"{NAME}{QUERY_SUFFIX}"  # the metrics records of the late drops
 #: Each input topic: the kind of row, its schema, and the fields a record must have.
 SOURCES: dict[str, tuple[str, StructType, tuple[str, ...]]] = {
     topics.SHIPPING_CONTAINERS.name: (
@@ -80,8 +80,8 @@ SOURCES: dict[str, tuple[str, StructType, tuple[str, ...]]] = {
 #: `channel` (`onboard`: held at sea and flushed in port, i.e. backfill; see `next_timer`).
 ROW_COLUMNS = tuple(dict.fromkeys([*(c for cols in KINDS.values() for c in cols), "channel"]))
 #: The processor's output: alert rows, plus rows counting late drops (alert_id null).
-OUTPUT_DDL = f"{ALERT_SPARK_DDL}, late BOOLEAN, late_by_ms BIGINT, dropped BIGINT"
-CARRY = ("late", "late_by_ms", "dropped")  # `LateDrops` takes `dropped` out again
+OUTPUT_DDL = f"{ALERT_SPARK_DDL}, late BOOLEAN, late_by_ms BIGINT, {DROPPED} BIGINT"
+CARRY = ("late", "late_by_ms", DROPPED)  # `LateDrops` takes `dropped` out again
 
 
 def _column_types() -> dict[str, str]:
@@ -177,46 +177,13 @@ def output(scored: list[Scored], dropped: int) -> Iterator[pd.DataFrame]:
     >>> next(output([], 3))[["alert_id", "dropped"]].to_dict("records")
     [{'alert_id': None, 'dropped': 3}]
     """
-    frames = []
+    alerts = None
     if scored:
         alerts = alerts_to_frame([s.alert for s in scored]).loc[:, list(ALERT_COLUMNS)]
         flags = {s.alert.alert_id: s for s in scored}
         alerts["late"] = [flags[i].late for i in alerts["alert_id"]]
         alerts["late_by_ms"] = [flags[i].late_by_ms for i in alerts["alert_id"]]
-        alerts["dropped"] = 0
-        frames.append(alerts)
-    if dropped:
-        row = {c: None for c in ALERT_COLUMNS} | {"event_ids": [], "dropped": dropped}
-        frames.append(pd.DataFrame([row | {"late": None, "late_by_ms": None}]))
-    return iter(frames)
-
-
-class LateDrops:
-    """`AlertSink.split`: takes the drop counts out of a batch's rows and publishes them as
-    `late_events` of query `shipping.late-drops` on the metrics topic (never silent)."""
-
-    def __init__(self, stack: StackConfig) -> None:
-        self.stack = stack
-        self.total = 0
-        self._metrics: MetricsPublisher | None = None
-        self._batch = 0
-
-    def __call__(self, rows: pd.DataFrame) -> pd.DataFrame:
-        counts = rows[rows["alert_id"].isna()]
-        dropped = int(counts["dropped"].sum()) if not counts.empty else 0
-        if dropped:
-            self.total += dropped
-            if self._metrics is None:
-                self._metrics = MetricsPublisher(self.stack, NAME, "microbatch")
-            self._metrics(
-                BatchReport(
-                    DROPS_QUERY, self._batch, 0, 0.0, 0.0, None, dropped, 0, late_events=dropped
-                )
-            )
-            self._metrics.close()  # flushed: a late drop is reported before the batch ends
-            self._batch += 1
-        alerts = rows[rows["alert_id"].notna()].drop(columns=["dropped"])
-        return alerts.reset_index(drop=True)
+    return iter(with_drops(alerts, dropped, extra=("late", "late_by_ms")))
 
 
 def drain(
@@ -332,7 +299,7 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
         alerts_checkpoint,
         stack.dirs.lake,
         carry=CARRY,
-        split=LateDrops(stack),
+        split=LateDrops(stack, NAME),
     )
     alerts = (
         rows_stream(events)
