@@ -22,7 +22,7 @@ from detectors import (
     velocity_window_alerts,
     velocity_window_features,
 )
-from pipeline.jobs.card_velocity.state import BucketState, CardRuleParams
+from pipeline.jobs.card_velocity.state import BucketState, CardRuleParams, _emit
 
 PARIS = (48.8566, 2.3522)
 NEW_YORK = (40.7128, -74.0060)
@@ -178,3 +178,32 @@ def test_a_window_rule_waits_for_its_window_to_close() -> None:
     assert bucket.timer() == 5 * MINUTE
     alerts = bucket.advance(5 * MINUTE)
     assert [(a.rule, len(a.event_ids)) for a in alerts] == [("velocity", 5)]
+
+
+def test_a_call_releases_up_to_its_newest_use_less_the_delay() -> None:
+    params = CardRuleParams(travel=TravelParams(), delay_ms=2 * MINUTE)
+    bucket = BucketState(params)
+    bucket.push("c", "c1", "paris", 0, *PARIS, True, 20.0, "food", "m1")
+    bucket.push("c", "c1", "ny", 30 * MINUTE, *NEW_YORK, True, 20.0, "food", "m1")
+    bucket.push("c", "c2", "later", 33 * MINUTE, *PARIS, True, 20.0, "food", "m1")
+    point = bucket.release_point(watermark_ms=5 * MINUTE)  # Spark's, a batch behind
+    assert point == 31 * MINUTE
+    assert [a.event_ids for a in bucket.advance(point)] == [("paris", "ny")]
+    # a use behind what was released is later than the delay allows: refused and counted
+    assert not bucket.push("c", "c1", "lyon", 31 * MINUTE, *LYON, True, 20.0, "food", "m1")
+    assert bucket.push("c", "c1", "lyon", 31 * MINUTE + 1, *LYON, True, 20.0, "food", "m1")
+    assert bucket.late_dropped == 1
+
+
+def test_without_a_delay_a_call_releases_up_to_sparks_watermark() -> None:
+    bucket = BucketState(PARAMS)
+    bucket.push("c", "c1", "ny", 30 * MINUTE, *NEW_YORK, True, 20.0, "food", "m1")
+    assert bucket.release_point(watermark_ms=5 * MINUTE) == 5 * MINUTE
+
+
+def test_refused_uses_leave_the_operator_as_a_count_row() -> None:
+    frames = list(_emit([], refused=2))
+    assert [f[["alert_id", "dropped"]].to_dict("records") for f in frames] == [
+        [{"alert_id": None, "dropped": 2}]
+    ]
+    assert list(_emit([], refused=0)) == []

@@ -36,8 +36,10 @@ Queries (`streamsim pipeline run card-velocity` prints each one's mode):
   changes it, corrected as stragglers land, before its final row (Spark's update mode emits
   nothing when the watermark evicts a window, so the final row is the append query's).
 - `card-velocity.alerts`: one stateful operator, micro-batch, `AlertSink` (Kafka + lake), FAIR
-  pool `alerts` with the dead letters: its batches take the next free core rather than queue
-  behind a features batch. It reads the transactions and, with profiles, the profiles topic.
+  pool `alerts`: its batches take the next free core rather than queue behind a features
+  batch (the dead letters have a pool of their own, see `fairscheduler.xml`). It reads the
+  transactions and, with profiles, the profiles topic. Uses its operator refuses as late go
+  to the metrics topic as `card-velocity.late-drops` (`pipeline.late_drops`).
 - `card-velocity.profiles-deadletter` (with profiles): malformed profiles to the dead-letter
   topic; stateless micro-batches at the dead-letter trigger's interval (Real-time Mode would
   hold a task slot for a topic that is written once per run).
@@ -58,7 +60,6 @@ from core.config import StackConfig
 from core.contracts import CARD_PROFILE, CARD_TRANSACTION
 from core.kafka import ensure_topics
 from core.kafka.compacted import ensure_compacted
-from detectors import ALERT_SPARK_DDL
 from pipeline.alerts_sink import AlertSink
 from pipeline.config import PipelineConfig
 from pipeline.jobs.card_velocity.config import CardVelocitySettings
@@ -77,6 +78,7 @@ from pipeline.kafka_io import (
     read_kafka,
     write_kafka,
 )
+from pipeline.late_drops import DROPPED, OUTPUT_DDL, LateDrops
 from pipeline.session import scheduler_pool, use_state_store
 from pipeline.settings import TriggerSettings, duration_ms
 from pipeline.triggers import MICROBATCH, output_mode, query_trigger, realtime_fits, start_query
@@ -152,9 +154,12 @@ def profiles_deadletter_trigger(cfg: PipelineConfig) -> TriggerSettings:
     return MICROBATCH.model_copy(update={"interval": cfg.card_velocity.deadletter_trigger.interval})
 
 
-def rule_params(settings: CardVelocitySettings, profiles: bool = False) -> CardRuleParams:
-    """The enabled rules' thresholds for `CardBucketProcessor`; `profiles`: profile rows are
-    fed, and the spending rule judges against them."""
+def rule_params(
+    settings: CardVelocitySettings, watermark: str, profiles: bool = False
+) -> CardRuleParams:
+    """The enabled rules' thresholds for `CardBucketProcessor`, which releases uses up to a
+    batch's newest less `watermark` (the query's delay); `profiles`: profile rows are fed, and
+    the spending rule judges against them."""
     rules = set(settings.rules)
     ttl = settings.card_state_ttl
     return CardRuleParams(
@@ -164,21 +169,23 @@ def rule_params(settings: CardVelocitySettings, profiles: bool = False) -> CardR
         terminal=settings.terminal if "compromised_terminal" in rules else None,
         slide_ms=settings.rule_slide_ms,
         ttl_ms=None if ttl is None else duration_ms(ttl),
+        delay_ms=duration_ms(watermark),
         profiles=profiles,
     )
 
 
 def rule_alerts(
-    tx: DataFrame, settings: CardVelocitySettings, profiles: DataFrame | None = None
+    tx: DataFrame, settings: CardVelocitySettings, watermark: str, profiles: DataFrame | None = None
 ) -> DataFrame:
-    """The alert rows (`ALERT_SPARK_DDL`) of every enabled rule, from one stateful operator.
+    """The alert rows of every enabled rule, from one stateful operator, and rows counting the
+    uses it refused as late (`late_drops.OUTPUT_DDL`; `LateDrops` takes them out).
 
     Each transaction becomes a card row and a merchant row (`kind` c / m), grouped by a bucket
     of `hash(kind, entity)`: `CardBucketProcessor` runs the per-card rules and the
     per-merchant rule on them (see `pipeline.jobs.card_velocity.state`). `profiles` (parsed
     `cards.profile/1` records): each becomes a row of kind p in its card's bucket, and the
     spending rule judges against them; None: against the card's history in the stream."""
-    params = rule_params(settings, profiles is not None)
+    params = rule_params(settings, watermark, profiles is not None)
     kinds = []
     if params.travel or params.spending or params.velocity:
         kinds.append(_keyed("c", "card_token", "merchant_id"))
@@ -209,10 +216,10 @@ def rule_alerts(
     grouped = card_rows.groupBy("bucket")
     if settings.state_operator == "transformWithStateInPandas":
         return grouped.transformWithStateInPandas(
-            CardBucketProcessor(params), ALERT_SPARK_DDL, "Append", "EventTime"
+            CardBucketProcessor(params), OUTPUT_DDL, "Append", "EventTime"
         )
     return grouped.applyInPandasWithState(
-        bucket_rules(params), ALERT_SPARK_DDL, STATE_DDL, "append", "EventTimeTimeout"
+        bucket_rules(params), OUTPUT_DDL, STATE_DDL, "append", "EventTimeTimeout"
     )
 
 
@@ -250,7 +257,7 @@ def logic_streams(events: DataFrame, cfg: PipelineConfig) -> dict[str, DataFrame
         "features": card_features(
             tx, settings.feature_windows, settings.velocity.small_amount, settings.distinct_rsd
         ),
-        "alerts": rule_alerts(tx, settings),
+        "alerts": rule_alerts(tx, settings, cfg.watermark),
     }
 
 
@@ -295,25 +302,33 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
         str(checkpoints / "features"),
     )
     alerts_checkpoint = Path(checkpoints / "alerts")
-    sink = AlertSink(stack, cfg.output_topic, NAME, alerts_checkpoint, stack.dirs.lake)
+    sink = AlertSink(
+        stack,
+        cfg.output_topic,
+        NAME,
+        alerts_checkpoint,
+        stack.dirs.lake,
+        carry=(DROPPED,),
+        split=LateDrops(stack, NAME),
+    )
     alerts = (
-        rule_alerts(tx, settings, profiles)
+        rule_alerts(tx, settings, cfg.watermark, profiles)
         .writeStream.foreachBatch(sink)
         .option("checkpointLocation", str(alerts_checkpoint))
         .outputMode("append")
     )
+    with scheduler_pool(spark, "deadletter"):
+        queries = [start_query(deadletter, f"{NAME}.deadletter", stateless, note)]
     with scheduler_pool(spark, "alerts"):
-        queries = [
-            start_query(deadletter, f"{NAME}.deadletter", stateless, note),
-            start_query(alerts, f"{NAME}.alerts", stateful),
-        ]
-        if profile_rejects is not None:
-            profile_deadletter = write_kafka(
-                deadletter_records(profile_rejects, NAME),
-                stack,
-                cfg.deadletter_topic,
-                str(checkpoints / "profiles-deadletter"),
-            )
+        queries.append(start_query(alerts, f"{NAME}.alerts", stateful))
+    if profile_rejects is not None:
+        profile_deadletter = write_kafka(
+            deadletter_records(profile_rejects, NAME),
+            stack,
+            cfg.deadletter_topic,
+            str(checkpoints / "profiles-deadletter"),
+        )
+        with scheduler_pool(spark, "deadletter"):
             queries.append(
                 start_query(
                     profile_deadletter,

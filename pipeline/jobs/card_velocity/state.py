@@ -72,6 +72,7 @@ from detectors.spending import profile_features as profile_features_of
 from detectors.terminal import TerminalParams, terminal_closing_alerts
 from detectors.travel import Position, TravelParams, position, travel_step
 from detectors.velocity import VelocityParams, velocity_closing_alerts
+from pipeline.late_drops import with_drops
 
 #: Input columns of the processor (beyond the grouping key `bucket`): `kind` is "c" for a
 #: card's row (`other` = the merchant), "m" for a merchant's (`other` = the card), "p" for a
@@ -111,6 +112,9 @@ class CardRuleParams:
     slide_ms: int | None = None
     ttl_ms: int | None = None
     max_buffered: int = 10_000
+    #: The query's watermark delay: a call may release up to its own newest use minus this
+    #: (`BucketState.release_point`); None: only up to Spark's watermark.
+    delay_ms: int | None = None
     #: Judge spending against the cards' issuer profiles (rows of kind "p"), not the stream.
     profiles: bool = False
 
@@ -149,7 +153,16 @@ class BucketState:
     [('paris', 'ny')]
     """
 
-    __slots__ = ("due", "entities", "late_dropped", "latest", "open", "params", "timer_ms")
+    __slots__ = (
+        "due",
+        "entities",
+        "late_dropped",
+        "latest",
+        "newest_ms",
+        "open",
+        "params",
+        "timer_ms",
+    )
 
     def __init__(self, params: CardRuleParams) -> None:
         self.params = params
@@ -159,6 +172,7 @@ class BucketState:
         self.timer_ms: int | None = None  # the bucket's registered event-time timer
         self.late_dropped = 0
         self.open: dict[str, list[Any]] = {}  # records decoded in this call
+        self.newest_ms: int | None = None  # the newest use pushed in this call
 
     # -- state --------------------------------------------------------------------------------
 
@@ -214,14 +228,15 @@ class BucketState:
         other: Any,
         profile: Any = None,
     ) -> bool:
-        """Buffer a use until the watermark passes it; False when it is already too late (older
-        than what this entity has released). A profile row (kind "p") is applied at once."""
+        """Buffer a use until the watermark passes it; False when it is already too late (at
+        or before the point this entity has released up to). A profile row (kind "p") is
+        applied at once."""
         if kind == PROFILE:
             return self.put_profile(str(entity), int(event_time), profile)
         name = f"{kind}:{entity}"
         record = self._record(name)
         time_ms = int(event_time)
-        if record[RELEASED] is not None and time_ms < record[RELEASED]:
+        if record[RELEASED] is not None and time_ms <= record[RELEASED]:
             self.late_dropped += 1
             return False
         if kind == CARD:
@@ -238,6 +253,8 @@ class BucketState:
         else:
             use = (time_ms, str(event_id), _text(other) or "")
         record[BUFFER].append(use)
+        if self.newest_ms is None or time_ms > self.newest_ms:
+            self.newest_ms = time_ms
         latest = record[LATEST]
         record[LATEST] = time_ms if latest is None else max(latest, time_ms)
         self.latest[name] = record[LATEST]
@@ -269,6 +286,28 @@ class BucketState:
 
     # -- the watermark ------------------------------------------------------------------------
 
+    def release_point(self, watermark_ms: int) -> int:
+        """How far this call may release: Spark's watermark, or the newest use pushed in this
+        call minus the watermark delay (`params.delay_ms`) when that is later.
+
+        Spark's watermark in a batch is the one the previous batch ended with, so a use waits
+        one batch more than it must: the newest use of this batch already sets the watermark
+        the next batch will have, and no use older than that (minus the delay) can still come
+        in within the delay. Releasing at it judges the same uses, in the same order, a batch
+        sooner; a use arriving later that is older than what its entity released is later
+        than the delay allows, and is dropped and counted as late, as Spark would.
+
+        >>> bucket = BucketState(CardRuleParams(delay_ms=120_000))
+        >>> bucket.push("c", "card-1", "a", 500_000, None, None, True, 10.0, "food", "m1")
+        True
+        >>> bucket.release_point(0), bucket.release_point(400_000)
+        (380000, 400000)
+        """
+        delay = self.params.delay_ms
+        if delay is None or self.newest_ms is None:
+            return watermark_ms
+        return max(watermark_ms, self.newest_ms - delay)
+
     def advance(self, watermark_ms: int) -> list[Alert]:
         """Release every use at or before the watermark, judge the windows it closes, and
         forget entities `ttl_ms` past their latest use; the alerts."""
@@ -289,7 +328,11 @@ class BucketState:
         return alerts
 
     def _release(self, record: list[Any], watermark_ms: int) -> list[tuple[Any, ...]]:
+        """The entity's buffered uses up to the watermark, in order; the entity then takes no
+        use at or before the watermark (its windows up to it are judged)."""
         buffer = record[BUFFER]
+        held = record[RELEASED]
+        record[RELEASED] = watermark_ms if held is None else max(held, watermark_ms)
         if not buffer:
             return []
         buffer.sort(key=lambda use: (use[0], use[1]))
@@ -297,7 +340,7 @@ class BucketState:
         cut = max(cut, len(buffer) - self.params.max_buffered)
         released, record[BUFFER] = buffer[:cut], buffer[cut:]
         if released:
-            record[RELEASED] = released[-1][0]
+            record[RELEASED] = max(record[RELEASED], released[-1][0])
         return released
 
     def _card(self, card: str, record: list[Any], watermark_ms: int) -> list[Alert]:
@@ -437,7 +480,9 @@ class CardBucketProcessor(StatefulProcessor):
         stored = self.state.get()
         return BucketState.from_bytes(None if stored is None else bytes(stored[0]), self.params)
 
-    def _finish(self, bucket: BucketState, watermark_ms: int) -> Iterator[pd.DataFrame]:
+    def _finish(
+        self, bucket: BucketState, watermark_ms: int, refused: int = 0
+    ) -> Iterator[pd.DataFrame]:
         alerts = bucket.advance(watermark_ms)
         wanted = bucket.timer()
         if wanted != bucket.timer_ms:
@@ -447,15 +492,17 @@ class CardBucketProcessor(StatefulProcessor):
                 self.handle.registerTimer(wanted)
             bucket.timer_ms = wanted
         self.state.update((bucket.to_bytes(),))
-        return _emit(alerts)
+        return _emit(alerts, refused)
 
     def handleInputRows(
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
     ) -> Iterator[pd.DataFrame]:
         bucket = self._load()
+        before = bucket.late_dropped
         for frame in rows:
             bucket.push_frame(frame)
-        return self._finish(bucket, timerValues.getCurrentWatermarkInMs())
+        point = bucket.release_point(timerValues.getCurrentWatermarkInMs())
+        return self._finish(bucket, point, bucket.late_dropped - before)
 
     def handleExpiredTimer(
         self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
@@ -485,22 +532,24 @@ def bucket_rules(params: CardRuleParams) -> BucketFn:
     ) -> Iterator[pd.DataFrame]:
         stored = state.getOption
         bucket = BucketState.from_bytes(None if stored is None else bytes(stored[0]), params)
+        before = bucket.late_dropped
         for frame in frames:
             bucket.push_frame(frame)
-        alerts = bucket.advance(state.getCurrentWatermarkMs())
+        alerts = bucket.advance(bucket.release_point(state.getCurrentWatermarkMs()))
         due = bucket.timer()
         bucket.timer_ms = due
         state.update((bucket.to_bytes(),))
         if due is not None:
             state.setTimeoutTimestamp(due)
-        return _emit(alerts)
+        return _emit(alerts, bucket.late_dropped - before)
 
     return apply
 
 
-def _emit(alerts: list[Alert]) -> Iterator[pd.DataFrame]:
-    """The alerts as one frame; none (no frame built) when there are none: most buckets of
-    most batches."""
-    if not alerts:
+def _emit(alerts: list[Alert], refused: int) -> Iterator[pd.DataFrame]:
+    """The alerts as one frame and the uses refused as late in this call as a count row
+    (`OUTPUT_DDL`); no frame built when there are neither: most buckets of most batches."""
+    if not alerts and not refused:
         return iter([])
-    return iter([alerts_to_frame(alerts).loc[:, list(ALERT_COLUMNS)]])
+    frame = alerts_to_frame(alerts).loc[:, list(ALERT_COLUMNS)] if alerts else None
+    return iter(with_drops(frame, refused))
