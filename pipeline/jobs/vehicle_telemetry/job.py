@@ -257,8 +257,9 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
         .option("checkpointLocation", str(alerts_checkpoint))
         .outputMode("append")
     )
-    with scheduler_pool(spark, "alerts"):
+    with scheduler_pool(spark, "deadletter"):
         first = start_query(deadletter, DEADLETTER_QUERY, stateless, note)
+    with scheduler_pool(spark, "alerts"):
         main = start_query(alerts, ALERTS_QUERY, stateful)
     first_batch(main, FIRST_BATCH_WAIT_S)
     with scheduler_pool(spark, "aggregates"):
