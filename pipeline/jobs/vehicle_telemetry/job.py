@@ -26,10 +26,10 @@ Queries (`streamsim pipeline run vehicle-telemetry` prints each one's mode):
 - `vehicle-telemetry.alerts` (and `.late-alerts`): state per vehicle, micro-batch,
   `AlertSink` (Kafka + lake, once per alert id) per batch.
 
-Scheduling: the dead-letter and alerts queries run in FAIR pool `alerts` (weight 4, a core
-guaranteed), the stats, trips and late-alerts queries in pool `aggregates`
-(`pipeline/fairscheduler.xml`): an alerts batch takes the next free core instead of queuing
-behind a stats batch's tasks.
+Scheduling: the alerts query runs in FAIR pool `alerts` (weight 4, a core guaranteed), the
+dead-letter query in pool `deadletter`, the stats, trips and late-alerts queries in pool
+`aggregates` (`pipeline/fairscheduler.xml`): an alerts batch takes the next free core instead
+of queuing behind a stats batch's tasks.
 
 Late data: every stateful query drops the readings at or before its previous batch's watermark and
 reports them per batch (`late_events`, `dropped_by_watermark` and the watermark lag in the metrics
