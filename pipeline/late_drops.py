@@ -12,11 +12,13 @@ query's own late drops.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import pandas as pd
 
 from core.config import StackConfig
 from detectors import ALERT_COLUMNS, ALERT_SPARK_DDL
+from pipeline.alerts_sink import AlertSink
 from pipeline.metrics import MetricsPublisher
 from pipeline.progress import BatchReport
 
@@ -75,3 +77,13 @@ class LateDrops:
             self._batch += 1
         alerts = rows[rows["alert_id"].notna()].drop(columns=[DROPPED])
         return alerts.reset_index(drop=True)
+
+
+def counting_sink(
+    stack: StackConfig, topic: str, job: str, checkpoint: Path, carry: Sequence[str] = (DROPPED,)
+) -> AlertSink:
+    """The `AlertSink` (Kafka `topic` + lake) of a query whose operator emits count rows:
+    `LateDrops` takes them out and publishes them; `carry`: the columns beyond the alerts'."""
+    return AlertSink(
+        stack, topic, job, checkpoint, stack.dirs.lake, carry=carry, split=LateDrops(stack, job)
+    )

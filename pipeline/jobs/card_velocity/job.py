@@ -60,7 +60,6 @@ from core.config import StackConfig
 from core.contracts import CARD_PROFILE, CARD_TRANSACTION
 from core.kafka import ensure_topics
 from core.kafka.compacted import ensure_compacted
-from pipeline.alerts_sink import AlertSink
 from pipeline.config import PipelineConfig
 from pipeline.jobs.card_velocity.config import CardVelocitySettings
 from pipeline.jobs.card_velocity.state import (
@@ -78,7 +77,7 @@ from pipeline.kafka_io import (
     read_kafka,
     write_kafka,
 )
-from pipeline.late_drops import DROPPED, OUTPUT_DDL, LateDrops
+from pipeline.late_drops import OUTPUT_DDL, counting_sink
 from pipeline.session import scheduler_pool, use_state_store
 from pipeline.settings import TriggerSettings, duration_ms
 from pipeline.triggers import MICROBATCH, output_mode, query_trigger, realtime_fits, start_query
@@ -302,15 +301,7 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
         str(checkpoints / "features"),
     )
     alerts_checkpoint = Path(checkpoints / "alerts")
-    sink = AlertSink(
-        stack,
-        cfg.output_topic,
-        NAME,
-        alerts_checkpoint,
-        stack.dirs.lake,
-        carry=(DROPPED,),
-        split=LateDrops(stack, NAME),
-    )
+    sink = counting_sink(stack, cfg.output_topic, NAME, alerts_checkpoint)
     alerts = (
         rule_alerts(tx, settings, cfg.watermark, profiles)
         .writeStream.foreachBatch(sink)

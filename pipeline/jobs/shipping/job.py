@@ -50,13 +50,12 @@ from core.errors import StreamsimError
 from core.kafka import ensure_topics
 from core.kafka.offsets import end_offsets
 from detectors import ALERT_COLUMNS, ALERT_SPARK_DDL, alerts_to_frame
-from pipeline.alerts_sink import AlertSink
 from pipeline.config import PipelineConfig
 from pipeline.jobs.shipping.config import offsets_by_topic, per_topic_cap, topics_by_kind
 from pipeline.jobs.shipping.logs import KINDS, EntityLog, Scored
 from pipeline.jobs.vehicle_telemetry.job import FIRST_BATCH_WAIT_S, first_batch
 from pipeline.kafka_io import deadletter_records, parse_events, read_kafka, write_kafka
-from pipeline.late_drops import DROPPED, QUERY_SUFFIX, LateDrops, with_drops
+from pipeline.late_drops import DROPPED, QUERY_SUFFIX, counting_sink, with_drops
 from pipeline.progress import source_offsets
 from pipeline.session import scheduler_pool, use_rocksdb_state
 from pipeline.settings import duration_ms
@@ -292,15 +291,7 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
         duration_ms(cfg.watermark), duration_ms(settings.history), duration_ms(settings.settle)
     )
     alerts_checkpoint = checkpoints / "alerts"
-    sink = AlertSink(
-        stack,
-        cfg.output_topic,
-        NAME,
-        alerts_checkpoint,
-        stack.dirs.lake,
-        carry=CARRY,
-        split=LateDrops(stack, NAME),
-    )
+    sink = counting_sink(stack, cfg.output_topic, NAME, alerts_checkpoint, carry=CARRY)
     alerts = (
         rows_stream(events)
         .groupBy("key")
