@@ -17,8 +17,9 @@ entities a batch touches are decoded:
 - a merchant: its not-yet-released uses and a ring of released uses inside the terminal window
   (`terminal_closing_alerts`).
 
-Uses are buffered as they arrive and released when the watermark passes them, in (event_time,
-event_id) order, so the alerts are those of the event-time-sorted stream (the batch forms):
+Uses are buffered as they arrive and released when the watermark passes them (or the call's
+`release_point`, a batch sooner), in (event_time, event_id) order, so the alerts are those of
+the event-time-sorted stream (the batch forms):
 travel and spending are fed each released use; the velocity and terminal windows (sliding by
 `rule_slide`, starts aligned to the epoch as Spark's `window()`) are judged once the watermark
 passes their end, the first crossing of each burst only: the same ids as the window forms on
