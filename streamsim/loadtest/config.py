@@ -133,8 +133,9 @@ class LagSettings(Settings):
         10.0,
         ge=0,
         le=600,
-        description="Once the lag is 0, keep reading alerts this long (within drain_s): "
-        "alerts the watermark releases come in the job's next, no-data batches.",
+        description="Once the lag is 0, keep reading alerts until none came for this long "
+        "(within drain_s): alerts the watermark releases come in the job's next, no-data "
+        "batches. Until the first alert, wait up to drain_s.",
     )
 
 

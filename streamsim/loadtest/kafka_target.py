@@ -43,7 +43,7 @@ from core.kafka import ensure_topics, producer_config
 from core.kafka.admin import is_reachable
 from core.kafka.clients import consumer_config
 from core.kafka.offsets import end_offsets
-from streamsim.loadtest.config import KafkaTarget, PayloadSource, ScenarioSource
+from streamsim.loadtest.config import KafkaTarget, LagSettings, PayloadSource, ScenarioSource
 from streamsim.loadtest.recorder import Recorder
 from streamsim.loadtest.runner import RunResult
 
@@ -209,9 +209,11 @@ class LagMonitor:
                 break
         return {"max": int(lags[peak]), "recovery_s": recovery, "recovered_at": threshold}
 
-    def recovered(self, recovered_at: int | None) -> bool:
+    def caught_up(self, recovered_at: int | None) -> bool:
+        """Recovered, and the latest sample is 0: the job has read every record sent."""
         figures = self.figures(recovered_at)
-        return figures is not None and figures["recovery_s"] is not None
+        recovered = figures is not None and figures["recovery_s"] is not None
+        return recovered and self.samples[-1].lag == 0
 
 
 # alerts ----------------------------------------------------------------------------------
@@ -230,6 +232,7 @@ class AlertTracer:
             [TopicPartition(topic, p, o) for p, o in end_offsets(stack, topic).items()]
         )
         self.alerts: list[tuple[int, list[str]]] = []
+        self.last_read = 0.0  # perf_counter() of the latest alert read
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="alerts", daemon=True)
 
@@ -253,6 +256,11 @@ class AlertTracer:
             ids = alert.get("event_ids") if isinstance(alert, dict) else None
             if ids:
                 self.alerts.append((msg.timestamp()[1], [str(i) for i in ids]))
+                self.last_read = time.perf_counter()
+
+    def quiet_since(self, since: float) -> float:
+        """Seconds without a new alert, counted from `since` at the earliest."""
+        return time.perf_counter() - max(since, self.last_read)
 
 
 def end_to_end_ms(
@@ -265,6 +273,25 @@ def end_to_end_ms(
         if slots:
             out.append(float(stamp - max(send_ms[s] for s in slots)))
     return out
+
+
+def drain(lag: LagSettings, monitor: LagMonitor | None, tracer: AlertTracer | None) -> None:
+    """Wait, up to `lag.drain_s`, for the lag to recover and the alerts to settle: the lag
+    is 0 and no alert came for `alerts_settle_s`. Alerts a watermark releases come in the
+    job's later (no-data) batches; a slow alerts query may report after the others, so an
+    alert-less run waits for its first alert until the deadline."""
+    deadline = time.perf_counter() + lag.drain_s
+    caught_up_at: float | None = None
+    while time.perf_counter() < deadline and (monitor is not None or tracer is not None):
+        if monitor is None or monitor.caught_up(lag.recovered_at):
+            if tracer is None:
+                return
+            caught_up_at = caught_up_at or time.perf_counter()
+            if tracer.alerts and tracer.quiet_since(caught_up_at) >= lag.alerts_settle_s:
+                return
+        else:
+            caught_up_at = None
+        time.sleep(0.2)
 
 
 # the run ---------------------------------------------------------------------------------
@@ -368,18 +395,7 @@ def run_kafka(
         elapsed = now()
         if progress is not None:
             progress(n, recorder.finished, n, recorder)
-        # drain: wait for the lag to recover and alerts to arrive
-        deadline = time.perf_counter() + target.lag.drain_s
-        while time.perf_counter() < deadline and (monitor is not None or tracer is not None):
-            if monitor is not None and monitor.recovered(target.lag.recovered_at):
-                if tracer is None:
-                    break
-                if monitor.samples and monitor.samples[-1].lag == 0:
-                    # alerts a watermark releases come in the job's later (no-data) batches
-                    settle = target.lag.alerts_settle_s
-                    time.sleep(min(settle, max(0.0, deadline - time.perf_counter())))
-                    break
-            time.sleep(0.2)
+        drain(target.lag, monitor, tracer)
     finally:
         for helper in (monitor, tracer):
             if helper is not None:
