@@ -10,6 +10,7 @@ from pyspark.sql.streaming import StreamingQuery, StreamingQueryListener
 from core.config import StackConfig
 from core.errors import StreamsimError
 from core.kafka import ensure_topics
+from pipeline.alerts_sink import sink_of
 from pipeline.config import PipelineConfig
 from pipeline.jobs.card_velocity import job as card_velocity
 from pipeline.jobs.shipping import job as shipping
@@ -39,6 +40,25 @@ def start_job(
     if listener is not None:
         spark.streams.addListener(listener)
     return JOBS[cfg.job](spark, stack, cfg)
+
+
+def stop_job(
+    stack: StackConfig,
+    cfg: PipelineConfig,
+    queries: list[StreamingQuery],
+    listener: StreamingQueryListener | None = None,
+) -> None:
+    """Stop the queries, close their alert producers while the broker still runs (one left
+    open past the broker logs librdkafka's "Connection refused"), and unregister the listener
+    `start_job` registered: the session outlives the job in the demo and the tests."""
+    for query in queries:
+        query.stop()
+    for query in queries:
+        sink = sink_of(query)
+        if sink is not None:
+            sink.close()
+    if listener is not None:
+        spark_session(stack, app=cfg.job).streams.removeListener(listener)
 
 
 def drain_job(

@@ -244,7 +244,7 @@ def _run(
     on_batch: Callable[[BatchReport], None] | None,
     run_id: str,
 ) -> tuple[dict[str, Any], PipelineConfig]:
-    from pipeline.catalog import drain_job, start_job
+    from pipeline.catalog import drain_job, start_job, stop_job
     from pipeline.metrics import MetricsPublisher
 
     cfg = load_model(PipelineConfig, plan.pipeline)
@@ -274,9 +274,7 @@ def _run(
             end = _end_of_input(stack, cfg, queries, {**plan.end_of_input, "event_id": run_id})
             simulation["end_of_input"] = end
     finally:
-        for query in queries:
-            query.stop()
-        _close_alert_sinks(queries)
+        stop_job(run_stack, cfg, queries, totals)
         metrics.close()
     result = {
         "scenario": path.stem,
@@ -305,17 +303,6 @@ def _own_profiles(stack: StackConfig, cfg: PipelineConfig) -> PipelineConfig:
         update={"profiles_starting_offsets": json.dumps(offsets)}
     )
     return cfg.model_copy(update={"card_velocity": settings})
-
-
-def _close_alert_sinks(queries: list[Any]) -> None:
-    """Close the queries' alert producers while the broker still runs: a producer left open
-    past the broker logs librdkafka's "Connection refused" to the terminal."""
-    from pipeline.alerts_sink import sink_of
-
-    for query in queries:
-        sink = sink_of(query)
-        if sink is not None:
-            sink.close()
 
 
 def _end_of_input(

@@ -49,7 +49,7 @@ def run(
 ) -> None:
     """Start JOB's streaming queries; print rows, rates, watermark and late drops per batch.
     SIGUSR1 (`pipeline.signals.DRAIN_SIGNAL`) drains it: what its topics hold then, then stop."""
-    from pipeline.catalog import drain_job, start_job
+    from pipeline.catalog import drain_job, start_job, stop_job
     from pipeline.config import PipelineConfig
     from pipeline.metrics import MetricsPublisher
     from pipeline.progress import BatchReport, ProgressTotals, no_batches
@@ -102,8 +102,7 @@ def run(
     except KeyboardInterrupt:
         pass
     finally:
-        for query in queries:
-            query.stop()
+        stop_job(stack, cfg, queries, totals)
         metrics.close()
     queries_totals = totals.to_dict()
     for name, mode in modes.items():
