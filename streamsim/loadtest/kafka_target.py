@@ -209,11 +209,13 @@ class LagMonitor:
                 break
         return {"max": int(lags[peak]), "recovery_s": recovery, "recovered_at": threshold}
 
-    def caught_up(self, recovered_at: int | None) -> bool:
-        """Recovered, and the latest sample is 0: the job has read every record sent."""
+    def recovered(self, recovered_at: int | None) -> bool:
         figures = self.figures(recovered_at)
-        recovered = figures is not None and figures["recovery_s"] is not None
-        return recovered and self.samples[-1].lag == 0
+        return figures is not None and figures["recovery_s"] is not None
+
+    def at_zero(self) -> bool:
+        """The latest sample is 0: the job has read every record sent."""
+        return bool(self.samples) and self.samples[-1].lag == 0
 
 
 # alerts ----------------------------------------------------------------------------------
@@ -276,16 +278,18 @@ def end_to_end_ms(
 
 
 def drain(lag: LagSettings, monitor: LagMonitor | None, tracer: AlertTracer | None) -> None:
-    """Wait, up to `lag.drain_s`, for the lag to recover and the alerts to settle: the lag
-    is 0 and no alert came for `alerts_settle_s`. Alerts a watermark releases come in the
-    job's later (no-data) batches; a slow alerts query may report after the others, so an
-    alert-less run waits for its first alert until the deadline."""
+    """Wait, up to `lag.drain_s`, for the lag to recover (`recovered_at`) and, with alerts
+    traced, for them to settle: the lag is 0 and no alert came for `alerts_settle_s`.
+    Alerts a watermark releases come in the job's later (no-data) batches; a slow alerts
+    query may report after the others, so an alert-less run waits for its first alert until
+    the deadline."""
     deadline = time.perf_counter() + lag.drain_s
     caught_up_at: float | None = None
     while time.perf_counter() < deadline and (monitor is not None or tracer is not None):
-        if monitor is None or monitor.caught_up(lag.recovered_at):
-            if tracer is None:
-                return
+        recovered = monitor is None or monitor.recovered(lag.recovered_at)
+        if recovered and tracer is None:
+            return
+        if tracer is not None and recovered and (monitor is None or monitor.at_zero()):
             caught_up_at = caught_up_at or time.perf_counter()
             if tracer.alerts and tracer.quiet_since(caught_up_at) >= lag.alerts_settle_s:
                 return
