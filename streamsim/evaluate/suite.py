@@ -88,6 +88,9 @@ class SuiteConfig(Settings):
     pipeline: Path | None = Field(
         None, description="Pipeline config of the detectors (path pipeline; unset: the job's)."
     )
+    settings: Path | None = Field(
+        None, description="The fraud endpoint's settings (path endpoint; unset: its defaults)."
+    )
     horizon_ms: float | None = Field(
         None, description="Incidents this young at the run's end are open (not scored)."
     )
@@ -251,7 +254,7 @@ def _one_run(
         Engine(scenario, cfg, JsonlSink(tmp), speed="max").run()
         truth = pd.DataFrame(_lines(Path(tmp) / "truth.jsonl"))
         if cards and suite.path == "endpoint":
-            detections = _endpoint(Path(tmp), stack)
+            detections = _endpoint(Path(tmp), stack, suite.settings)
         elif base.name == "sensor_fleet" and suite.path == "pipeline":
             detections = _sensor_rules(Path(tmp), truth)
         elif not cards and suite.path == "pipeline":
@@ -267,14 +270,15 @@ def _lines(path: Path) -> Iterator[dict[str, Any]]:
             yield orjson.loads(line)
 
 
-def _endpoint(folder: Path, stack: StackConfig) -> pd.DataFrame:
-    """The endpoint's decisions on the run's requests, in emit order; its alerts as
-    detections (the event ids each names)."""
+def _endpoint(folder: Path, stack: StackConfig, settings: Path | None) -> pd.DataFrame:
+    """The endpoint's decisions (with `settings`, else its defaults) on the run's requests, in
+    emit order; its alerts as detections (the event ids each names)."""
     from api.fraud.models import TransactionRequest
     from api.fraud.service import FraudService
     from api.fraud.settings import ApiSettings, load_secrets
 
-    service = FraudService(ApiSettings(), load_secrets(stack))
+    chosen = load_model(ApiSettings, settings) if settings else ApiSettings()
+    service = FraudService(chosen, load_secrets(stack))
     profiles = folder / "profiles.jsonl"
     if profiles.exists():
         for record in _lines(profiles):

@@ -90,9 +90,26 @@ def test_the_bar_decides_ok() -> None:
                                                                    "hard_negative_rate": 0.0})}
     )  # fmt: skip
     report = run_suite(impossible, "card-velocity", StackConfig(), **small)
-    assert report["ok"] is False  # compromised terminals have no endpoint rule: recall 0
+    assert report["ok"] is False  # a bar of 1.0 everywhere
     lax = impossible.model_copy(
         update={"thresholds": impossible.thresholds.model_copy(
             update={"recall": 0.0, "incident_precision": 0.0, "hard_negative_rate": 1.0})}
     )  # fmt: skip
     assert run_suite(lax, "card-velocity", StackConfig(), **small)["ok"] is True
+
+
+def test_an_endpoint_suite_scores_the_settings_it_names(tmp_path: Path) -> None:
+    shipped = load_suite("config/suites/cards-tuning.yaml")
+    assert shipped.settings == Path("config/api.yaml")
+    entities, duration_s = SMALL["card_velocity"]
+    off = tmp_path / "api.yaml"
+    off.write_text("kind: api\nvelocity: {min_count: 100000, min_small_count: 100000}\n")
+    recall = {}
+    for settings in (shipped.settings, off):
+        suite = shipped.model_copy(update={"variants": shipped.variants[:1], "settings": settings})
+        report = run_suite(
+            suite, "card-velocity", StackConfig(), seeds=suite.seeds[:1], entities=entities,
+            duration_s=duration_s,
+        )  # fmt: skip
+        recall[settings] = report["types"]["card_testing"]["mean"]["recall"]
+    assert recall[shipped.settings] > 0.5 and recall[off] == 0.0
