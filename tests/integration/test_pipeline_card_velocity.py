@@ -149,7 +149,7 @@ EXPECTED = {  # (rule, entity, event ids) of every alert, nothing else
     ("impossible_travel", "tok-dup", ("dup-madrid", "dup-moscow")),
     # Sliding windows alert at the first window over the threshold: the fifth use, the 24th card.
     ("velocity", "tok-ct", tuple(f"ct-{i}" for i in range(5))),
-    ("compromised_terminal", "m-skimmer", tuple(f"sk-{i:02}" for i in range(24))),
+    ("compromised_terminal", "m-skimmer-t1", tuple(f"sk-{i:02}" for i in range(24))),
     ("spending_anomaly", "tok-ato", ("ato-10",)),
 }
 
@@ -163,9 +163,10 @@ def oracle_alerts(settings: CardVelocitySettings) -> pd.DataFrame:
     velocity = velocity_window_alerts(
         velocity_window_features(frame, settings.velocity, slide_ms=slide), settings.velocity
     )
-    by_merchant = frame.rename(columns={"entity_id": "card_id", "merchant_id": "entity_id"})
+    by_terminal = frame.rename(columns={"entity_id": "card_id"})
+    by_terminal["entity_id"] = by_terminal["terminal_id"].fillna(by_terminal["merchant_id"])
     terminal = terminal_window_alerts(
-        terminal_window_features(by_merchant, settings.terminal, slide_ms=slide),
+        terminal_window_features(by_terminal, settings.terminal, slide_ms=slide),
         settings.terminal,
     )
     spending = spending_alerts(
@@ -318,6 +319,8 @@ def run(kafka_stack: StackConfig, spark: Any, tmp_path_factory: pytest.TempPathF
                     {"length": "10 minutes", "slide": "5 minutes"},
                 ],
                 "profiles_topic": None,  # spending from the stream's history (profiles: own test)
+                "velocity": {"min_count": 5},  # the thresholds the planted incidents cross
+                "terminal": {"min_distinct_cards": 20},
             },
         }
     )
@@ -427,7 +430,7 @@ def test_alert_records_carry_source_job_time_and_evidence(run: Run) -> None:
     assert (velocity["tx_count"], velocity["small_count"]) == (5, 5)  # the duplicate once
     # approx_count_distinct (HyperLogLog++, rsd 0.05) may be off by a little, even this small
     assert abs(velocity["distinct_merchants"] - 5) <= 1
-    terminal = by_rule[("compromised_terminal", "m-skimmer")]["evidence"]
+    terminal = by_rule[("compromised_terminal", "m-skimmer-t1")]["evidence"]
     assert abs(terminal["distinct_cards"] - 24) <= 3 and terminal["tx_count"] == 24
     assert by_rule[("spending_anomaly", "tok-ato")]["label"] == "account_takeover"
 

@@ -17,7 +17,8 @@ def test_defaults_use_the_detectors_parameter_models() -> None:
     settings = load_settings(None)
     assert settings.topic == "cards.activity"
     assert settings.travel.max_speed_kmh == 1000.0
-    assert settings.velocity.min_count == 5
+    assert settings.velocity.min_count == 3  # set on the cards-tuning suite
+    assert settings.terminal is not None and settings.terminal.min_distinct_cards == 10
     assert settings.scoring.decline_at == 0.85
 
 

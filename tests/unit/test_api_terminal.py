@@ -40,19 +40,19 @@ def h() -> Iterator[Harness]:
 
 def test_a_burst_of_cards_at_one_merchant_is_flagged_once_at_the_crossing(h: Harness) -> None:
     bodies = burst("s", PANS[:30], "m-skim", T0, 10_000)  # 30 cards in 5 minutes
-    assert flagged(h, bodies) == ["s19"]  # the 20th distinct card, and only it
+    assert flagged(h, bodies) == ["s9"]  # the 10th distinct card, and only it
     records = [r for r in h.records() if RULE in r["reasons"]]
     assert len(records) == 1
     verdict = records[0]
     assert verdict["decision"] == "review"  # the card paying there is a victim, not a thief
     (alert,) = verdict["evidence"]["alerts"]
     assert alert["label"] == RULE
-    assert sorted(alert["event_ids"]) == sorted(f"s{i}" for i in range(20))
+    assert sorted(alert["event_ids"]) == sorted(f"s{i}" for i in range(10))
 
 
 def test_a_busy_merchant_below_the_threshold_is_not_flagged(h: Harness) -> None:
-    """300 uses in 10 minutes, by 19 cards: busy, but never 20 cards."""
-    cards = [PANS[i % 19] for i in range(300)]
+    """300 uses in 10 minutes, by 9 cards: busy, but never 10 cards."""
+    cards = [PANS[i % 9] for i in range(300)]
     assert flagged(h, burst("b", cards, "m-busy", T0, 2_000)) == []
 
 
@@ -60,16 +60,16 @@ def test_the_burst_state_is_rebuilt_from_the_topic() -> None:
     """Uses before a restart count after it, and a burst that alerted does not alert again."""
     before = Harness()
     with before.client:
-        first = burst("s", PANS[:12], "m-skim", T0, 10_000)
+        first = burst("s", PANS[:6], "m-skim", T0, 10_000)
         done = burst("d", PANS[30:55], "m-done", T0, 5_000)
-        assert flagged(before, first) == [] and flagged(before, done) == ["d19"]
+        assert flagged(before, first) == [] and flagged(before, done) == ["d9"]
     after = Harness()
     updater = ActivityUpdater(StackConfig(), "cards.activity", after.service.state)
     for _, value in before.publisher.records:
         updater._apply(value, 0, 0)
     with after.client:
-        rest = burst("s", PANS[:25], "m-skim", T0, 10_000)[12:]
-        assert flagged(after, rest) == ["s19"]
+        rest = burst("s", PANS[:25], "m-skim", T0, 10_000)[6:]
+        assert flagged(after, rest) == ["s9"]
         more = [tx("d25", T0 + 130_000, card_number=PANS[55], merchant_id="m-done")]
         assert flagged(after, more) == []  # the same burst
 
@@ -96,7 +96,7 @@ def test_terminal_key_counts_cards_per_terminal_and_the_rule_can_be_off() -> Non
     per_merchant = ApiSettings(gc_freeze_interval_s=None, terminal_key="merchant")
     off = ApiSettings(gc_freeze_interval_s=None, terminal=None)
     low = ApiSettings(gc_freeze_interval_s=None, terminal=TerminalParams(min_distinct_cards=5))
-    for settings, want in ((per_terminal, []), (per_merchant, ["s19"]), (off, [])):
+    for settings, want in ((per_terminal, []), (per_merchant, ["s9"]), (off, [])):
         h = Harness(settings)
         with h.client:
             assert flagged(h, tills) == want

@@ -105,7 +105,9 @@ def test_the_shipped_pipeline_file_loads() -> None:
     cfg = load_model(PipelineConfig, REPO / "config" / "pipelines" / "card-velocity.yaml")
     assert cfg.job == "card-velocity"
     assert cfg.input_topics == ["cards.transactions"] and cfg.output_topic == "alerts"
-    assert cfg.card_velocity.velocity == VelocityParams()  # the file spells out the defaults
+    defaults = CardVelocitySettings()
+    assert cfg.card_velocity.velocity == defaults.velocity  # the file spells out the defaults
+    assert cfg.card_velocity.terminal == defaults.terminal
 
 
 def test_a_bad_value_names_its_key(tmp_path: Path) -> None:

@@ -66,9 +66,19 @@ class CardVelocitySettings(Settings):
         description="Which rules raise alerts.",
     )
     velocity: VelocityParams = Field(
-        VelocityParams(), description="Card testing; also sets features' small amount."
+        VelocityParams(min_count=3),
+        description="Card testing; also sets features' small amount. As the fraud endpoint's.",
     )
-    terminal: TerminalParams = Field(TerminalParams(), description="Compromised terminal.")
+    terminal: TerminalParams = Field(
+        TerminalParams(min_distinct_cards=10),
+        description="Compromised terminal. As the fraud endpoint's.",
+    )
+    terminal_key: Literal["terminal", "merchant"] = Field(
+        "terminal",
+        description="What the terminal rule counts cards at, as the fraud endpoint's "
+        "`terminal_key`: `terminal` (terminal_id; merchant_id for online uses, which have none) "
+        "or `merchant` (merchant_id: a rush at a busy merchant's many tills adds up).",
+    )
     rule_slide: Duration | None = Field(
         "1 minute",
         description="Slide of the velocity and terminal rules' windows: a burst shorter than "

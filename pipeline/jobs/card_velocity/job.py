@@ -8,8 +8,9 @@ source: `cards.transactions` (raw POS) or `cards.activity` (the endpoint's decis
   -> alerts: ONE stateful operator for every rule (`CardBucketProcessor`): each transaction
      is a card row and a merchant row, grouped by a bucket of entities with compact state;
      impossible travel, account takeover and velocity (card testing: sliding windows, the
-     first crossing of each burst) per card, compromised terminal per merchant, all from
-     `detectors/`, fed in event-time order at the watermark   -> `alerts` topic + `<lake>/alerts/`
+     first crossing of each burst) per card, compromised terminal per terminal (online: per
+     merchant; `terminal_key`), all from `detectors/`, fed in event-time order at the
+     watermark                                                  -> `alerts` topic + `<lake>/alerts/`
 profiles: `cards.profiles` (compacted, `card_velocity.profiles_topic`), JSON -> parse;
   malformed -> dead-letter topic -> rows of kind "p" into the same stateful operator, in the
   bucket of their card: the spending rule judges each purchase against the card's profile
@@ -179,17 +180,18 @@ def rule_alerts(
     """The alert rows of every enabled rule, from one stateful operator, and rows counting the
     uses it refused as late (`late_drops.OUTPUT_DDL`; `LateDrops` takes them out).
 
-    Each transaction becomes a card row and a merchant row (`kind` c / m), grouped by a bucket
-    of `hash(kind, entity)`: `CardBucketProcessor` runs the per-card rules and the
-    per-merchant rule on them (see `pipeline.jobs.card_velocity.state`). `profiles` (parsed
-    `cards.profile/1` records): each becomes a row of kind p in its card's bucket, and the
-    spending rule judges against them; None: against the card's history in the stream."""
+    Each transaction becomes a card row and a merchant row (`kind` c / m; the "merchant" is
+    what `_terminal` keys), grouped by a bucket of `hash(kind, entity)`: `CardBucketProcessor`
+    runs the per-card rules and the per-merchant rule on them (see
+    `pipeline.jobs.card_velocity.state`). `profiles` (parsed `cards.profile/1` records): each
+    becomes a row of kind p in its card's bucket, and the spending rule judges against them;
+    None: against the card's history in the stream."""
     params = rule_params(settings, watermark, profiles is not None)
     kinds = []
     if params.travel or params.spending or params.velocity:
         kinds.append(_keyed("c", "card_token", "merchant_id"))
     if params.terminal:
-        kinds.append(_keyed("m", "merchant_id", "card_token"))
+        kinds.append(_keyed("m", _terminal(settings.terminal_key), "card_token"))
     rows = tx.select("*", F.explode(F.array(*kinds)).alias("keyed")).where(
         F.col("keyed.entity").isNotNull()
     )
@@ -242,10 +244,16 @@ def _profile_rows(profiles: DataFrame, card_rows: DataFrame, buckets: Column) ->
     )
 
 
-def _keyed(kind: str, entity: str, other: str) -> Column:
-    return F.struct(
-        F.lit(kind).alias("kind"), F.col(entity).alias("entity"), F.col(other).alias("other")
-    )
+def _keyed(kind: str, entity: str | Column, other: str) -> Column:
+    entity = F.col(entity) if isinstance(entity, str) else entity
+    return F.struct(F.lit(kind).alias("kind"), entity.alias("entity"), F.col(other).alias("other"))
+
+
+def _terminal(key: str) -> Column:
+    """What the terminal rule counts cards at: the terminal (online: the merchant) or merchant."""
+    if key == "merchant":
+        return F.col("merchant_id")
+    return F.coalesce(F.col("terminal_id"), F.col("merchant_id"))
 
 
 def logic_streams(events: DataFrame, cfg: PipelineConfig) -> dict[str, DataFrame]:
