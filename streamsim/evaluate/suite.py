@@ -197,11 +197,20 @@ def run_suite(
 
 
 def _summary(per_run: list[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
-    """Mean and worst of each figure over the runs that had support (precision: detections)."""
-    scored = [f for f in per_run if f["support"] > 0] or per_run
+    """Mean and worst of each figure: recall and F1 over the runs that had support, precision
+    over those that had detections (a false alert in a run without incidents counts).
+
+    >>> runs = [{"support": 0, "precision": 0.0, "incident_precision": 0.0, "recall": 0.0,
+    ...          "f1": 0.0}, {"support": 2, "precision": 1.0, "incident_precision": 1.0,
+    ...          "recall": 0.5, "f1": 0.667}]
+    >>> _summary(runs)["worst"]
+    {'precision': 0.0, 'incident_precision': 0.0, 'recall': 0.5, 'f1': 0.667}
+    """
+    supported = [f for f in per_run if f["support"] > 0] or per_run
     out: dict[str, dict[str, float | None]] = {"mean": {}, "worst": {}}
     for key in FIGURES:
-        values = [f[key] for f in scored if f.get(key) is not None]
+        runs = per_run if key in ("precision", "incident_precision") else supported
+        values = [f[key] for f in runs if f.get(key) is not None]
         out["mean"][key] = round(float(np.mean(values)), 4) if values else None
         out["worst"][key] = round(float(np.min(values)), 4) if values else None
     return out
