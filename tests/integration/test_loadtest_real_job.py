@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from core.config import StackConfig
 from core.kafka import ensure_topics
@@ -28,7 +29,19 @@ pytestmark = pytest.mark.integration
 
 endpoint = http_it.endpoint  # the real fraud endpoint (`streamsim api`), module-scoped
 
-SCENARIO = str(REPO_ROOT / "config/scenarios/card_velocity.yaml")
+SCENARIO = REPO_ROOT / "config/scenarios/card_velocity.yaml"
+
+
+@pytest.fixture(scope="module")
+def scenario(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The shipped card scenario with 20x the impossible-travel and card-testing rates: the ~9,000
+    records a run sends hold a few incidents that alert, not one whose loss fails the test."""
+    data = yaml.safe_load(SCENARIO.read_text())
+    for kind in ("impossible_travel", "card_testing"):
+        data["domain"]["fraud"][kind]["rate_per_1k_card_hours"] *= 20
+    path = tmp_path_factory.mktemp("lt-scenario") / "card_velocity.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
 
 
 @dataclass
@@ -59,15 +72,15 @@ def job(
             "input_topics": [f"lt.cards-{tag}"],
             "output_topic": f"lt.alerts-{tag}",
             "deadletter_topic": f"lt.deadletter-{tag}",
-            "watermark": "10 seconds",
+            "watermark": "2 minutes",  # terminal clocks differ by up to 2 min: none is late
             "trigger": {"mode": "microbatch", "interval": "0 seconds"},
             "card_velocity": {
                 "features_topic": f"lt.features-{tag}",
                 "feature_windows": [{"length": "1 minute"}],
                 "features_trigger": {"mode": "microbatch", "interval": "2 seconds"},
                 "deadletter_trigger": {"mode": "microbatch", "interval": "2 seconds"},
-                # The ~500 s of event time 9,000 records span close 5-minute velocity
-                # windows (the card-testing bursts); 10-minute ones would stay open.
+                # The ~7 min of event time 9,000 records span close 5-minute velocity
+                # windows (the card-testing bursts) up to ~5 min; 10-minute ones would not.
                 "velocity": {"window_s": 300},
                 "profiles_topic": None,  # the load is transactions only
             },
@@ -88,11 +101,11 @@ def job(
         metrics.close()
 
 
-def kafka_target(job: RunningJob, seed: int) -> dict[str, Any]:
+def kafka_target(job: RunningJob, scenario: str, seed: int) -> dict[str, Any]:
     return {
         "type": "kafka",
         "topic": job.topic,
-        "source": {"type": "scenario", "file": SCENARIO, "seed": seed},
+        "source": {"type": "scenario", "file": scenario, "seed": seed},
         "job": job.name,
         "alerts_topic": job.alerts_topic,
         "lag": {"sample_s": 0.5, "drain_s": 300, "recovered_at": 0, "alerts_settle_s": 60},
@@ -113,12 +126,12 @@ def assert_measured(report: dict[str, Any]) -> None:
 
 @pytest.mark.timeout(900)
 def test_kafka_target_measures_the_real_jobs_lag_and_produce_to_alert_latency(
-    kafka_stack: StackConfig, job: RunningJob, tmp_path: Path
+    kafka_stack: StackConfig, job: RunningJob, scenario: str, tmp_path: Path
 ) -> None:
     cfg = LoadTestConfig.model_validate(
         {
             "kind": "loadtest",
-            "target": kafka_target(job, seed=11),
+            "target": kafka_target(job, scenario, seed=11),
             "load": {"type": "constant", "rate": 1000},
             "warmup_s": 1,
             "duration_s": 8,
@@ -136,7 +149,7 @@ def test_kafka_target_measures_the_real_jobs_lag_and_produce_to_alert_latency(
 
 @pytest.mark.timeout(900)
 def test_scenario_target_measures_both_paths_against_the_real_job(
-    kafka_stack: StackConfig, job: RunningJob, endpoint: str, tmp_path: Path
+    kafka_stack: StackConfig, job: RunningJob, endpoint: str, scenario: str, tmp_path: Path
 ) -> None:
     cfg = LoadTestConfig.model_validate(
         {
@@ -151,7 +164,7 @@ def test_scenario_target_measures_both_paths_against_the_real_job(
                     "slo": {"p99_ms": 5000},
                 },
                 "kafka": {
-                    "target": kafka_target(job, seed=12),
+                    "target": kafka_target(job, scenario, seed=12),
                     "load": {"type": "constant", "rate": 1000},
                     "slo": {"e2e_p99_ms": 1},  # impossible: the Kafka path fails alone
                 },
