@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from api.fraud.settings import ApiSettings, load_settings
 from core.config import load_model
 from core.config.errors import ConfigError
 from detectors import SpendingParams, TerminalParams, TravelParams, VelocityParams
@@ -137,3 +138,14 @@ def test_state_store_defaults_to_memory_and_transform_with_state_needs_rocksdb()
     assert config(**tws, state_store="rocksdb").card_velocity.state_store == "rocksdb"
     with pytest.raises(ValueError, match="state_store"):
         config(state_store="leveldb")
+
+
+def test_the_job_and_the_endpoint_share_velocity_and_terminal_thresholds() -> None:
+    """Both packages spell the tuned defaults; neither may drift from the other or its file."""
+    job, endpoint = CardVelocitySettings(), ApiSettings()
+    shipped_job = load_model(PipelineConfig, REPO / "config" / "pipelines" / "card-velocity.yaml")
+    shipped_endpoint = load_settings(REPO / "config" / "api.yaml")
+    for settings in (endpoint, shipped_job.card_velocity, shipped_endpoint):
+        assert settings.velocity == job.velocity
+        assert settings.terminal == job.terminal
+        assert settings.terminal_key == job.terminal_key
