@@ -154,6 +154,7 @@ class Decider:
                 tx.amount,
                 tx.merchant_category,
                 self.settings.spending,
+                tx.device_id,
             )
             if spent is not None:
                 alerts.append(spent)
@@ -180,6 +181,7 @@ class Decider:
             "lon": tx.lon,
             "country": tx.country,
             "terminal_id": tx.terminal_id,
+            "device_id": tx.device_id,
             "decision": decision,
             "score": score,
             "reasons": reasons,

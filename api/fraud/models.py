@@ -112,6 +112,14 @@ class TransactionRequest(BaseModel):
         description="Epoch ms from the device's own clock (may be skewed).",
     )
     terminal_id: str | None = Field(None, min_length=1, max_length=128, pattern=_ID)
+    device_id: str | None = Field(
+        None,
+        min_length=1,
+        max_length=128,
+        pattern=_ID,
+        description="The payer's device (a browser or app fingerprint, a wallet's phone); "
+        "null for a plastic card.",
+    )
 
     @field_validator("card_number")
     @classmethod
@@ -121,7 +129,9 @@ class TransactionRequest(BaseModel):
         return value
 
     # currency and country: their patterns admit no digit.
-    @field_validator("transaction_id", "merchant_id", "merchant_category", "terminal_id")
+    @field_validator(
+        "transaction_id", "merchant_id", "merchant_category", "terminal_id", "device_id"
+    )
     @classmethod
     def _no_card_number(cls, value: str | None, info: ValidationInfo) -> str | None:
         if value is None:

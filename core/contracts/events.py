@@ -263,6 +263,12 @@ _TRANSACTION = (
     _float("lon", 5, nullable=True),
     _string("country"),
     _string("terminal_id", nullable=True),
+    _string(
+        "device_id",
+        nullable=True,
+        doc="the payer's device: a browser or app fingerprint online, the phone of a mobile "
+        "wallet in store; null for a plastic card at a terminal",
+    ),
 )
 _CARD = (
     _string("transaction_id", doc="the idempotency key; equals event_id"),
@@ -333,6 +339,7 @@ CARD_PROFILE = EventSchema(
         Field("history_count", "int", doc="purchases over the profile's period"),
         Field("history_days", "int", doc="the profile's period"),
         Field("category_counts", "json", doc="purchases per MCC over the period"),
+        Field("devices", "json", doc="the device ids the holder has paid from (`device_id`)"),
     ),
     "A cardholder profile from the issuer's master data (compacted, keyed by card token): the "
     "typical ticket, categories, home region and usual channel, as banks keep one.",

@@ -102,6 +102,21 @@ class CardSettings(Settings):
     diurnal: bool = Field(
         True, description="Fewer purchases at night (local solar time of the card's city)."
     )
+    devices: Distribution = Field(
+        Uniform(low=1.0, high=3.0),
+        description="Per-card devices the holder pays from (a phone, a laptop, a tablet; "
+        "rounded, 1 to 4); the issuer's profile lists them.",
+    )
+    wallet_share: Distribution = Field(
+        Uniform(low=0.0, high=0.5),
+        description="Per-card share of card-present purchases paid with the phone's wallet "
+        "(the device is known); the rest by plastic, with no device.",
+    )
+    new_device_share: Distribution = Field(
+        Uniform(low=0.005, high=0.04),
+        description="Per-card share of online and wallet purchases made from a device the "
+        "issuer has not seen (a new phone, a borrowed laptop, a cleared browser).",
+    )
 
 
 class GeographySettings(Settings):
@@ -260,6 +275,14 @@ class AccountTakeover(Settings):
         description="MCCs a taker buys in; each incident uses the card's least usual one.",
     )
     online_share: float = Field(0.7, ge=0, le=1, description="Share of purchases made online.")
+    holder_device_share: float = Field(
+        0.05,
+        ge=0,
+        le=1,
+        description="Share of incidents paid from the holder's own devices (remote-access "
+        "malware); the rest from the taker's, new to the issuer (in store: the card "
+        "provisioned to the taker's phone wallet).",
+    )
 
 
 class CompromisedTerminal(Settings):
@@ -313,6 +336,13 @@ class LargePurchase(Settings):
         description="MCCs of large purchases (one drawn per purchase).",
     )
     online_share: float = Field(0.25, ge=0, le=1, description="Share made online.")
+    new_device_share: float = Field(
+        0.25,
+        ge=0,
+        le=1,
+        description="Share of the online ones made from a device the issuer has not seen yet "
+        "(a new laptop, and a big order from it).",
+    )
 
 
 class HardNegativeSettings(Settings):

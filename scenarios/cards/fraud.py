@@ -10,7 +10,8 @@ use of an incident carries its label and the incident's id:
 - card_testing: a burst of small amounts seconds apart, mostly online at distinct merchants,
   else at one terminal in the holder's city.
 - account_takeover: a few high amounts (a multiple of the card's typical purchase) in the
-  configured category the card uses least, mostly online.
+  configured category the card uses least, mostly online, from the taker's device (in store,
+  the card provisioned to the taker's phone wallet), now and then the holder's own.
 - compromised_terminal: many distinct cards at one merchant within a window: a POS terminal
   used by cards of holders living in its city, or an online merchant.
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from scenarios.cards.config import CARD_FRAUDS, CardVelocityDomain
+from scenarios.cards.payers import HOLDER, NO_DEVICE, PayerDevices
 from scenarios.cards.profiles import CardProfiles
 from scenarios.cards.purchases import Purchases, cents
 from scenarios.cards.travel import Trips, pick_destinations
@@ -53,11 +55,12 @@ class FraudInjector:
         destinations: np.ndarray,
         shops: Purchases,
         trips: Trips,
+        payers: PayerDevices,
         seed: int,
     ) -> None:
         self.d = domain.fraud
         self.cards, self.world, self.destinations = cards, world, destinations
-        self.shops, self.trips = shops, trips
+        self.shops, self.trips, self.payers = shops, trips, payers
         self.ids = IdCounter()
         self.n = len(cards)
         self.rngs = {kind: rng_for(seed, "card_velocity", "fraud", kind) for kind in CARD_FRAUDS}
@@ -123,7 +126,8 @@ class FraudInjector:
         amount = self.shops.amounts(ent, dev, rng)
         label = np.r_[0, np.full(k, IMPOSSIBLE_TRAVEL), 0]
         incidents = np.r_[-1, np.full(k, incident), -1]
-        return Uses.make(ent, times, dev, amount, label, incidents)
+        payer = np.r_[HOLDER, np.full(k, NO_DEVICE), HOLDER]  # the clone is plastic
+        return Uses.make(ent, times, dev, amount, label, incidents, payer=payer)
 
     def _card_testing(self, start: int, rng: np.random.Generator) -> Uses:
         s = self.d.card_testing
@@ -144,7 +148,9 @@ class FraudInjector:
                 self.shops.at_pos(city, self.cards.pos_categories(ent[:1], rng), rng), k
             )
         amount = cents(np.minimum(s.amount.sample(rng, k), s.max_amount))
-        return Uses.make(ent, times, dev, amount, CARD_TESTING, int(self.ids.take(1)[0]))
+        payer = self.payers.strangers(1)[0] if online else NO_DEVICE  # a bot, or a clone
+        incident = int(self.ids.take(1)[0])
+        return Uses.make(ent, times, dev, amount, CARD_TESTING, incident, payer=payer)
 
     def _account_takeover(self, start: int, rng: np.random.Generator) -> Uses:
         s = self.d.account_takeover
@@ -169,7 +175,10 @@ class FraudInjector:
         floor = max(float(s.min_amount.sample(rng, 1)[0]), 0.0)
         jitter = rng.uniform(0.0, 0.25 * floor, k)  # never one round floor amount
         amount = cents(np.maximum(multiple * self.cards.typical_amount[card], floor + jitter))
-        return Uses.make(ent, times, dev, amount, ACCOUNT_TAKEOVER, int(self.ids.take(1)[0]))
+        holder = self.payers.rng.random() < s.holder_device_share
+        payer = HOLDER if holder else self.payers.strangers(1)[0]
+        incident = int(self.ids.take(1)[0])
+        return Uses.make(ent, times, dev, amount, ACCOUNT_TAKEOVER, incident, payer=payer)
 
     def _compromised_terminal(self, start: int, rng: np.random.Generator) -> Uses | None:
         s = self.d.compromised_terminal

@@ -4,7 +4,8 @@
   commuter hub): many of its city's cards pay within minutes, spread over its tills. It looks
   like a compromised terminal to a rule that counts distinct cards per merchant.
 - large_purchase: a holder's own large purchase (a laptop, a ring, a holiday), mostly in
-  person at home, in a category the card seldom uses. It looks like an account takeover to a
+  person at home, in a category the card seldom uses; some online ones from a device the
+  issuer has not seen yet. It looks like an account takeover to a
   rule that compares amounts with the card's typical ticket.
 
 Both start as Poisson processes (rate per 1,000 card-hours), like the fraud incidents, and
@@ -18,6 +19,7 @@ import numpy as np
 
 from scenarios.cards.config import CardVelocityDomain
 from scenarios.cards.fraud import HOUR_MS, FraudInjector, counts
+from scenarios.cards.payers import HOLDER
 from scenarios.cards.purchases import cents
 from scenarios.cards.uses import BUSY_MERCHANT, LARGE_PURCHASE, Uses
 from simulators.seeds import rng_for
@@ -90,10 +92,15 @@ class Lookalikes:
             return None
         ent = np.array([card], dtype=np.int32)
         category = self._large[rng.integers(0, self._large.shape[0], 1)]
+        payer = HOLDER
         if rng.random() < s.online_share:
             dev = self.shops.online(category, rng)
+            if self.fraud.payers.rng.random() < s.new_device_share:
+                payer = int(self.fraud.payers.strangers(1)[0])
         else:
             dev = self.shops.at_pos(self.cards.home[ent], category, rng)
         multiple = max(float(s.amount_multiple.sample(rng, 1)[0]), 1.0)
         amount = cents(np.array([multiple * self.cards.typical_amount[card]]))
-        return Uses.make(ent, np.array([start]), dev, amount, hard_negative=LARGE_PURCHASE)
+        return Uses.make(
+            ent, np.array([start]), dev, amount, hard_negative=LARGE_PURCHASE, payer=payer
+        )

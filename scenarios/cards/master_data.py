@@ -4,10 +4,11 @@ typical ticket, categories, home region and usual channel (`cards.profile/1`).
 Banks judge a purchase against the card's history, which predates any run. Each profile
 summarises `history_days` of past purchases drawn from the card's own habits (the same
 purchase rate, channel share, category mix and amounts that drive its purchases in the run):
-a purchase count, the count per MCC, and the median of the latest `recent_purchases`
-amounts. Profiles are published once, before the run's first transaction, on the compacted
-`cards.profiles` topic keyed by card token (`ProfileSink`); a consumer rebuilds every card's
-profile by reading it from the beginning. With the JSONL sink they go to `profiles.jsonl`.
+a purchase count, the count per MCC, the median of the latest `recent_purchases` amounts,
+and the devices the holder pays from. Profiles are published once, before the run's first
+transaction, on the compacted `cards.profiles` topic keyed by card token (`ProfileSink`); a
+consumer rebuilds every card's profile by reading it from the beginning. With the JSONL sink
+they go to `profiles.jsonl`.
 
 Fraud is not in the history: a takeover's purchase stands out against it.
 """
@@ -21,6 +22,7 @@ import orjson
 
 from core.contracts import CARD_PROFILE
 from scenarios.cards.config import CardVelocityDomain
+from scenarios.cards.payers import PayerDevices
 from scenarios.cards.profiles import DIURNAL, CardProfiles
 from scenarios.cards.world import World
 from simulators.distributions import sample_per_group
@@ -31,6 +33,7 @@ HOURS_PER_DAY = 24.0
 
 def profile_records(
     cards: CardProfiles,
+    payers: PayerDevices,
     domain: CardVelocityDomain,
     world: World,
     as_of_ms: int,
@@ -74,6 +77,7 @@ def profile_records(
             "history_count": int(counts[i]),
             "history_days": p.history_days,
             "category_counts": {mccs[j]: int(row[j]) for j in np.flatnonzero(row).tolist()},
+            "devices": payers.known(i),
         }
         keys.append(token.encode())
         values.append(orjson.dumps(record))

@@ -17,6 +17,9 @@ merchants), trip plans. One SimPy cohort process steps every card per tick, vect
   of many cards at a busy merchant's tills) and `large_purchase` (a holder's own big purchase
   in a category the card seldom uses; `lookalikes`).
 
+Each use carries the payer's own device (`payers`: a phone, a laptop, a browser; none for
+plastic), which the issuer's profile lists when it is the holder's.
+
 Transactions pass through devices (POS terminals, online gateways), so the engine's device
 clocks (skew) and delivery (delays, store-and-forward outages, duplicates) are the terminals'.
 
@@ -36,6 +39,7 @@ from scenarios.cards.encoding import SCHEMA, RequestEncoder, TransactionEncoder
 from scenarios.cards.fraud import FraudInjector
 from scenarios.cards.lookalikes import Lookalikes
 from scenarios.cards.merchants import Merchants
+from scenarios.cards.payers import PayerDevices
 from scenarios.cards.profiles import DIURNAL, CardProfiles
 from scenarios.cards.purchases import Purchases
 from scenarios.cards.travel import FLYING, HOME, Trips
@@ -104,7 +108,10 @@ class CardCohort:
         self.planned.add(self.fraud.step(t0_ms, t1_ms))
         self.planned.add(self.lookalikes.step(t0_ms, t1_ms))
         uses = Uses.concat([everyday, self.planned.pop_before(t1_ms)])
-        return uses.readings() if len(uses) else None
+        if not len(uses):
+            return None
+        uses.payer = self.fraud.payers.assign(uses.ent, uses.dev, uses.payer)
+        return uses.readings()
 
     def _due(self, t1_ms: int) -> tuple[np.ndarray, np.ndarray]:
         ents, times = [], []
@@ -156,6 +163,7 @@ class CardVelocity(Scenario):
     payload = (
         PayloadField("amount", "float", decimals=2),
         PayloadField("hard_negative", "enum", choices=("", *HARD_NEGATIVES)),
+        PayloadField("payer", "int"),
     )
     truth_fields = (TruthField.choices("hard_negative", "hard_negative", (None, *HARD_NEGATIVES)),)
 
@@ -192,6 +200,12 @@ class CardVelocity(Scenario):
             [c.name for c in config.classes],
             rng_for(config.seed, "card_velocity", "merchants"),
         )
+        self.payers = PayerDevices(
+            config.entities,
+            d.cards,
+            self.merchants,
+            rng_for(config.seed, "card_velocity", "devices"),
+        )
         self.entity_ids = self.cards.tokens
         self.devices = EntityTable.build(
             self.merchants.device_ids, config.classes, self.merchants.class_counts
@@ -217,7 +231,7 @@ class CardVelocity(Scenario):
             rng_for(config.seed, "card_velocity", "travel"),
         )
         fraud = FraudInjector(
-            d, self.cards, self.world, self.destinations, shops, trips, config.seed
+            d, self.cards, self.world, self.destinations, shops, trips, self.payers, config.seed
         )
         self.cohort = CardCohort(
             self.cards,
@@ -236,7 +250,11 @@ class CardVelocity(Scenario):
         if self.domain.delivery == "http":
             assert self.cards.pans is not None
             return RequestEncoder(
-                id_prefix, self.cards.pans, self.cards.currency, self.merchants.request_fragments()
+                id_prefix,
+                self.cards.pans,
+                self.cards.currency,
+                self.merchants.request_fragments(),
+                self.payers.fragments(),
             )
         return TransactionEncoder(
             id_prefix,
@@ -244,6 +262,7 @@ class CardVelocity(Scenario):
             self.cards.last4,
             self.cards.currency,
             self.merchants.event_fragments(),
+            self.payers.fragments(),
         )
 
     def profile_records(self) -> Records:
@@ -252,6 +271,7 @@ class CardVelocity(Scenario):
 
         return profile_records(
             self.cards,
+            self.payers,
             self.domain,
             self.world,
             self.config.start_ms,

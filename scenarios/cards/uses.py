@@ -1,7 +1,8 @@
 """Card uses as columns, and the buffer of uses planned ahead (trips, fraud incidents).
 
 A `Uses` batch is what becomes engine readings: the card, the true time, the device (POS
-terminal or online gateway), the amount, the label and incident, and the hard-negative mark.
+terminal or online gateway), the amount, the label and incident, the hard-negative mark, and
+the payer's own device (`payers`).
 Trips and incidents decide their uses when they start, for hours or days ahead; `PlannedUses`
 holds them sorted by true time and hands out each tick's share.
 """
@@ -14,6 +15,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from scenarios.cards.payers import HOLDER
 from simulators.records import NO_ID, Readings
 
 # hard_negative codes (0: not one); names in config HARD_NEGATIVES order, from 1.
@@ -30,6 +32,7 @@ class Uses:
     label: np.ndarray  # int16: 0 none, else 1 + CARD_FRAUDS index
     incident: np.ndarray  # int64, NO_ID when none
     hard_negative: np.ndarray  # int32 code
+    payer: np.ndarray  # int64 payer device code (`payers`): HOLDER until assigned
 
     def __len__(self) -> int:
         return int(self.ent.shape[0])
@@ -44,6 +47,7 @@ class Uses:
         label: int | np.ndarray = 0,
         incident: int | np.ndarray = NO_ID,
         hard_negative: int | np.ndarray = NOT_HARD,
+        payer: int | np.ndarray = HOLDER,
     ) -> Uses:
         n = ent.shape[0]
         return cls(
@@ -54,6 +58,7 @@ class Uses:
             label=np.broadcast_to(np.asarray(label, dtype=np.int16), (n,)).copy(),
             incident=np.broadcast_to(np.asarray(incident, dtype=np.int64), (n,)).copy(),
             hard_negative=np.broadcast_to(np.asarray(hard_negative, dtype=np.int32), (n,)).copy(),
+            payer=np.broadcast_to(np.asarray(payer, dtype=np.int64), (n,)).copy(),
         )
 
     @classmethod
@@ -81,7 +86,11 @@ class Uses:
             true_ms=self.true_ms,
             label=self.label,
             incident=self.incident,
-            payload={"amount": self.amount, "hard_negative": self.hard_negative},
+            payload={
+                "amount": self.amount,
+                "hard_negative": self.hard_negative,
+                "payer": self.payer,
+            },
             dev=self.dev,
         )
 

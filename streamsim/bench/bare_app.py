@@ -42,6 +42,7 @@ class BareTransaction(BaseModel):
     country: str
     event_time: int
     terminal_id: str | None = None
+    device_id: str | None = None
 
 
 def create_bare_app() -> FastAPI:

@@ -78,8 +78,10 @@ def tx(
     merchant: str = "m-shop",
     category: str = "retail",
     country: str = "FR",
+    device: str | None = None,
 ) -> tuple[str, dict[str, Any]]:
-    """A `cards.transaction/1` record; no location means an online (card not present) use."""
+    """A `cards.transaction/1` record; no location means an online (card not present) use;
+    `device`: the payer's (none: a plastic card)."""
     present = where is not None
     return card, {
         "schema": "cards.transaction/1",
@@ -98,6 +100,7 @@ def tx(
         "lon": where[1] if where else None,
         "country": country,
         "terminal_id": f"{merchant}-t1" if present else None,
+        "device_id": device,
     }
 
 

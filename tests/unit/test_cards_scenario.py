@@ -50,6 +50,7 @@ EVENT_KEYS = [
     "lon",
     "country",
     "terminal_id",
+    "device_id",
 ]
 SCENARIO: dict[str, Any] = {
     "name": "card_velocity",
@@ -363,3 +364,28 @@ def test_verify_stream_checks_the_terminals_figures(run: tuple[Engine, MemorySin
     assert checks["pos_terminal.skew_p75_s"]["expected"] == 30.0
     assert checks["online_gateway.outage_fraction"]["measured"] == 0.0
     assert checks["pos_terminal.outage_fraction"]["measured"] > 0.03
+
+
+def test_payers_pay_from_their_own_devices_and_takers_from_new_ones(
+    run: tuple[Engine, MemorySink], events: list[dict[str, Any]], truth: list[dict[str, Any]]
+) -> None:
+    payers = scenario_of(run).payers
+    known = {t: set(payers.known(i)) for i, t in enumerate(scenario_of(run).cards.tokens)}
+    label = {t["event_id"]: t["label"] for t in truth}
+    holders = [e for e in events if label[e["event_id"]] == "none"]
+    online = [e for e in holders if e["channel"] == "online"]
+    assert all(e["device_id"] is None for e in events if e["channel"] == "card_not_present")
+    assert all(e["device_id"] is not None for e in online)
+    own = sum(e["device_id"] in known[e["card_token"]] for e in online) / len(online)
+    assert 0.9 < own < 1.0  # 0.5-4% from devices the issuer has not seen
+    present = [e for e in holders if e["card_present"]]
+    wallet = sum(e["device_id"] is not None for e in present) / len(present)
+    assert 0.1 < wallet < 0.4  # a per-card share of 0-50%
+    taken = [e for e in events if label[e["event_id"]] == "account_takeover"]
+    strangers = sum(e["device_id"] not in known[e["card_token"]] for e in taken) / len(taken)
+    assert len(taken) > 20 and strangers > 0.8
+    assert all(
+        set(d) <= set("abcdefghijklmnopqrstuvwxyz")
+        for e in events
+        if (d := (e["device_id"] or "dv-")[3:])
+    )

@@ -79,6 +79,7 @@ TRANSACTION_STRUCT = StructType(
         StructField("lon", DoubleType()),
         StructField("country", StringType()),
         StructField("terminal_id", StringType()),
+        StructField("device_id", StringType()),
     ]
 )
 #: The vehicle scenario's `PAYLOAD` as it was written out.
@@ -242,6 +243,7 @@ def test_the_card_transaction_is_what_the_scenario_writes() -> None:
         "lon",
         "country",
         "terminal_id",
+        "device_id",
     )
     from scenarios.cards.encoding import SCHEMA
 
