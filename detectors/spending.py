@@ -7,7 +7,9 @@ The rule compares a transaction with the card's own profile *before* it:
     and  category_count < max_category_share * history_count
 
 where `median_amount` is the median of the card's last `history_size` amounts and
-`category_count` how often the card was used in this transaction's category. The predicate
+`category_count` how often the card was used in this transaction's category. Against an
+issuer's profile (`check_profile_spending`), the payer's device can gate the rule too
+(`devices`): a takeover is a stranger paying, from a device the holder never used. The predicate
 (`spending_fires`) runs on floats (per request) or arrays (vectorised) alike, and on features
 from anywhere: `SpendingState` keeps them per card, `spending_alerts` computes them in pandas,
 and `spending_feature_alerts` takes them ready-made (e.g. `percentile_approx` in Spark).
@@ -24,7 +26,7 @@ import statistics
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 from pydantic import Field
@@ -55,6 +57,22 @@ class SpendingParams(Thresholds):
     history_size: int = Field(
         50, ge=1, le=10_000, description="The median is over this many latest amounts."
     )
+    devices: Literal["any", "not_known", "new"] = Field(
+        "any",
+        description="Which purchases a profile's known devices leave to judge: `any` (devices "
+        "ignored), `not_known` (all but those from a device the profile lists: the holder's "
+        "own phone or browser), `new` (only those from a device it does not list; a plastic "
+        "card, with no device, is not judged).",
+    )
+
+
+#: The thresholds the fraud endpoint and the card-velocity job judge against a card's profile
+#: with (set on the cards-tuning suite's seeds, see docs/card-velocity.md): a purchase from a
+#: device the holder never used, above 150.00 and 3x the typical ticket, in a category under 2%
+#: of the card's history.
+PROFILE_SPENDING = SpendingParams(
+    amount_multiple=3.0, max_category_share=0.02, min_amount=150.0, devices="new"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,26 +140,32 @@ def check_spending(
     )
 
 
-#: A cardholder profile as the rule reads it: (history_count, typical_amount, {category: count}).
-ProfileFeatures = tuple[int, float, Mapping[str, int]]
+#: A cardholder profile as the rule reads it:
+#: (history_count, typical_amount, {category: count}, known device ids).
+ProfileFeatures = tuple[int, float, Mapping[str, int], frozenset[str]]
 
 
 def profile_features(data: Mapping[str, Any]) -> ProfileFeatures:
-    """(history_count, typical_amount, {category: count}) of a `cards.profile/1` record (or
-    a mapping with those keys); ValueError when it is not one.
+    """(history_count, typical_amount, {category: count}, devices) of a `cards.profile/1`
+    record (or a mapping with those keys; `devices` may be missing or null: none known);
+    ValueError when it is not one.
 
     >>> profile_features({"history_count": 40, "typical_amount": 31.5,
-    ...                   "category_counts": {"5411": 38}})
-    (40, 31.5, {'5411': 38})
+    ...                   "category_counts": {"5411": 38}, "devices": ["dv-1"]})
+    (40, 31.5, {'5411': 38}, frozenset({'dv-1'}))
     """
     try:
         counts = data["category_counts"]
         if not isinstance(counts, dict):
             raise TypeError("category_counts is not an object")
+        devices = data.get("devices") or ()
+        if not isinstance(devices, (list, tuple)):
+            raise TypeError("devices is not a list")
         return (
             int(data["history_count"]),
             float(data["typical_amount"]),
             {str(k): int(v) for k, v in counts.items()},
+            frozenset(str(d) for d in devices),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"not a card profile: {exc}") from exc
@@ -155,23 +179,41 @@ def check_profile_spending(
     category: str | None,
     profile: ProfileFeatures,
     params: SpendingParams,
+    device: str | None = None,
 ) -> Alert | None:
     """`check_spending` against an issuer's profile of the card (purchases over its period,
-    typical ticket, purchases per MCC) rather than a history built from the stream: the fraud
-    endpoint and the card-velocity job both judge a purchase this way.
+    typical ticket, purchases per MCC, known devices) rather than a history built from the
+    stream: the fraud endpoint and the card-velocity job both judge a purchase this way.
+    `params.devices` says whether the payer's device counts (a known one is the holder's own).
 
-    >>> profile = (400, 30.0, {"5411": 390, "5732": 1})
+    >>> profile = (400, 30.0, {"5411": 390, "5732": 1}, frozenset({"dv-1"}))
     >>> check_profile_spending("t", "tx", 0, 900.0, "5732", profile, SpendingParams()).label
     'account_takeover'
     >>> check_profile_spending("t", "tx", 0, 900.0, "5411", profile, SpendingParams()) is None
     True
+    >>> new = SpendingParams(devices="new")
+    >>> check_profile_spending("t", "tx", 0, 900.0, "5732", profile, new, "dv-2").label
+    'account_takeover'
+    >>> [check_profile_spending("t", "tx", 0, 900.0, "5732", profile, new, d) for d in
+    ...  ("dv-1", None)]
+    [None, None]
     """
-    history, typical, counts = profile
+    history, typical, counts, devices = profile
+    if not _device_judged(device, devices, params):
+        return None
     category = category or ""
     features = SpendingFeatures(int(history), float(typical), int(counts.get(category, 0)))
     return check_spending(
         entity_id, str(event_id), int(event_time), float(amount), category, features, params
     )
+
+
+def _device_judged(device: str | None, known: frozenset[str], params: SpendingParams) -> bool:
+    if params.devices == "any":
+        return True
+    if device is None:
+        return params.devices == "not_known"
+    return device not in known
 
 
 FEATURE_COLUMNS = ("amount", "category", "history_count", "median_amount", "category_count")

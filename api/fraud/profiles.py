@@ -59,21 +59,28 @@ class ProfileStore:
         amount: float,
         category: str,
         params: SpendingParams,
+        device: str | None = None,
     ) -> Alert | None:
         """The spending rule against the card's profile; None without one.
 
         >>> store = ProfileStore()
         >>> store.put({"schema": "cards.profile/1", "card_token": "t", "typical_amount": 30.0,
-        ...            "history_count": 400, "category_counts": {"5411": 390, "5732": 1}})
-        >>> store.check("t", "tx", 0, 900.0, "5732", SpendingParams()).label
+        ...            "history_count": 400, "category_counts": {"5411": 390, "5732": 1},
+        ...            "devices": ["dv-1"]})
+        >>> new = SpendingParams(devices="new")
+        >>> store.check("t", "tx", 0, 900.0, "5732", new, "dv-9").label
         'account_takeover'
+        >>> store.check("t", "tx", 0, 900.0, "5732", new, "dv-1") is None
+        True
         >>> store.check("t", "tx", 0, 900.0, "5411", SpendingParams()) is None
         True
         """
         found = self.features.get(token)
         if found is None:
             return None
-        return check_profile_spending(token, event_id, event_time, amount, category, found, params)
+        return check_profile_spending(
+            token, event_id, event_time, amount, category, found, params, device
+        )
 
 
 class ProfileUpdater(ActivityUpdater):

@@ -26,7 +26,7 @@ from core.config.base import Settings
 from core.contracts import topics
 from core.pan import PAN_SECRET_ENV, pan_secret
 from detectors import TerminalParams, TravelParams, VelocityParams
-from detectors.spending import SpendingParams
+from detectors.spending import PROFILE_SPENDING, SpendingParams
 
 API_TOKEN_ENV = "STREAMSIM_API_TOKEN"
 SETTINGS_ENV = "STREAMSIM_API_SETTINGS"
@@ -140,10 +140,10 @@ class ApiSettings(Settings):
         "and lost no incident).",
     )
     spending: SpendingParams = Field(
-        default_factory=lambda: SpendingParams(max_category_share=0.005),
-        description="The spending rule (account takeover), judged against each card's profile "
-        "(max_category_share 0.005: set on the cards-tuning suite, where 0.05 flagged holders' "
-        "own purchases in categories they use now and then).",
+        default_factory=lambda: PROFILE_SPENDING.model_copy(),
+        description="The spending rule (account takeover), judged against each card's profile: "
+        "only purchases from a device the profile does not list, above 150.00, 3x the typical "
+        "ticket, in a category under 2% of the history (set on the cards-tuning suite).",
     )
     profiles_topic: str | None = Field(
         topics.CARDS_PROFILES.name,

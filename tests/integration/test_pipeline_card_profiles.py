@@ -3,9 +3,10 @@
 The profiles go to the job's own compacted topic first, then the purchases; the job must
 raise exactly the account-takeover alerts the fraud endpoint's rule (`ProfileStore.check`,
 `check_profile_spending`) raises for the same profiles and purchases, ids and evidence alike:
-- tok-grocer (400 groceries, typical 25.00): 900.00 at a jeweller -> alert; 30.00 of groceries
-  and 150.00 at the jeweller (under min_amount) -> none;
-- tok-jeweller (a jeweller's regular): 900.00 at a jeweller -> none;
+- tok-grocer (400 groceries, typical 25.00, one phone): 900.00 at a jeweller from a device the
+  profile does not list -> alert; 30.00 of groceries and 140.00 at the jeweller (under
+  min_amount), and 900.00 at the jeweller from the holder's phone or by plastic -> none;
+- tok-jeweller (a jeweller's regular): 900.00 at a jeweller from a new device -> none;
 - tok-new (5 purchases of history, under min_history): 900.00 at a jeweller -> none;
 - tok-stream (no profile, 12 groceries in the stream): 900.00 at a jeweller -> none (the
   stream-built history would fire);
@@ -65,6 +66,7 @@ def profile(card: str, typical: float, counts: dict[str, int], at: int = T0) -> 
         "history_count": sum(counts.values()),
         "history_days": 90,
         "category_counts": counts,
+        "devices": [f"dv-{card}"],
     }
 
 
@@ -80,19 +82,22 @@ MALFORMED = [
     ("bad-4", orjson.dumps({**profile("tok-bad-4", 1.0, {}), "history_count": -3})),
 ]
 JEWELLER = {"merchant": "m-jeweller", "category": "5944"}
+TAKER = {"merchant": "m-jeweller", "category": "5944", "device": "dv-taker"}
 PURCHASES = [
-    tx("grocer-ato", "tok-grocer", 10 * MINUTE, PARIS, amount=900.0, **JEWELLER),
+    tx("grocer-ato", "tok-grocer", 10 * MINUTE, PARIS, amount=900.0, **TAKER),
     tx("grocer-food", "tok-grocer", 11 * MINUTE, PARIS, amount=30.0, category="5411"),
-    tx("grocer-small", "tok-grocer", 12 * MINUTE, PARIS, amount=150.0, **JEWELLER),
-    tx("jeweller-ring", "tok-jeweller", 10 * MINUTE, PARIS, amount=900.0, **JEWELLER),
-    tx("new-ring", "tok-new", 10 * MINUTE, PARIS, amount=900.0, **JEWELLER),
+    tx("grocer-small", "tok-grocer", 12 * MINUTE, PARIS, amount=140.0, **TAKER),
+    tx("grocer-own", "tok-grocer", 13 * MINUTE, amount=900.0, **JEWELLER, device="dv-tok-grocer"),
+    tx("grocer-plastic", "tok-grocer", 14 * MINUTE, PARIS, amount=900.0, **JEWELLER),
+    tx("jeweller-ring", "tok-jeweller", 10 * MINUTE, PARIS, amount=900.0, **TAKER),
+    tx("new-ring", "tok-new", 10 * MINUTE, PARIS, amount=900.0, **TAKER),
     *[tx(f"stream-{i:02}", "tok-stream", i * MINUTE, PARIS, category="5411") for i in range(12)],
-    tx("stream-ring", "tok-stream", 13 * MINUTE, PARIS, amount=900.0, **JEWELLER),
+    tx("stream-ring", "tok-stream", 13 * MINUTE, PARIS, amount=900.0, **TAKER),
     tx("clock-1", "tok-clock", 60 * MINUTE, PARIS),  # the watermark (2 min) passes them all
 ]
 LATE_PROFILE = profile("tok-late", 25.0, {"5411": 400})  # as of T0: far behind the watermark
 LATE_PURCHASES = [
-    tx("late-ato", "tok-late", 70 * MINUTE, PARIS, amount=900.0, **JEWELLER),
+    tx("late-ato", "tok-late", 70 * MINUTE, PARIS, amount=900.0, **TAKER),
     tx("clock-2", "tok-clock", 120 * MINUTE, PARIS),
 ]
 
@@ -167,6 +172,7 @@ def endpoint_alerts(cfg: PipelineConfig) -> list[Any]:
             p["amount"],
             p["merchant_category"],
             cfg.card_velocity.spending,
+            p["device_id"],
         )
         alerts += [] if alert is None else [alert]
     return alerts

@@ -29,7 +29,7 @@ from pipeline.jobs.card_velocity.state import (
 REPO = Path(__file__).resolve().parents[2]
 MINUTE = 60_000
 T0 = 1_767_225_600_000
-ENDPOINT = SpendingParams(max_category_share=0.005)  # the endpoint's and the job's default
+ENDPOINT = SpendingParams(max_category_share=0.005)  # devices ignored: the amounts decide
 PARAMS = CardRuleParams(spending=ENDPOINT, profiles=True)
 CATEGORIES = ["5411", "5812", "5732", "5944", "4511"]
 
@@ -60,7 +60,7 @@ def push_profile(bucket: BucketState, record: dict[str, Any]) -> bool:
         None,
         None,
         None,
-        json.dumps(features),
+        profile=json.dumps(features),
     )
 
 
@@ -152,17 +152,23 @@ def test_the_newer_profile_wins() -> None:
     assert bucket.advance(T0 + 4 * MINUTE) == []  # a jeweller's regular now
 
 
-def test_profile_rows_come_in_frames_with_the_other_kinds() -> None:
+def test_profile_rows_come_in_frames_and_a_known_device_is_the_holders() -> None:
     record = profile("c1", 25.0, {"5411": 400})
     features = {k: record[k] for k in ("history_count", "typical_amount", "category_counts")}
+    features["devices"] = ["dv-own"]
+    profile_json = json.dumps(features)
+    at = T0 + MINUTE
     rows = [
-        ("p", "c1", "profile-c1", T0, None, None, None, None, None, None, json.dumps(features)),
-        ("c", "c1", "ato", T0 + MINUTE, None, None, False, 900.0, "5944", "m-1", None),
-        ("m", "m-1", "ato", T0 + MINUTE, None, None, False, 900.0, "5944", "c1", None),
+        ("p", "c1", "profile-c1", T0, None, None, None, None, None, None, None, profile_json),
+        ("c", "c1", "ato", at, None, None, False, 900.0, "5944", "m-1", "dv-new", None),
+        ("m", "m-1", "ato", at, None, None, False, 900.0, "5944", "c1", "dv-new", None),
+        ("c", "c1", "own", at + 1, None, None, False, 900.0, "5944", "m-1", "dv-own", None),
     ]
-    bucket = BucketState(CardRuleParams(spending=ENDPOINT, travel=TravelParams(), profiles=True))
+    new = ENDPOINT.model_copy(update={"devices": "new"})
+    bucket = BucketState(CardRuleParams(spending=new, travel=TravelParams(), profiles=True))
     bucket.push_frame(pd.DataFrame(rows, columns=list(INPUT_COLUMNS)))
-    assert [a.rule for a in bucket.advance(T0 + MINUTE)] == ["spending_anomaly"]
+    alerts = bucket.advance(at + 1)
+    assert [(a.rule, a.event_ids) for a in alerts] == [("spending_anomaly", ("ato",))]
 
 
 def test_a_profile_only_card_is_forgotten_a_ttl_after_the_profile() -> None:

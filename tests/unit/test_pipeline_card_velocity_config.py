@@ -140,7 +140,7 @@ def test_state_store_defaults_to_memory_and_transform_with_state_needs_rocksdb()
         config(state_store="leveldb")
 
 
-def test_the_job_and_the_endpoint_share_velocity_and_terminal_thresholds() -> None:
+def test_the_job_and_the_endpoint_share_their_card_rule_thresholds() -> None:
     """Both packages spell the tuned defaults; neither may drift from the other or its file."""
     job, endpoint = CardVelocitySettings(), ApiSettings()
     shipped_job = load_model(PipelineConfig, REPO / "config" / "pipelines" / "card-velocity.yaml")
@@ -149,3 +149,4 @@ def test_the_job_and_the_endpoint_share_velocity_and_terminal_thresholds() -> No
         assert settings.velocity == job.velocity
         assert settings.terminal == job.terminal
         assert settings.terminal_key == job.terminal_key
+        assert settings.spending == job.spending

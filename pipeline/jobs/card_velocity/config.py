@@ -14,6 +14,7 @@ from detectors import (
     TravelParams,
     VelocityParams,
 )
+from detectors.spending import PROFILE_SPENDING
 from pipeline.settings import (
     Duration,
     StateStore,
@@ -88,9 +89,9 @@ class CardVelocitySettings(Settings):
     )
     travel: TravelParams = Field(TravelParams(), description="Impossible travel.")
     spending: SpendingParams = Field(
-        SpendingParams(max_category_share=0.005),
+        PROFILE_SPENDING,
         description="Account takeover: with `profiles_topic`, judged against each card's "
-        "profile, as the fraud endpoint does (its `spending`, max_category_share 0.005 alike); "
+        "profile (and the payer's device), as the fraud endpoint does, with its thresholds; "
         "without, against the card's history in the stream.",
     )
     profiles_topic: str | None = Field(

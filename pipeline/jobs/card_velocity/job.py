@@ -55,7 +55,7 @@ from pathlib import Path
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
-from pyspark.sql.types import LongType, MapType, StringType, StructField, StructType
+from pyspark.sql.types import ArrayType, LongType, MapType, StringType, StructField, StructType
 
 from core.config import StackConfig
 from core.contracts import CARD_PROFILE, CARD_TRANSACTION
@@ -94,6 +94,7 @@ REQUIRED = ("card_token", "amount")
 #: The fields this job reads from `cards.profile/1` records: the spending rule's features.
 #: `category_counts` (JSON in the contract) parses as a map MCC -> purchases: a record whose
 #: counts are not integers parses it as null, and is dead-lettered.
+#: `devices` (the holder's known device ids) is optional: a profile without them knows none.
 PROFILE_FIELDS = ("card_token", "typical_amount", "history_count", "category_counts")
 PROFILE_SCHEMA = StructType(
     [
@@ -101,6 +102,7 @@ PROFILE_SCHEMA = StructType(
             names=("schema", "event_id", "event_time", *PROFILE_FIELDS[:-1])
         ).fields,
         StructField(PROFILE_FIELDS[-1], MapType(StringType(), LongType())),
+        StructField("devices", ArrayType(StringType())),
     ]
 )
 
@@ -209,6 +211,7 @@ def rule_alerts(
         "amount",
         F.col("merchant_category").alias("category"),
         F.col("keyed.other").alias("other"),
+        F.col("device_id").alias("device"),
         F.lit(None).cast("string").alias("profile"),
         "event_ts",
     )
@@ -234,7 +237,7 @@ def _profile_rows(profiles: DataFrame, card_rows: DataFrame, buckets: Column) ->
         "entity": F.col("card_token"),
         "event_id": F.col("event_id"),
         "event_time": F.col("event_time"),
-        "profile": F.to_json(F.struct(*PROFILE_FIELDS[1:])),
+        "profile": F.to_json(F.struct(*PROFILE_FIELDS[1:], "devices")),
     }
     return profiles.select(
         *(

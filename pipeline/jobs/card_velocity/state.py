@@ -89,6 +89,7 @@ INPUT_COLUMNS = (
     "amount",
     "category",
     "other",
+    "device",
     "profile",
 )
 STATE_DDL = "state BINARY"
@@ -227,6 +228,7 @@ class BucketState:
         amount: Any,
         category: Any,
         other: Any,
+        device: Any = None,
         profile: Any = None,
     ) -> bool:
         """Buffer a use until the watermark passes it; False when it is already too late (at
@@ -250,6 +252,7 @@ class BucketState:
                 _number(amount),
                 _text(category),
                 _text(other) or "",
+                _text(device),
             )
         else:
             use = (time_ms, str(event_id), _text(other) or "")
@@ -349,9 +352,17 @@ class BucketState:
         alerts: list[Alert] = []
         positions = [Position(*stored) for stored in record[3]]
         profile, ring, issuer = record[4], record[5], record[ISSUER]
-        for time_ms, event_id, lat, lon, present, amount, category, merchant in self._release(
-            record, watermark_ms
-        ):
+        for (
+            time_ms,
+            event_id,
+            lat,
+            lon,
+            present,
+            amount,
+            category,
+            merchant,
+            *device,
+        ) in self._release(record, watermark_ms):
             if p.travel is not None:
                 here = position(event_id, time_ms, lat, lon, present)
                 alerts.extend(travel_step(card, positions, here, p.travel))
@@ -362,7 +373,14 @@ class BucketState:
                     )
                 elif issuer is not None:
                     alert = check_profile_spending(
-                        card, event_id, time_ms, amount, category, issuer[0], p.spending
+                        card,
+                        event_id,
+                        time_ms,
+                        amount,
+                        category,
+                        issuer[0],
+                        p.spending,
+                        device[0] if device else None,
                     )
                 else:
                     alert = None
@@ -442,7 +460,7 @@ def profile_features(profile: Any) -> ProfileFeatures:
 
     >>> profile_features('{"history_count": 40, "typical_amount": 31.5,'
     ...                  ' "category_counts": {"5411": 38}}')
-    (40, 31.5, {'5411': 38})
+    (40, 31.5, {'5411': 38}, frozenset())
     """
     try:
         data = json.loads(profile) if isinstance(profile, (str, bytes)) else profile
