@@ -222,3 +222,16 @@ def test_the_job_reads_profiles_by_default_with_the_endpoints_thresholds() -> No
 def test_profiles_starting_offsets_are_checked(offsets: str) -> None:
     with pytest.raises(ValueError, match="use earliest, latest, or JSON"):
         CardVelocitySettings(profiles_starting_offsets=offsets)
+
+
+def test_state_from_before_devices_still_judges() -> None:
+    """A profile and a use kept by a job from before devices: no device known, none paid."""
+    params = CardRuleParams(spending=ENDPOINT, profiles=True)
+    bucket = BucketState(params)
+    features = (400, 25.0, {"5411": 400})
+    use = (T0 + MINUTE, "ato", None, None, False, 900.0, "5944", "m-1")
+    old = [[use], None, T0 + MINUTE, [], [0, {}, []], [], None, (features, T0)]
+    bucket.entities["c:c1"], bucket.latest["c:c1"] = pickle.dumps(old), T0 + MINUTE
+    bucket.due["c:c1"] = T0 + MINUTE
+    bucket = BucketState.from_bytes(bucket.to_bytes(), params)
+    assert [a.event_ids for a in bucket.advance(T0 + MINUTE)] == [("ato",)]

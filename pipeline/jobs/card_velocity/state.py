@@ -352,6 +352,8 @@ class BucketState:
         alerts: list[Alert] = []
         positions = [Position(*stored) for stored in record[3]]
         profile, ring, issuer = record[4], record[5], record[ISSUER]
+        features = None if issuer is None else _with_devices(issuer[0])
+        # `*device`: the payer's device id; empty for a use buffered before devices
         for (
             time_ms,
             event_id,
@@ -371,14 +373,14 @@ class BucketState:
                     alert = spending_step(
                         card, profile, event_id, time_ms, amount, category, p.spending
                     )
-                elif issuer is not None:
+                elif features is not None:
                     alert = check_profile_spending(
                         card,
                         event_id,
                         time_ms,
                         amount,
                         category,
-                        issuer[0],
+                        features,
                         p.spending,
                         device[0] if device else None,
                     )
@@ -469,6 +471,13 @@ def profile_features(profile: Any) -> ProfileFeatures:
     if not isinstance(data, Mapping):
         raise ValueError("not a card profile: not an object")
     return profile_features_of(data)
+
+
+def _with_devices(features: tuple[Any, ...]) -> ProfileFeatures:
+    """A kept profile's features; one kept before profiles listed devices knows none."""
+    if len(features) == 3:
+        return (*features, frozenset())
+    return features
 
 
 def _prune(ring: list[Any], before_ms: int) -> None:
