@@ -5,8 +5,8 @@
   like a compromised terminal to a rule that counts distinct cards per merchant.
 - large_purchase: a holder's own large purchase (a laptop, a ring, a holiday), mostly in
   person at home, in a category the card seldom uses; some online ones from a device the
-  issuer has not seen yet. It looks like an account takeover to a
-  rule that compares amounts with the card's typical ticket.
+  issuer has not seen yet. It looks like an account takeover to a rule that compares amounts
+  with the card's typical ticket.
 
 Both start as Poisson processes (rate per 1,000 card-hours), like the fraud incidents, and
 their uses are marked in truth (`hard_negative`), labelled `none`. Sizes are drawn from

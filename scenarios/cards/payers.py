@@ -33,8 +33,8 @@ class PayerDevices:
         self, n_cards: int, settings: CardSettings, merchants: Merchants, rng: np.random.Generator
     ) -> None:
         self.rng = rng
-        self.count = np.clip(np.rint(settings.devices.sample(rng, n_cards)), 1, MAX_DEVICES)
-        self.count = self.count.astype(np.int64)
+        devices = np.rint(settings.devices.sample(rng, n_cards))
+        self.count = np.clip(devices, 1, MAX_DEVICES).astype(np.int64)
         self.wallet_share = np.clip(settings.wallet_share.sample(rng, n_cards), 0.0, 1.0)
         self.new_share = np.clip(settings.new_device_share.sample(rng, n_cards), 0.0, 1.0)
         self.first_stranger = n_cards * MAX_DEVICES
