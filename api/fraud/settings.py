@@ -140,7 +140,7 @@ class ApiSettings(Settings):
         "and lost no incident).",
     )
     spending: SpendingParams = Field(
-        default_factory=lambda: PROFILE_SPENDING.model_copy(),
+        default_factory=PROFILE_SPENDING.model_copy,
         description="The spending rule (account takeover), judged against each card's profile: "
         "only purchases from a device the profile does not list, above 150.00, 3x the typical "
         "ticket, in a category under 2% of the history (set on the cards-tuning suite).",

@@ -89,7 +89,7 @@ class CardVelocitySettings(Settings):
     )
     travel: TravelParams = Field(TravelParams(), description="Impossible travel.")
     spending: SpendingParams = Field(
-        PROFILE_SPENDING,
+        default_factory=PROFILE_SPENDING.model_copy,
         description="Account takeover: with `profiles_topic`, judged against each card's "
         "profile (and the payer's device), as the fraud endpoint does, with its thresholds; "
         "without, against the card's history in the stream.",
