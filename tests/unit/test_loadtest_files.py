@@ -74,15 +74,17 @@ def test_each_spark_job_has_a_kafka_ingest_file_with_bounded_lag() -> None:
         if isinstance(target, KafkaTarget) and cfg.load.type == "constant" and target.job:
             jobs[target.job] = cfg
     assert set(jobs) >= {"window-counts", "card-velocity", "vehicle-telemetry"}
-    for cfg in jobs.values():
-        assert cfg.slo.lag_max is not None and cfg.slo.lag_recovery_s is not None
+    for cfg in jobs.values():  # recovery needs the load to stop: the spike file's part
+        assert cfg.slo.lag_max is not None and cfg.slo.lag_recovery_s is None
 
 
 def test_the_spike_file_is_10x_for_30_s_and_recovers_within_60_s() -> None:
     cfg = load("kafka_spike")
     assert cfg.load.type == "spike"
     assert cfg.load.spike_rate == 10 * cfg.load.rate and cfg.load.for_s == 30
-    assert cfg.load.at_s + cfg.load.for_s < cfg.total_s  # the recovery is in the run
+    # recovery is measured under the base load: 60 s of it follow the spike
+    assert cfg.load.at_s + cfg.load.for_s + 60 <= cfg.total_s
     (target,) = kafka_targets(cfg)
     assert target.job is not None and target.lag.drain_s >= 60
+    assert target.lag.recovered_at is not None  # back in the steady range, not at 0
     assert cfg.slo.lag_recovery_s == 60
