@@ -43,11 +43,18 @@ $(SPARK_JARS): jvm/spark-kafka.ivy.xml $(RESOLVE_INPUTS) | java $(VENV)/.synced
 demo: setup
 	$(VENV)/bin/streamsim demo
 
+# Two workers, one broker each: the tests that share the in-process SparkSession run on one,
+# module by module, the rest on the other (tests/conftest.py groups them). The run ends with its
+# total and its slowest tests; every test's time and a JUnit report stay in $(REPORTS).
+REPORTS := .data/test-reports
+PYTEST_PARALLEL := -n 2 --dist loadgroup --no-loadscope-reorder
+
 test: setup
-	$(VENV)/bin/python -m pytest
+	$(VENV)/bin/python -m pytest $(PYTEST_PARALLEL) --junitxml=$(REPORTS)/junit.xml
 
 test-unit: setup
-	$(VENV)/bin/python -m pytest -m "not integration"
+	$(VENV)/bin/python -m pytest $(PYTEST_PARALLEL) -m "not integration" \
+		--junitxml=$(REPORTS)/junit-unit.xml
 
 lint: setup
 	$(VENV)/bin/ruff check .

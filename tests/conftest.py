@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,8 +11,14 @@ import pytest
 
 from core.config import StackConfig
 from streamsim.kafka.broker import LocalBroker
+from tests import suite_report
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+REPORTS = REPO_ROOT / ".data" / "test-reports"
+#: The xdist group of the tests that share the session's in-process SparkSession: one worker
+#: runs them all, so the suite starts one SparkSession and runs one Spark job at a time.
+SPARK_GROUP = "spark"
+STARTED = pytest.StashKey[float]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -69,3 +76,50 @@ def spark(kafka_stack: StackConfig) -> Iterator[object]:
         yield session
     finally:
         session.stop()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Group the tests for `pytest -n 2 --dist loadgroup`: a module's tests stay on one worker
+    (its module fixtures start once), and every module that uses `spark` goes to one group,
+    queued right after the unit tests so the longest group starts first. Everything under
+    `tests/integration/` is marked `integration`, so `-m "not integration"` is the unit suite."""
+    spark_modules = {item.module for item in items if "spark" in getattr(item, "fixturenames", ())}
+    for item in items:
+        uses_spark = getattr(item, "module", None) in spark_modules
+        group = SPARK_GROUP if uses_spark else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+        if "/integration/" in item.nodeid:
+            item.add_marker(pytest.mark.integration)
+
+    def queue(item: pytest.Item) -> int:
+        if "/integration/" not in item.nodeid:
+            return 0
+        return 1 if getattr(item, "module", None) in spark_modules else 2
+
+    items.sort(key=queue)  # stable: the collection order holds within each part
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[STARTED] = time.monotonic()
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> None:
+    """Write every test's time under `.data/test-reports/` and print the slowest."""
+    reports = [
+        report
+        for category in terminalreporter.stats.values()
+        for report in category
+        if isinstance(report, pytest.TestReport)
+    ]
+    if not reports:
+        return
+    seconds = suite_report.per_test(reports)
+    path = suite_report.write(seconds, REPORTS)
+    wall_s = time.monotonic() - config.stash[STARTED]
+    workers = int(getattr(config.option, "numprocesses", 0) or 1)
+    terminalreporter.section("suite time")
+    for line in suite_report.summary(seconds, wall_s, workers):
+        terminalreporter.write_line(line)
+    terminalreporter.write_line(f"every test's time: {path.relative_to(REPO_ROOT)}")

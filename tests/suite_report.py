@@ -1,0 +1,83 @@
+"""How long the suite took, and where: every run of `make test` writes each test's time to
+`.data/test-reports/durations.txt` and ends by printing its total and its slowest tests, so a
+test that grows shows up in every run.
+
+A test's time is its setup, call and teardown added up: a module's shared fixture is paid by
+the first test that asks for it, and shows there.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Protocol
+
+SHOWN = 20
+
+
+class Timed(Protocol):
+    """What a pytest test report carries that this module reads."""
+
+    nodeid: str
+    duration: float
+
+
+def test_id(nodeid: str) -> str:
+    """A test's id without the `@group` that `--dist loadgroup` appends to it.
+
+    >>> test_id("tests/x.py::t[a@b]@spark"), test_id("tests/x.py::t[a@b]")
+    ('tests/x.py::t[a@b]', 'tests/x.py::t[a@b]')
+    """
+    at = nodeid.rfind("@")
+    return nodeid[:at] if at > nodeid.rfind("]") else nodeid
+
+
+def per_test(reports: Iterable[Timed]) -> dict[str, float]:
+    """Each test's seconds, its phases added up, slowest first.
+
+    >>> class R:
+    ...     def __init__(self, nodeid, duration):
+    ...         self.nodeid, self.duration = nodeid, duration
+    >>> per_test([R("a@g", 1.0), R("b", 5.0), R("a@g", 2.5)])
+    {'b': 5.0, 'a': 3.5}
+    """
+    seconds: dict[str, float] = defaultdict(float)
+    for report in reports:
+        seconds[test_id(report.nodeid)] += report.duration
+    return dict(sorted(seconds.items(), key=lambda item: -item[1]))
+
+
+def table(seconds: dict[str, float], most: int | None = None) -> list[str]:
+    """Lines of `seconds  test`, in the order given, the first `most` of them.
+
+    >>> table({"tests/x.py::t": 61.25, "tests/y.py::u": 0.5}, most=1)
+    ['    61.2s  tests/x.py::t']
+    """
+    rows = list(seconds.items())[:most]
+    return [f"{s:8.1f}s  {nodeid}" for nodeid, s in rows]
+
+
+def load_average() -> str:
+    """The 1, 5 and 15-minute load averages, as `uptime` prints them."""
+    return ", ".join(f"{load:.2f}" for load in os.getloadavg())
+
+
+def summary(seconds: dict[str, float], wall_s: float, workers: int) -> list[str]:
+    """The closing lines: the total, the load and the slowest tests."""
+    busy = sum(seconds.values())
+    return [
+        f"suite: {wall_s:.0f}s wall, {busy:.0f}s of tests on {workers} worker(s), "
+        f"{len(seconds)} tests, load average {load_average()}",
+        f"slowest {min(SHOWN, len(seconds))}:",
+        *table(seconds, SHOWN),
+    ]
+
+
+def write(seconds: dict[str, float], folder: Path) -> Path:
+    """Every test's time, slowest first, as `folder/durations.txt`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "durations.txt"
+    path.write_text("\n".join(table(seconds)) + "\n")
+    return path
