@@ -1,7 +1,9 @@
-"""`streamsim api` started as a user would, for the panel's run-control tests."""
+"""`streamsim api` started as a user would, for the panel's run-control tests; `stop_runs` for
+a test module that shares one server between its tests."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -15,6 +17,8 @@ import httpx
 import yaml
 
 STREAMSIM = str(Path(sys.executable).parent / "streamsim")
+#: How long stopping a run may take (its Spark job's JVM included).
+STOP_S = 180
 
 
 @contextmanager
@@ -61,3 +65,16 @@ def panel_api(
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def stop_runs(http: httpx.Client, token: str) -> None:
+    """Stop the server's runs still going: one left behind would keep producing into the
+    broker, and hold its scenario (one run per scenario at a time) from the next test."""
+    with contextlib.suppress(httpx.HTTPError):
+        for run in http.get("/v1/runs").json()["runs"]:
+            if run["status"] in ("running", "stopping"):
+                http.delete(
+                    f"/v1/control/runs/{run['run_id']}",
+                    headers={"Authorization": f"Bearer {token}"},
+                    timeout=STOP_S,
+                )

@@ -26,7 +26,7 @@ import yaml
 
 from core.config import StackConfig
 from tests.conftest import REPO_ROOT
-from tests.integration.panel_api import panel_api
+from tests.integration.panel_api import panel_api, stop_runs
 
 pytestmark = pytest.mark.integration
 
@@ -35,10 +35,15 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 JOB_TIMEOUT_S = 300
 
 
-@pytest.fixture
-def api(kafka_stack: StackConfig, tmp_path: Path) -> Iterator[tuple[httpx.Client, str, Path]]:
+Api = tuple[httpx.Client, str, Path]
+
+
+@pytest.fixture(scope="module")
+def module_api(kafka_stack: StackConfig, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     """`streamsim api` with a control token and two scenario files on fresh topics under fresh
-    names: a small sensor fleet (`<name>`) and a small card scenario (`cards_<name>`)."""
+    names: a small sensor fleet (`<name>`) and a small card scenario (`cards_<name>`). One for
+    the module: each test starts runs of its own scenario and judges them by run id."""
+    tmp_path = tmp_path_factory.mktemp("components")
     suffix = uuid.uuid4().hex[:8]
     scenario = f"it_components_{suffix}"
     folder = tmp_path / "config" / "scenarios"
@@ -61,6 +66,22 @@ def api(kafka_stack: StackConfig, tmp_path: Path) -> Iterator[tuple[httpx.Client
         yield http, scenario, log
 
 
+@pytest.fixture
+def api(module_api: Api) -> Iterator[Api]:
+    """The module's API; the runs a test leaves going are stopped after it."""
+    yield module_api
+    stop_runs(module_api[0], TOKEN)
+
+
+def checkpointed(run: dict[str, Any], query: dict[str, Any]) -> bool:
+    """Whether the query's reported batch is in the run's own checkpoints (Spark logs a batch's
+    offsets there before running it): the report is of this run's job, not another's."""
+    job, _, name = query["query"].partition(".")
+    return (
+        Path(run["workdir"]) / "checkpoints" / job / name / "offsets" / str(query["batch_id"])
+    ).is_file()
+
+
 def processes_of(groups: set[int]) -> list[psutil.Process]:
     """Live processes in any of `groups`."""
     alive = []
@@ -73,9 +94,7 @@ def processes_of(groups: set[int]) -> list[psutil.Process]:
     return alive
 
 
-def test_a_run_starts_and_stops_its_simulator_and_spark_job(
-    api: tuple[httpx.Client, str, Path],
-) -> None:
+def test_a_run_starts_and_stops_its_simulator_and_spark_job(api: Api) -> None:
     http, scenario, log = api
     started = http.post(
         "/v1/control/runs", json={"scenario": scenario, "speed": 60.0}, headers=AUTH
@@ -98,7 +117,7 @@ def test_a_run_starts_and_stops_its_simulator_and_spark_job(
             time.sleep(1.0)
         assert states["job"]["state"] == "running" and states["simulator"]["state"] == "running"
         query = next(q for q in progress if q["input_rows"])
-        assert query["job"] == "window-counts" and query["batch_id"] >= 0
+        assert query["job"] == "window-counts" and checkpointed(run, query), (query, run)
         # Every process the run started: the children, their groups, the job's JVM.
         groups = {c["pid"] for c in run["components"]}
         job = psutil.Process(states["job"]["pid"])
@@ -129,9 +148,7 @@ def alive(pid: int) -> bool:
         return False
 
 
-def test_a_pos_run_starts_its_endpoint_and_stops_it_after_the_simulator(
-    api: tuple[httpx.Client, str, Path],
-) -> None:
+def test_a_pos_run_starts_its_endpoint_and_stops_it_after_the_simulator(api: Api) -> None:
     http, scenario, log = api
     started = http.post(
         "/v1/control/runs",

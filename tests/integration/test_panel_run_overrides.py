@@ -21,13 +21,18 @@ import pytest
 import yaml
 
 from core.config import StackConfig
+from core.kafka import ensure_topics
+from core.kafka.offsets import end_offsets, records_since
 from tests.conftest import REPO_ROOT
-from tests.integration.panel_api import panel_api
+from tests.integration.panel_api import panel_api, stop_runs
 
 pytestmark = pytest.mark.integration
 
 TOKEN = "it-panel-control-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
+#: Deadlines: for a run's first readings, for a run to end (generous: a loaded machine).
+WAIT_S = 60
+RUN_S = 300
 
 
 @dataclass
@@ -38,10 +43,12 @@ class Api:
     log: Path
 
 
-@pytest.fixture
-def api(kafka_stack: StackConfig, tmp_path: Path) -> Iterator[Api]:
+@pytest.fixture(scope="module")
+def module_api(kafka_stack: StackConfig, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     """`streamsim api` with a control token, serving one scenario file of its own: the sensor
-    fleet on a fresh topic, under a fresh name (so its truth topic is fresh too)."""
+    fleet on a fresh topic, under a fresh name (so its truth topic is fresh too). One for the
+    module: each test judges its own runs, by id."""
+    tmp_path = tmp_path_factory.mktemp("overrides")
     suffix = uuid.uuid4().hex[:8]
     scenario, topic = f"it_overrides_{suffix}", f"sensors.readings-it-{suffix}"
     data = yaml.safe_load((REPO_ROOT / "config/scenarios/sensor_fleet.yaml").read_text())
@@ -50,17 +57,24 @@ def api(kafka_stack: StackConfig, tmp_path: Path) -> Iterator[Api]:
     folder = tmp_path / "config" / "scenarios"
     folder.mkdir(parents=True)
     (folder / f"{scenario}.yaml").write_text(yaml.safe_dump(data))
-    stack = {
+    stack: dict[str, object] = {
         "kafka": {"bootstrap": kafka_stack.kafka.bootstrap_servers},
         "dirs": {"data": str(tmp_path / "data")},
     }
     with panel_api(tmp_path, stack, f"cards.activity-it-{suffix}", TOKEN, 30) as (http, log):
-        try:
-            yield Api(http, scenario, topic, log)
-        finally:
-            for run in http.get("/v1/runs").json()["runs"]:
-                if run["status"] in ("running", "stopping"):
-                    http.delete(f"/v1/control/runs/{run['run_id']}", headers=AUTH)
+        yield Api(http, scenario, topic, log)
+
+
+@pytest.fixture
+def api(module_api: Api) -> Iterator[Api]:
+    """The module's API; the run a test leaves going is stopped after it (one run of the
+    scenario at a time)."""
+    yield module_api
+    stop_runs(module_api.http, TOKEN)
+
+
+def run_ids(api: Api) -> list[str]:
+    return [r["run_id"] for r in api.http.get("/v1/runs", headers=AUTH).json()["runs"]]
 
 
 def start(api: Api, overrides: dict[str, Any], **more: Any) -> httpx.Response:
@@ -93,12 +107,13 @@ def wait_ended(api: Api, run_id: str, timeout_s: float) -> dict[str, Any]:
 def test_a_forbidden_key_gets_a_422_naming_it(
     api: Api, overrides: dict[str, Any], loc: list[str]
 ) -> None:
+    before = run_ids(api)
     response = start(api, overrides, speed="max", duration_s=10)
     assert response.status_code == 422, response.text
     (item,) = response.json()["detail"]
     assert item["loc"] == ["body", "overrides", *loc]
     assert f"'{'.'.join(loc)}'" in item["msg"]
-    assert api.http.get("/v1/runs", headers=AUTH).json()["runs"] == []  # nothing started
+    assert run_ids(api) == before  # nothing started
 
 
 def test_allowed_keys_start_a_run_that_applies_them(api: Api) -> None:
@@ -117,7 +132,7 @@ def test_allowed_keys_start_a_run_that_applies_them(api: Api) -> None:
     response = start(api, overrides, speed="max", duration_s=60)
     assert response.status_code == 201, response.text
     run_id = response.json()["run_id"]
-    run = wait_ended(api, run_id, 180)
+    run = wait_ended(api, run_id, RUN_S)
     assert run["status"] == "finished", run["error"]
     summary = run["summary"]
     # 20 sensors reporting every 4 to 12 s for 60 s: a few hundred readings, a fifth resent.
@@ -126,28 +141,35 @@ def test_allowed_keys_start_a_run_that_applies_them(api: Api) -> None:
     assert written["entities"] == 20 and written["domain"]["topic"] == api.topic
     assert written["run_id"] == run_id and written["name"] == api.scenario
     # Without the token the list hides the overrides, the working directory and errors.
-    (public,) = api.http.get("/v1/runs").json()["runs"]
-    assert public["run_id"] == run_id and public["status"] == "finished"
+    (public,) = [r for r in api.http.get("/v1/runs").json()["runs"] if r["run_id"] == run_id]
+    assert public["status"] == "finished"
     assert (public["overrides"], public["workdir"], public["error"]) == (None, None, None)
-    (private,) = api.http.get("/v1/runs", headers=AUTH).json()["runs"]
+    listed = api.http.get("/v1/runs", headers=AUTH).json()["runs"]
+    (private,) = [r for r in listed if r["run_id"] == run_id]
     assert private["overrides"] == overrides
 
 
-def test_the_rate_cap_is_lifted_while_the_run_goes_on(api: Api) -> None:
-    # About 1,700 readings capped at 20 events/s would take 85 s; the cap goes after 3 s.
+def test_the_rate_cap_is_lifted_while_the_run_goes_on(kafka_stack: StackConfig, api: Api) -> None:
+    # About 1,700 readings capped at 20 events/s would take 85 s: the cap goes once the first
+    # readings are in the topic (the module's runs write there: counted from its end now).
     overrides = {"entities": 20, "pacing": {"max_rate": 20}}
+    ensure_topics(kafka_stack, [api.topic])
+    before = end_offsets(kafka_stack, api.topic)
     response = start(api, overrides, speed="max", duration_s=600)
     assert response.status_code == 201, response.text
-    run_id, started = response.json()["run_id"], time.monotonic()
-    time.sleep(3)
-    assert api.http.get(f"/v1/runs/{run_id}").json()["status"] == "running"
+    run_id = response.json()["run_id"]
+    deadline = time.monotonic() + WAIT_S
+    while (capped := records_since(kafka_stack, api.topic, before)) == 0:
+        assert api.http.get(f"/v1/runs/{run_id}").json()["status"] == "running"
+        assert time.monotonic() < deadline, f"no reading sent:\n{api.log.read_text()}"
+        time.sleep(0.25)
     url = f"/v1/control/runs/{run_id}/pacing"
     patched = api.http.patch(url, json={"max_rate": None}, headers=AUTH)
-    assert patched.status_code == 200, patched.text
+    assert patched.status_code == 200, patched.text  # the run was still going, capped
     assert patched.json()["live"] == {"max_rate": None}
-    run = wait_ended(api, run_id, 60)
-    took = time.monotonic() - started
+    run = wait_ended(api, run_id, RUN_S)
     assert run["status"] == "finished", run["error"]
     summary = run["summary"]
-    assert summary["events"] > 1000 and took < 30, (took, summary)
+    # The running simulator took the lifted cap (its one retune) and sent the rest after it.
     assert [r["max_rate"] for r in summary["retunes"]] == [None]
+    assert summary["events"] > 1000 and capped < summary["events"], (capped, summary)

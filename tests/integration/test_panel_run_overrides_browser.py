@@ -3,21 +3,21 @@ page reaches the run (its control file) through `PATCH /v1/control/runs/{id}/pac
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import orjson
 import pytest
-from selenium.webdriver.common.action_chains import ActionChains
-from selenium.webdriver.common.by import By
-from selenium.webdriver.common.keys import Keys
-from selenium.webdriver.remote.webdriver import WebDriver
 
 from api.panel.runs import CONTROL_FILE
 from tests.integration.ui_stack import (
     TOKEN,
     WAIT_S,
+    ActionChains,
+    By,
+    Keys,
     Stack,
+    WebDriver,
+    WebDriverWait,
     click_button,
     open_page,
     shoot,
@@ -51,10 +51,10 @@ def test_a_cap_moved_on_the_page_reaches_the_running_run(
     assert thumb.get_attribute("aria-valuetext") == "20"  # the run's own cap
     browser.execute_script("arguments[0].focus();", thumb)  # a visually hidden range input
     ActionChains(browser).send_keys(Keys.ARROW_RIGHT).perform()  # the next step: 50 events/s
-    deadline = time.monotonic() + WAIT_S
-    while browser.find_element(By.XPATH, CAP_SLIDER).get_attribute("aria-valuetext") != "50":
-        assert time.monotonic() < deadline, "the cap slider did not move"
-        time.sleep(0.2)
+    WebDriverWait(browser, WAIT_S, poll_frequency=0.2).until(
+        lambda d: d.find_element(By.XPATH, CAP_SLIDER).get_attribute("aria-valuetext") == "50",
+        "the cap slider did not move",
+    )
 
     def sent(_: WebDriver) -> bool:
         run = http.get(f"/v1/runs/{run_id}", headers=AUTH).json()

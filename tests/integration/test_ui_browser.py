@@ -79,16 +79,17 @@ def transaction(
 
 
 def produce_pipeline_records(
-    kafka_stack: StackConfig, query: str, alert_id: str, event_ids: list[str]
+    kafka_stack: StackConfig, tag: str, query: str, event_ids: list[str]
 ) -> None:
-    """One alert (about `event_ids`) and one progress report, as the Spark jobs publish them."""
+    """One alert (about `event_ids`, on a card token of the test's own) and one progress
+    report, as the Spark jobs publish them."""
     ensure_topics(kafka_stack, ["alerts", "metrics"])
     now = time.time_ns() // 1_000_000
     alert: dict[str, Any] = {
-        "alert_id": alert_id,
+        "alert_id": f"ui-alert-{tag}",
         "rule": "velocity",
         "label": "card_testing",
-        "entity_id": "tok_" + "c" * 32,
+        "entity_id": f"tok_{tag}" + "c" * 24,
         "event_time": now - 60_000,
         "event_ids": event_ids,
         "evidence": {"tx_count": 9, "min_count": 5, "window_s": 600.0},
@@ -140,8 +141,11 @@ EVALUATION = {
 
 
 def test_control_panel_in_a_real_browser(
-    kafka_stack: StackConfig, servers: Stack, browser: WebDriver
+    kafka_stack: StackConfig, fresh_servers: Stack, browser: WebDriver
 ) -> None:
+    """On servers of its own: it asserts on their whole state (the one run, the request count,
+    no evaluation yet)."""
+    servers = fresh_servers
     http, ui = servers.http, servers.ui_url
     now = time.time_ns() // 1_000_000
     sent = [
@@ -155,7 +159,7 @@ def test_control_panel_in_a_real_browser(
     query = f"ui-test-query-{tag}"
     # the alerts topic is shared: the page must show this alert, known by its own event ids
     event_ids = [f"cv-ui-{tag}-{i}" for i in range(1, 4)]
-    produce_pipeline_records(kafka_stack, query, f"ui-alert-{tag}", event_ids)
+    produce_pipeline_records(kafka_stack, tag, query, event_ids)
 
     # Runs: start the sensor fleet from the form.
     open_page(browser, f"{ui}/runs?scenario=sensor_fleet", "Scenario runs")

@@ -18,15 +18,16 @@ from typing import Any
 
 import httpx
 import pytest
-from selenium.webdriver.common.action_chains import ActionChains
-from selenium.webdriver.common.by import By
-from selenium.webdriver.common.keys import Keys
-from selenium.webdriver.remote.webdriver import WebDriver
-from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.integration.ui_stack import (
     TOKEN,
+    WAIT_S,
+    ActionChains,
+    By,
+    Keys,
     Stack,
+    WebDriver,
+    WebDriverWait,
     open_page,
     shoot,
     wait_text,
@@ -92,7 +93,7 @@ def slide(driver: WebDriver, label: str, target: str) -> None:
     driver.execute_script("arguments[0].focus();", thumb)  # a visually hidden range input
     if target == "max":
         ActionChains(driver).send_keys(Keys.END).perform()
-        WebDriverWait(driver, 10).until(
+        WebDriverWait(driver, WAIT_S).until(
             lambda d: (
                 slider(d, label).get_attribute("aria-valuenow")
                 == slider(d, label).get_attribute("aria-valuemax")
@@ -202,7 +203,7 @@ def test_a_run_started_on_the_panel_is_evaluated_on_the_panel(
     # report in the same script run, so it may arrive a moment later.
     row_xpath = f"//table//tr[th[normalize-space(.)='{run_id}']]"
     wait_text(browser, "Run-to-run comparison")
-    WebDriverWait(browser, 30, poll_frequency=0.25).until(
+    WebDriverWait(browser, WAIT_S, poll_frequency=0.25).until(
         lambda d: d.find_elements(By.XPATH, row_xpath),
         f"no comparison row for {run_id}",
     )

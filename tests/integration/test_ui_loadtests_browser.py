@@ -10,15 +10,15 @@ import time
 
 import orjson
 import pytest
-from selenium.webdriver.common.by import By
-from selenium.webdriver.common.keys import Keys
-from selenium.webdriver.remote.webdriver import WebDriver
-from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.integration.ui_stack import (
     TOKEN,
     WAIT_S,
+    By,
+    Keys,
     Stack,
+    WebDriver,
+    WebDriverWait,
     body_text,
     open_page,
     shoot,
@@ -39,8 +39,11 @@ LIVE_RATE = re.compile(r"Achieved rate\s+(\d[\d,.]*)/s")
 
 
 def test_a_short_load_test_from_the_page_live_then_its_report(
-    servers: Stack, browser: WebDriver
+    fresh_servers: Stack, browser: WebDriver
 ) -> None:
+    """On servers of its own: the page must list exactly this test's report and the earlier
+    one."""
+    servers = fresh_servers
     earlier = servers.data / "loadtests" / EARLIER  # as `streamsim loadtest` leaves one
     earlier.mkdir(parents=True)
     report = {"name": "endpoint_2000", "ok": True, "started_at": "2026-01-01T00:00:00+00:00"}
@@ -80,7 +83,7 @@ def test_a_short_load_test_from_the_page_live_then_its_report(
     wait_text(browser, "latency over time", "latency percentiles", "SLOs", EARLIER)
     # The live panel goes at the page's next refresh (each second): one render can list the
     # run as running and then fetch its finished report (CI saw both on one page, once).
-    WebDriverWait(browser, 10, poll_frequency=0.25).until(
+    WebDriverWait(browser, WAIT_S, poll_frequency=0.25).until(
         lambda d: f"Running: {run}" not in body_text(d)
     )
     charts = browser.find_elements(By.CSS_SELECTOR, "[data-testid='stVegaLiteChart']")

@@ -13,6 +13,8 @@ import pytest
 
 from tests.integration import ui_stack
 
+pytestmark = pytest.mark.integration  # a real `streamlit run`
+
 
 def test_a_taken_port_is_retried_on_another(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -3,7 +3,8 @@ tokens), broker and a small seeded shipping run.
 
 - `streamsim simulate` writes the run (4 ships, 200 boxes, 4 simulated days, voyages held on
   board and flushed in port) to the session's broker; the test reads the run's records back
-  (its own run id only: the shipping topics are shared) for what the page must show;
+  (from where the topics ended before it, its own run id only: the shipping topics are
+  shared) for what the page must show;
 - one shipping alert, in the pipeline's format, for a box of the run that raised a
   temperature alarm by satellite;
 - the page shows the run's ships on the map with their tracks, the ports with ships in dock,
@@ -19,6 +20,7 @@ import subprocess
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +31,9 @@ from confluent_kafka import Producer
 
 from core.config import StackConfig
 from core.kafka import ensure_topics, producer_config
+from core.kafka.offsets import end_offsets
+from core.kafka.reader import topic_values
 from scenarios.shipping.topics import CONTAINERS, POSITIONS
-from streamsim.verify.readers import consume_topic
 from tests.integration.ui_stack import (
     STREAMSIM,
     WAIT_S,
@@ -52,13 +55,15 @@ TOKENS = {A: "ui-owner-a-token-0123456789", B: "ui-owner-b-token-9876543210"}
 BOXES = 200
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def api_env() -> dict[str, str]:
+    """The module's API knows both owners' tokens."""
     return {"STREAMSIM_OWNER_TOKENS": orjson.dumps(TOKENS).decode()}
 
 
-def simulate(tmp_path: Path) -> str:
-    """A small seeded shipping run into the servers' broker; its event-id prefix."""
+def simulate(tmp_path: Path, stack_file: Path) -> str:
+    """A small seeded shipping run of a new run id, on the stack of `stack_file` (the servers'
+    broker); its event-id prefix."""
     data = small_shipping(f"ui{uuid.uuid4().hex[:8]}")
     data.update(duration_s=4 * 86_400.0, entities=4 + BOXES + 30)  # ~40k events, ~10 s
     data["classes"][1]["share"] = BOXES
@@ -66,7 +71,7 @@ def simulate(tmp_path: Path) -> str:
     scenario.write_text(yaml.safe_dump(data))
     done = subprocess.run(
         [STREAMSIM, "simulate", str(scenario), "--speed", "max", "--json",
-         "--config", str(tmp_path / "stack.yaml")],
+         "--config", str(stack_file)],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
@@ -75,18 +80,18 @@ def simulate(tmp_path: Path) -> str:
     return str(summary["id_prefix"])
 
 
-def ours(values: list[bytes], prefix: str) -> list[bytes]:
+def ours(values: Iterable[bytes | None], prefix: str) -> list[bytes]:
     """The values that can be the run's: other tests share the topics, some write malformed
     records on purpose."""
     return [v for v in values if v and prefix.encode() in v]
 
 
-def of_run(stack: StackConfig, topic: str, prefix: str) -> list[dict[str, Any]]:
-    return [
-        r
-        for r in map(orjson.loads, ours(consume_topic(stack, topic).values, prefix))
-        if r["event_id"].startswith(prefix)
-    ]
+def of_run(
+    stack: StackConfig, topic: str, prefix: str, since: dict[int, int]
+) -> list[dict[str, Any]]:
+    """The run's records of `topic`, read from the offsets `since` (where it began)."""
+    values = (v for batch in topic_values(stack, topic, since) for v in batch)
+    return [r for r in map(orjson.loads, ours(values, prefix)) if r["event_id"].startswith(prefix)]
 
 
 def caught_up(stack: Stack, run: str, ships: set[str], written_ms: int) -> dict[str, Any]:
@@ -137,11 +142,13 @@ def publish_alert(stack: StackConfig, reading: dict[str, Any]) -> str:
 def test_shipping_page_in_a_real_browser(
     kafka_stack: StackConfig, servers: Stack, browser: WebDriver, tmp_path: Path
 ) -> None:
-    prefix = simulate(tmp_path)
+    ensure_topics(kafka_stack, [POSITIONS, CONTAINERS])
+    before = {topic: end_offsets(kafka_stack, topic) for topic in (POSITIONS, CONTAINERS)}
+    prefix = simulate(tmp_path, servers.stack_file)
     written_ms = time.time_ns() // 1_000_000  # the run is in the topics
     run = prefix.rstrip("-")
-    positions = of_run(kafka_stack, POSITIONS, prefix)
-    readings = of_run(kafka_stack, CONTAINERS, prefix)
+    positions = of_run(kafka_stack, POSITIONS, prefix, before[POSITIONS])
+    readings = of_run(kafka_stack, CONTAINERS, prefix, before[CONTAINERS])
     ships = {p["ship_id"] for p in positions}
     assert len(ships) == 4
     onboard: dict[str, int] = defaultdict(int)

@@ -3,10 +3,11 @@ connected-vehicles run.
 
 - A short `connected_vehicles` run (50 vehicles, through the control API) produces
   `vehicles.telemetry`;
-- once the API shows a vehicle of the run (its latest reading one the run wrote: the topic
-  also holds earlier runs' vehicles of the same ids), one overheating alert for it goes to
-  `alerts` in the pipeline's format (evidence a JSON string, job `vehicle-telemetry`), at the
-  event time of that vehicle's latest reading, and a progress report of the job to `metrics`;
+- once the API shows a vehicle of the run with no alert (its latest reading one the run
+  wrote: the topics also hold earlier runs' vehicles of the same ids and their alerts), one
+  overheating alert for it goes to `alerts` in the pipeline's format (evidence a JSON string,
+  job `vehicle-telemetry`), at the event time of that vehicle's latest reading, and a progress
+  report of the job (a query name of its own) to `metrics`;
 - the page shows the fleet (a nonzero count, the vehicle on the map), the alert with its
   evidence, the job's late drops, and the alerting vehicle's telemetry charts;
 - its "Stop" button stops the run.
@@ -62,9 +63,11 @@ def run_prefix(stack: Stack, run_id: str) -> str:
 def a_moving_vehicle(
     stack: Stack, kafka_stack: StackConfig, run_id: str, since: dict[int, int]
 ) -> dict[str, Any]:
-    """A vehicle that the API shows moving with a GPS fix, its latest reading one of this
-    run's (waits for one). The topic is shared: earlier runs (a demo's, say) left vehicles of
-    the same ids in it, which the API reads back on start."""
+    """A vehicle that the API shows moving with a GPS fix and no alert yet, its latest reading
+    one of this run's (waits for one). The topics are shared: earlier runs (a demo's, say) left
+    vehicles of the same ids in `vehicles.telemetry`, and their jobs' alerts about them in
+    `alerts`, which the API reads back on start; the alert this test publishes must be the
+    vehicle's only one."""
     prefix = run_prefix(stack, run_id)
     deadline = time.monotonic() + WAIT_S
     fleet: dict[str, Any] = {}
@@ -82,6 +85,7 @@ def a_moving_vehicle(
             for v in fleet["vehicles"]
             if v["lat"] is not None
             and v["history"] >= 3
+            and v["alerts"] == 0
             and (v["vehicle_id"], v["seq"], v["event_time"]) in ours
         ]
         if located:
@@ -102,7 +106,7 @@ def publish_vehicle_alert(
         "label": "overheating",
         "entity_id": vehicle["vehicle_id"],
         "event_time": vehicle["event_time"],
-        "event_ids": [f"cv-ui-{i}" for i in range(3)],
+        "event_ids": [f"{alert_id}-{i}" for i in range(3)],
         "evidence": orjson.dumps(
             {
                 "signal": "coolant_c",

@@ -1,6 +1,14 @@
 """What the browser tests of the control panel share: a real `streamsim api` (with a control
-token) and `streamlit run ui/app.py` on the session's broker (`servers`), headless Chromium
-driven by selenium (`browser`), and waits that poll the page's visible text.
+token) and `streamlit run ui/app.py` on the session's broker, headless Chromium driven by
+selenium, and waits that poll the page's visible text.
+
+- `browser`: one Chromium per test module (`chromium`), handed to each test on a blank page at
+  the default window size (a new one if the last test left it dead);
+- `servers`: one API and panel per test module (`module_servers`); the runs a test leaves going
+  are stopped after it. Its tests filter what they read by their own run, alert or query ids;
+- `fresh_servers`: an API and panel of the test's own, for a test that asserts on a new
+  server's whole state (its runs list, its request count, no evaluation or report yet).
+`api_env` (module scope) adds to the API's environment; a module overrides it.
 
 Test modules load it with `pytest_plugins = ("tests.integration.ui_stack",)` and import the
 helpers.
@@ -8,6 +16,7 @@ helpers.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import shutil
@@ -27,6 +36,7 @@ import pytest
 
 from core.config import StackConfig
 from tests.conftest import REPO_ROOT, free_port
+from tests.integration.panel_api import stop_runs
 
 #: Under CI (`CI` set, as `.ci/run` runs) the browser tests must run: a missing browser, driver
 #: or selenium fails them instead of skipping them.
@@ -41,7 +51,9 @@ from selenium.common.exceptions import (  # noqa: E402
     WebDriverException,
 )
 from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.action_chains import ActionChains as ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys as Keys  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
@@ -54,6 +66,8 @@ CHROMIUM = next(
 SECRET = "ui-test-pan-secret-0123456789"
 TOKEN = "ui-test-control-token"
 WAIT_S = 60
+#: Chromium's window size at the start of each test (a test may make it taller).
+WINDOW = (1400, 1500)
 SCREENSHOTS = REPO_ROOT / ".data"
 
 
@@ -79,6 +93,7 @@ class Stack:
     data: Path
     activity_topic: str
     http: httpx.Client
+    stack_file: Path  # the API's stack file: the session's broker, the API's data folder
 
 
 def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
@@ -120,25 +135,19 @@ def start_ui(env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], s
     raise AssertionError(f"no free port for the panel in {UI_PORT_TRIES} tries:\n{log.read_text()}")
 
 
-@pytest.fixture
-def api_env() -> dict[str, str]:
-    """More environment for `streamsim api` (a test module overrides it, e.g. owner tokens)."""
-    return {}
-
-
-@pytest.fixture
-def servers(kafka_stack: StackConfig, tmp_path: Path, api_env: dict[str, str]) -> Iterator[Stack]:
-    """`streamsim api` (with a control token) and `streamlit run ui/app.py`, both headless."""
+def start_servers(kafka_stack: StackConfig, work: Path, api_env: dict[str, str]) -> Iterator[Stack]:
+    """`streamsim api` (with a control token) and `streamlit run ui/app.py`, both headless,
+    their files under `work`; stopped after."""
     topic = f"cards.activity-ui-{uuid.uuid4().hex[:8]}"
-    data = tmp_path / "data"
+    data = work / "data"
     api_port = free_port()
-    stack_file = tmp_path / "stack.yaml"
+    stack_file = work / "stack.yaml"
     stack_file.write_text(
         f"kafka:\n  bootstrap: {kafka_stack.kafka.bootstrap_servers}\n"
         f"dirs:\n  data: {data}\n"
         f"api:\n  port: {api_port}\n"
     )
-    settings_file = tmp_path / "api.yaml"
+    settings_file = work / "api.yaml"
     settings_file.write_text(f"kind: api\ntopic: {topic}\nrebuild_timeout_s: 30\n")
     env = {
         **os.environ,
@@ -146,7 +155,7 @@ def servers(kafka_stack: StackConfig, tmp_path: Path, api_env: dict[str, str]) -
         "STREAMSIM_API_TOKEN": TOKEN,
         "PYTHONUNBUFFERED": "1",
     }
-    api_log, ui_log = tmp_path / "api.log", tmp_path / "ui.log"
+    api_log, ui_log = work / "api.log", work / "ui.log"
     api_url = f"http://127.0.0.1:{api_port}"
     with api_log.open("ab") as out:
         api = subprocess.Popen(
@@ -166,21 +175,45 @@ def servers(kafka_stack: StackConfig, tmp_path: Path, api_env: dict[str, str]) -
         ui_env = {k: v for k, v in env.items() if k != "STREAMSIM_PAN_SECRET"}
         ui_env["STREAMSIM_API_URL"] = api_url
         ui, ui_url = start_ui(ui_env, ui_log)
-        yield Stack(api_url, ui_url, data, topic, http)
+        yield Stack(api_url, ui_url, data, topic, http, stack_file)
     finally:
-        try:  # a run left behind would keep producing into the session's broker
-            for run in http.get("/v1/runs").json()["runs"]:
-                if run["status"] in ("running", "stopping"):
-                    http.delete(
-                        f"/v1/control/runs/{run['run_id']}",
-                        headers={"Authorization": f"Bearer {TOKEN}"},
-                    )
-        except httpx.HTTPError:
-            pass
+        stop_runs(http, TOKEN)
         http.close()
         if ui is not None:
             stop(ui)
         stop(api, signal.SIGINT)
+
+
+@pytest.fixture(scope="module")
+def api_env() -> dict[str, str]:
+    """More environment for `streamsim api` (a test module overrides it, e.g. owner tokens)."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def module_servers(
+    kafka_stack: StackConfig, tmp_path_factory: pytest.TempPathFactory, api_env: dict[str, str]
+) -> Iterator[Stack]:
+    """The API and the panel, one pair for the module's tests (through `servers`)."""
+    yield from start_servers(kafka_stack, tmp_path_factory.mktemp("servers"), api_env)
+
+
+@pytest.fixture
+def servers(module_servers: Stack) -> Iterator[Stack]:
+    """The module's API and panel; the runs the test leaves going are stopped after it, so the
+    next test starts with none. The module's tests share its runs list, stats, evaluations and
+    load-test reports: each reads its own by id."""
+    yield module_servers
+    stop_runs(module_servers.http, TOKEN)
+
+
+@pytest.fixture
+def fresh_servers(
+    kafka_stack: StackConfig, tmp_path: Path, api_env: dict[str, str]
+) -> Iterator[Stack]:
+    """An API and a panel of the test's own, for a test that asserts on a new server's whole
+    state: its runs list, its request count from 0, no evaluation or load-test report yet."""
+    yield from start_servers(kafka_stack, tmp_path, api_env)
 
 
 def missing(reason: str) -> NoReturn:
@@ -190,10 +223,8 @@ def missing(reason: str) -> NoReturn:
     pytest.skip(reason)
 
 
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[WebDriver]:
-    if CHROMEDRIVER is None or CHROMIUM is None:
-        missing("chromium and chromium-driver are not on PATH (apt-get install -y ...)")
+def start_chromium(profiles: Path) -> WebDriver:
+    """Headless Chromium with a new profile under `profiles`."""
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for arg in (
@@ -205,16 +236,63 @@ def browser(tmp_path: Path) -> Iterator[WebDriver]:
         "--disable-component-update",
         "--disable-sync",
         "--disable-dev-shm-usage",
-        "--window-size=1400,1500",
-        f"--user-data-dir={tempfile.mkdtemp(prefix='chromium-', dir=tmp_path)}",
+        f"--window-size={WINDOW[0]},{WINDOW[1]}",
+        f"--user-data-dir={tempfile.mkdtemp(prefix='chromium-', dir=profiles)}",
     ):
         options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver: WebDriver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     driver.set_page_load_timeout(WAIT_S)
+    return driver
+
+
+def blank(driver: WebDriver) -> WebDriver:
+    """`driver` on a blank page (the last page's Streamlit session ends) at the default size."""
+    driver.get("about:blank")
+    driver.set_window_size(*WINDOW)
+    return driver
+
+
+class Chromium:
+    """One headless Chromium for a module's tests, started on first use."""
+
+    def __init__(self, profiles: Path) -> None:
+        self.profiles = profiles
+        self.driver: WebDriver | None = None
+
+    def page(self) -> WebDriver:
+        """The browser, blank (`blank`). One that no longer answers (it crashed in the last
+        test) is replaced, so that a test does not fail for the one before it."""
+        if self.driver is not None:
+            try:
+                return blank(self.driver)
+            except WebDriverException:
+                self.quit()
+        self.driver = start_chromium(self.profiles)
+        return blank(self.driver)
+
+    def quit(self) -> None:
+        if self.driver is not None:
+            with contextlib.suppress(WebDriverException):
+                self.driver.quit()
+            self.driver = None
+
+
+@pytest.fixture(scope="module")
+def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Chromium]:
+    """The module's Chromium (fails under CI, skips elsewhere, if it is not installed)."""
+    if CHROMEDRIVER is None or CHROMIUM is None:
+        missing("chromium and chromium-driver are not on PATH (apt-get install -y ...)")
+    shared = Chromium(tmp_path_factory.mktemp("chromium"))
     try:
-        yield driver
+        yield shared
     finally:
-        driver.quit()
+        shared.quit()
+
+
+@pytest.fixture
+def browser(chromium: Chromium) -> WebDriver:
+    """The module's Chromium, on a blank page at the default window size."""
+    return chromium.page()
 
 
 # -- helpers ---------------------------------------------------------------------------------
