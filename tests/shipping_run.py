@@ -41,7 +41,7 @@ def small_shipping(run_id: str, seed: int = SEED) -> dict[str, Any]:
     return data
 
 
-#: Each shipping schema's topic and key field (DESIGN.md).
+#: Each shipping schema's topic and key field (docs/design.md).
 TOPIC = {
     "shipping.container/1": (topics.SHIPPING_CONTAINERS.name, "container_id"),
     "shipping.position/1": (topics.SHIPPING_POSITIONS.name, "ship_id"),

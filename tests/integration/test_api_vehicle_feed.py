@@ -8,10 +8,11 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import orjson
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 
 from api.panel.consumers.vehicles import VehicleTail
 from api.panel.views.vehicles import VehicleView
@@ -48,6 +49,19 @@ def produce(stack: StackConfig, topic: str, vehicles: int, rounds: int) -> None:
                     producer.poll(0.05)
         producer.poll(0)
     assert producer.flush(60) == 0
+
+
+class CountedTail(VehicleTail):
+    """A tail that keeps how many records each of its read cycles read."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.cycles: list[int] = []
+
+    def _cycle(self, consumer: Consumer, stop: threading.Event) -> None:
+        before = self.records_read
+        super()._cycle(consumer, stop)
+        self.cycles.append(self.records_read - before)
 
 
 def running(tail: VehicleTail) -> Iterator[threading.Event]:
@@ -92,17 +106,15 @@ def test_a_topic_far_ahead_of_the_cap_is_skipped_not_read(kafka_stack: StackConf
     vehicles, rounds = 500, 120  # 60,000 records already there
     produce(kafka_stack, topic, vehicles, rounds)
     view = VehicleView(max_vehicles=400, history_vehicles=50, history_len=20)
-    cap, cycle_s = 2000, 0.5
-    tail = VehicleTail(
+    tail = CountedTail(
         kafka_stack,
         topic,
         view,
-        read_cap_per_s=cap,
-        cycle_s=cycle_s,
+        read_cap_per_s=2000,
+        cycle_s=0.5,
         start_back=20_000,  # start far behind the end
         refresh_s=0.5,
     )
-    started = time.monotonic()
 
     def newest_seen() -> bool:
         rows, _ = view.vehicles(time.time_ns() // 1_000_000, limit=1000)
@@ -110,11 +122,10 @@ def test_a_topic_far_ahead_of_the_cap_is_skipped_not_read(kafka_stack: StackConf
 
     for _ in running(tail):
         wait_for(lambda: tail.skips > 0 and newest_seen())
-        elapsed = time.monotonic() - started
-        read = tail.records_read
-    # Each cycle lasts at least `cycle_s` and reads at most its budget; the backlog was jumped
-    # over, not read.
-    assert read <= tail.budget() * (elapsed / cycle_s + 1)
+    # Each cycle read at most its budget (1,000 records); the backlog was jumped over, not read.
+    read = tail.records_read
+    assert tail.budget() == 1000 and 0 < max(tail.cycles) <= tail.budget(), tail.cycles
+    assert read == sum(tail.cycles)
     assert tail.records_skipped > 0 and read + tail.records_skipped <= vehicles * rounds
     assert read < vehicles * rounds / 10
     # Bounded: at most 400 latest readings, 50 histories of 20.

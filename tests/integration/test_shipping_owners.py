@@ -24,8 +24,11 @@ import yaml
 
 from core.config import StackConfig
 from core.contracts import labels
+from core.contracts.topics import truth as truth_topic
+from core.kafka import ensure_topics
+from core.kafka.offsets import end_offsets
+from core.kafka.reader import topic_values
 from scenarios.shipping.topics import CONTAINERS
-from streamsim.verify.readers import consume_topic
 from tests.conftest import REPO_ROOT, free_port
 from tests.integration.test_api_endpoint import STREAMSIM, Server
 from tests.shipping_run import small_shipping
@@ -34,6 +37,7 @@ pytestmark = pytest.mark.integration
 
 A, B = "bigblue", "duckworks"
 TOKENS = {A: "owner-a-token-0123456789abcdef", B: "owner-b-token-fedcba9876543210"}
+TRUTH = truth_topic("shipping").name
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -50,16 +54,25 @@ def cli(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     return result
 
 
-def owners_of_run(stack: StackConfig, prefix: str) -> dict[str, str]:
-    """container id -> owner, for the run's readings on the topic."""
-    out: dict[str, str] = {}
-    for value in consume_topic(stack, CONTAINERS).values:
-        if not value or prefix.encode() not in value:
-            continue  # another test's record, maybe a malformed one on purpose
-        event = orjson.loads(value)
-        if event["event_id"].startswith(prefix):
-            out[event["container_id"]] = event["owner"]
+def of_run(
+    stack: StackConfig, topic: str, prefix: str, since: dict[int, int]
+) -> list[dict[str, Any]]:
+    """The run's records of `topic` (event ids starting with `prefix`), read from the offsets
+    `since` (where the topic ended before the run)."""
+    out = []
+    for values in topic_values(stack, topic, since):
+        for value in values:
+            if not value or prefix.encode() not in value:
+                continue  # another test's record, maybe a malformed one on purpose
+            event = orjson.loads(value)
+            if event["event_id"].startswith(prefix):
+                out.append(event)
     return out
+
+
+def owners_of_run(stack: StackConfig, prefix: str, since: dict[int, int]) -> dict[str, str]:
+    """container id -> owner, for the run's readings on the topic."""
+    return {e["container_id"]: e["owner"] for e in of_run(stack, CONTAINERS, prefix, since)}
 
 
 def test_owner_scoped_reads_and_the_evaluation_of_a_seeded_run(
@@ -73,17 +86,15 @@ def test_owner_scoped_reads_and_the_evaluation_of_a_seeded_run(
     )
     scenario = tmp_path / "shipping.yaml"
     scenario.write_text(yaml.safe_dump(small_shipping(f"it{uuid.uuid4().hex[:8]}")))
+    ensure_topics(kafka_stack, [TRUTH, CONTAINERS])
+    before = {topic: end_offsets(kafka_stack, topic) for topic in (TRUTH, CONTAINERS)}
     sim = cli("simulate", str(scenario), "--speed", "max", "--config", str(stack_file))
     assert sim["events"] > 50_000
 
     prefix = sim["id_prefix"]
-    truth = [
-        t
-        for t in map(orjson.loads, consume_topic(kafka_stack, "truth.shipping").values)
-        if t["event_id"].startswith(prefix)
-    ]
+    truth = of_run(kafka_stack, TRUTH, prefix, before[TRUTH])
     assert len(truth) == sim["truth"]
-    owner_of = owners_of_run(kafka_stack, prefix)
+    owner_of = owners_of_run(kafka_stack, prefix, before[CONTAINERS])
     mine = sorted(c for c, o in owner_of.items() if o == A)
     theirs = sorted(c for c, o in owner_of.items() if o == B)
     assert mine and theirs
@@ -141,7 +152,10 @@ def test_owner_scoped_reads_and_the_evaluation_of_a_seeded_run(
         assert figures["support"] > 0, (label, figures)
         assert figures["support"] + figures["open"] == incidents
         assert figures["recall"] > 0 and figures["incident_precision"] is not None
-        assert figures["latency_ms"]["p50"] >= 0
+        # detected after the incident began: each rule needs evidence that comes later (seed
+        # 11: door_tamper is the quickest, at a p50 of 1.4 s)
+        latency = figures["latency_ms"]
+        assert 0 < latency["p50"] <= latency["p99"], (label, figures)
         assert figures["hard_negative_alerts"] == 0
     # read to the end, not up to a time: incidents whose data landed a day or more late count
     late = [scores[label]["latency_from_upload_ms"] for label in injected]
