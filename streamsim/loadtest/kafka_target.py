@@ -28,9 +28,10 @@ import threading
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import orjson
@@ -48,6 +49,10 @@ from streamsim.loadtest.recorder import Recorder
 from streamsim.loadtest.runner import RunResult
 
 POLL_S = 0.002
+DRAIN_POLL_S = 0.2
+#: Why `drain` ended: the lag recovered (no alerts traced), the alerts settled, the deadline
+#: came, or there was nothing to watch (no job, no alerts).
+DrainEnd = Literal["recovered", "settled", "deadline", "unwatched"]
 PROGRESS_SCHEMA_PREFIX = "pipeline.progress/"
 
 
@@ -277,25 +282,36 @@ def end_to_end_ms(
     return out
 
 
-def drain(lag: LagSettings, monitor: LagMonitor | None, tracer: AlertTracer | None) -> None:
+def drain(
+    lag: LagSettings,
+    monitor: LagMonitor | None,
+    tracer: AlertTracer | None,
+    clock: Callable[[], float] = time.perf_counter,
+    sleep: Callable[[float], None] = time.sleep,
+) -> DrainEnd:
     """Wait, up to `lag.drain_s`, for the lag to recover (`recovered_at`) and, with alerts
     traced, for them to settle: the lag is 0 and no alert came for `alerts_settle_s`.
     Alerts a watermark releases come in the job's later (no-data) batches; a slow alerts
     query may report after the others, so an alert-less run waits for its first alert until
-    the deadline."""
-    deadline = time.perf_counter() + lag.drain_s
+    the deadline. Looks every `DRAIN_POLL_S` on `clock` (the tracer's clock too); returns
+    why it ended."""
+    if monitor is None and tracer is None:
+        return "unwatched"
+    deadline = clock() + lag.drain_s
     caught_up_at: float | None = None
-    while time.perf_counter() < deadline and (monitor is not None or tracer is not None):
+    while clock() < deadline:
         recovered = monitor is None or monitor.recovered(lag.recovered_at)
         if recovered and tracer is None:
-            return
+            return "recovered"
         if tracer is not None and recovered and (monitor is None or monitor.at_zero()):
-            caught_up_at = caught_up_at or time.perf_counter()
+            if caught_up_at is None:
+                caught_up_at = clock()
             if tracer.alerts and tracer.quiet_since(caught_up_at) >= lag.alerts_settle_s:
-                return
+                return "settled"
         else:
             caught_up_at = None
-        time.sleep(0.2)
+        sleep(DRAIN_POLL_S)
+    return "deadline"
 
 
 # the run ---------------------------------------------------------------------------------
