@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from tests.conftest import REPO_ROOT
 
-#: The keys of `streamsim chaos --json`, in order (DESIGN.md).
+#: The keys of `streamsim chaos --json`, in order (docs/design.md).
 KEYS = [
     "scenario",
     "fault",
@@ -23,6 +25,14 @@ KEYS = [
     "recovery_s",
     "ok",
 ]
+#: After its timeout, `streamsim chaos` gets a Ctrl-C and this long to stop its brokers and jobs.
+GRACE_S = 60.0
+
+
+def chaos_timeout(timeout_s: float) -> pytest.MarkDecorator:
+    """The test's pytest timeout: past `run_chaos`'s `timeout_s` and the grace after it, so the
+    subprocess's timeout fires first, with its stderr."""
+    return pytest.mark.timeout(timeout_s + GRACE_S + 60)
 
 
 def run_chaos(
@@ -40,20 +50,33 @@ def run_chaos(
         )
     )
     command = [sys.executable, "-m", "streamsim", "chaos", scenario, "--fault", fault, *args]
-    done = subprocess.run(
-        [*command, "--config", str(stack), "--json"],
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        timeout=timeout_s,
-        check=False,
-    )
+    done = _run([*command, "--config", str(stack), "--json"], timeout_s)
     assert done.stdout.strip(), done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     print(report, done.stderr[-2000:])
     assert list(report) == KEYS
     assert report["scenario"] == scenario and report["fault"] == fault
     return report, done
+
+
+def _run(command: list[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
+    """`command` run to its end; past `timeout_s`, stopped (Ctrl-C, then kill -9 after
+    `GRACE_S`) and the test failed with the tail of its stderr."""
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT
+    ) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGINT)  # its cleanup stops the private brokers and jobs
+            try:
+                _, err = proc.communicate(timeout=GRACE_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                err = f"(it did not stop within {GRACE_S:.0f}s of a Ctrl-C: killed)"
+            ran = " ".join(command[2:7])
+            pytest.fail(f"`{ran}` still ran after {timeout_s:.0f}s; its stderr:\n{err[-3000:]}")
+    return subprocess.CompletedProcess(command, proc.returncode, out, err)
 
 
 def processes_mentioning(text: str) -> list[str]:

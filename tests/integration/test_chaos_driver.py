@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.chaos_cli import processes_mentioning, run_chaos
+from tests.integration.chaos_cli import chaos_timeout, processes_mentioning, run_chaos
 
 pytestmark = pytest.mark.integration
+TIMEOUT_S = 1500
 
 
+@chaos_timeout(TIMEOUT_S)
 def test_chaos_driver_kill_loses_and_duplicates_no_alert(tmp_path: Path) -> None:
     events = 12_000
     report, done = run_chaos(
@@ -22,7 +24,7 @@ def test_chaos_driver_kill_loses_and_duplicates_no_alert(tmp_path: Path) -> None
         "card_velocity",
         "driver",
         ["--events", str(events), "--entities", "2000", "--speed", "300", "--outage-s", "2"],
-        1500,
+        TIMEOUT_S,
     )
     assert report["sent"] == events
     assert re.search(r"killed the driver while batch [1-9]\d* ran", done.stderr), done.stderr

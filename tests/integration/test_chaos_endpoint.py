@@ -13,15 +13,21 @@ import pytest
 
 from api.fraud.publisher import LINGER_MS
 from streamsim.chaos.endpoint import LOSS_WINDOW_S
-from tests.integration.chaos_cli import processes_mentioning, run_chaos
+from tests.integration.chaos_cli import chaos_timeout, processes_mentioning, run_chaos
 
 pytestmark = pytest.mark.integration
+TIMEOUT_S = 900
 
 
+@chaos_timeout(TIMEOUT_S)
 def test_chaos_endpoint_kill_keeps_verdicts_and_acknowledged_decisions(tmp_path: Path) -> None:
     requests = 4_000
     report, done = run_chaos(
-        tmp_path, "card_velocity", "endpoint", ["--events", str(requests), "--outage-s", "1"], 900
+        tmp_path,
+        "card_velocity",
+        "endpoint",
+        ["--events", str(requests), "--outage-s", "1"],
+        TIMEOUT_S,
     )
     assert report["sent"] == requests
     killed = re.search(

@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.chaos_cli import processes_mentioning, run_chaos
+from tests.integration.chaos_cli import chaos_timeout, processes_mentioning, run_chaos
 
 pytestmark = pytest.mark.integration
+TIMEOUT_S = 900
 
 
+@chaos_timeout(TIMEOUT_S)
 def test_chaos_lake_full_holds_the_batch_and_loses_no_alert(tmp_path: Path) -> None:
     events = 8_000
     report, done = run_chaos(
@@ -22,7 +24,7 @@ def test_chaos_lake_full_holds_the_batch_and_loses_no_alert(tmp_path: Path) -> N
         "card_velocity",
         "lake-full",
         ["--events", str(events), "--entities", "2000", "--speed", "max", "--outage-s", "3"],
-        900,
+        TIMEOUT_S,
     )
     assert report["sent"] == events
     said = re.search(

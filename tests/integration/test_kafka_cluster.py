@@ -8,13 +8,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 from confluent_kafka.admin import ConfigResource
 
 from core.config import load_stack
@@ -86,59 +86,88 @@ def test_cluster_topics_get_three_replicas_and_min_isr_two(
 def test_killing_one_broker_loses_nothing(cluster: tuple[Path, StackConfig]) -> None:
     _, stack = cluster
     ensure_topics(stack, [TOPIC])
-    before = sum(end_offsets(stack, TOPIC).values())
+    before = end_offsets(stack, TOPIC)
     three = LocalBroker(stack)
-    failures: list[str] = []
-    unflushed: list[int] = []
-    sent = 0
-    stop = threading.Event()
-
-    def on_delivery(err: KafkaError | None, msg: object) -> None:
-        if err is not None:
-            failures.append(err.str())
-
-    def produce() -> None:  # the simulator's settings: idempotent, acks=all
-        nonlocal sent
-        producer = Producer(producer_config(stack, **{"linger.ms": 5}))
-        while not stop.is_set():
-            for _ in range(200):
-                producer.produce(TOPIC, b'{"n":%d}' % sent, key=b"%d" % (sent % 17))
-                sent += 1
-            producer.poll(0)
-            time.sleep(0.02)
-        unflushed.append(producer.flush(120))
-
-    producer_thread = threading.Thread(target=produce)
-    producer_thread.start()
+    writer = Writer(stack)
+    writer.thread.start()
     try:
-        time.sleep(2)
-        at_kill = sent
+        wait_for(lambda: writer.highest_acked >= 2_000, "the first 2,000 records acknowledged")
         assert three.kill_node(2) is not None
-        assert not three.status().running  # degraded: node 2 is down
-        time.sleep(4)
-        assert sent > at_kill  # producers kept going while a broker was down
+        wait_for(lambda: not three.status().running, "node 2 seen down")  # degraded
+        at_kill = writer.sent  # every record from this one on is sent with node 2 dead
+        # The producer keeps going: a record sent after the kill is acknowledged (acks=all by
+        # the two nodes left, min.insync.replicas 2) while node 2 is still down.
+        wait_for(lambda: writer.highest_acked >= at_kill, "a write acknowledged by two of three")
+        assert not three.status().running
         three.start_node(2)
         assert three.status().running
-        time.sleep(1)
+        at_restart = writer.sent
+        wait_for(lambda: writer.highest_acked >= at_restart, "a write acknowledged after restart")
     finally:
-        stop.set()
-        producer_thread.join(180)
-    assert not producer_thread.is_alive()
-    assert unflushed == [0]
-    assert failures == []
-    assert sum(end_offsets(stack, TOPIC).values()) - before == sent
-    seen = _read_values(stack)
+        writer.stop.set()
+        writer.thread.join(180)
+    assert not writer.thread.is_alive()
+    assert writer.unflushed == 0
+    assert writer.failures == []
+    sent = writer.sent
+    assert sum(end_offsets(stack, TOPIC).values()) - sum(before.values()) == sent
+    seen = _read_values(stack, before)
     assert len(seen) == sent and {json.loads(v)["n"] for v in seen} == set(range(sent))
 
 
-def _read_values(stack: StackConfig) -> list[bytes]:
+def wait_for(condition: Callable[[], bool], what: str, timeout_s: float = 120.0) -> None:
+    """Poll `condition` until it holds; fail naming `what` once `timeout_s` has passed."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {timeout_s:.0f}s: {what}"
+        time.sleep(0.1)
+
+
+class Writer:
+    """Writes records numbered from 0 to TOPIC on a thread, with the simulator's settings
+    (idempotent, acks=all), until `stop`; counts what it sent and what was acknowledged."""
+
+    def __init__(self, stack: StackConfig) -> None:
+        self.stack = stack
+        self.sent = 0
+        self.highest_acked = -1  # the number of the latest record acknowledged
+        self.failures: list[str] = []
+        self.unflushed: int | None = None
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="writer")
+
+    def _delivered(self, err: KafkaError | None, msg: Message) -> None:
+        if err is not None:
+            self.failures.append(err.str())
+        else:
+            n = int(json.loads(msg.value() or b"{}")["n"])
+            self.highest_acked = max(self.highest_acked, n)
+
+    def _run(self) -> None:
+        producer = Producer(producer_config(self.stack, **{"linger.ms": 5}))
+        while not self.stop.is_set():
+            for _ in range(200):
+                value, key = b'{"n":%d}' % self.sent, b"%d" % (self.sent % 17)
+                try:
+                    producer.produce(TOPIC, value, key=key, on_delivery=self._delivered)
+                except BufferError:  # the queue is full while a broker is down: wait for room
+                    break
+                self.sent += 1
+            producer.poll(0)
+            time.sleep(0.02)
+        self.unflushed = producer.flush(120)
+
+
+def _read_values(stack: StackConfig, since: dict[int, int]) -> list[bytes]:
+    """Every value written to TOPIC after the offsets `since`."""
     ends = end_offsets(stack, TOPIC)
     consumer = Consumer(consumer_config(stack, "cluster-test"))
-    consumer.assign([TopicPartition(TOPIC, p, 0) for p in ends])
+    consumer.assign([TopicPartition(TOPIC, p, since.get(p, 0)) for p in ends])
     values: list[bytes] = []
-    deadline = time.monotonic() + 60
+    expected = sum(ends.values()) - sum(since.values())
+    deadline = time.monotonic() + 120
     try:
-        while len(values) < sum(ends.values()) and time.monotonic() < deadline:
+        while len(values) < expected and time.monotonic() < deadline:
             for msg in consumer.consume(10_000, timeout=0.5):
                 if msg.error() is None:
                     values.append(msg.value() or b"")

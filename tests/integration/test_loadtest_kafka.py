@@ -117,12 +117,15 @@ def test_spike_lag_recovers_and_slos_fail_when_impossible(
                 "source": {"type": "payload", "bytes": 120, "keys": 50},
                 "job": job,
                 "alerts_topic": None,
-                "lag": {"sample_s": 0.25, "drain_s": 30, "recovered_at": 300},
+                # The drain ends once the lag is back at 300; its deadline is for a loaded machine.
+                "lag": {"sample_s": 0.25, "drain_s": 120, "recovered_at": 300},
             },
             load={"type": "spike", "rate": 200, "spike_rate": 4000, "at_s": 2, "for_s": 2},
             warmup_s=1,
             duration_s=4,
-            slo={"p99_ms": 5000, "lag_max": 1, "lag_recovery_s": 30},
+            # A recovery seen within the run and its drain is within 180 s: the check holds
+            # whatever the machine's speed, and `lag_max` fails whatever it is.
+            slo={"p99_ms": 5000, "lag_max": 1, "lag_recovery_s": 180},
         )
         report = run_loadtest(cfg, kafka_stack, "spike", tmp_path / "out")
     finally:
@@ -134,11 +137,9 @@ def test_spike_lag_recovers_and_slos_fail_when_impossible(
     assert report["lag"]["max"] > 2000
     assert report["lag"]["recovery_s"] is not None and report["lag"]["recovery_s"] > 0
     assert report["slo"]["lag_recovery_s"]["ok"] is True
-    assert report["slo"]["lag_max"] == {
-        "threshold": 1,
-        "measured": report["lag"]["max"],
-        "ok": False,
-    }
+    lag_max = report["slo"]["lag_max"]
+    assert lag_max["threshold"] == 1 and lag_max["ok"] is False
+    assert lag_max["measured"] == report["lag"]["max"] > 2000  # the SLO judged the peak seen
     assert report["ok"] is False
     assert "end_to_end_ms" not in report  # not traced: left out, not zero
     assert (tmp_path / "out" / "lag_over_time.vl.json").exists()
@@ -159,12 +160,15 @@ def test_scenario_records_trace_planted_incidents_end_to_end(
                 "file": str(REPO_ROOT / "config/scenarios/card_velocity.yaml"),
             },
             "alerts_topic": f"{topic}.alerts",
-            "lag": {"drain_s": 5},
+            # ends 1 s after the last alert; the deadline is for a loaded machine
+            "lag": {"drain_s": 60, "alerts_settle_s": 1},
         },
         load={"type": "constant", "rate": 1500},
         warmup_s=0.5,
         duration_s=3,
-        slo={"p99_ms": 5000, "e2e_p99_ms": 60000},
+        # An alert read within the run (3.5 s), its flush (<= 35 s) and drain (<= 60 s) is
+        # < 120 s after its record's send: the SLO holds whatever the machine's speed.
+        slo={"p99_ms": 5000, "e2e_p99_ms": 120_000},
     )
     n = 4500
     planned = plan_records(cfg.target, kafka_stack, n, cfg.seed)  # type: ignore[arg-type]
@@ -188,7 +192,7 @@ def test_scenario_records_trace_planted_incidents_end_to_end(
     assert report["alerts_traced"] > 0
     e2e = report["end_to_end_ms"]
     assert set(e2e) == {"p50", "p99"}
-    assert 0 < e2e["p50"] <= e2e["p99"] < 60000
+    assert 0 < e2e["p50"] <= e2e["p99"] < 120_000
     assert report["slo"]["e2e_p99_ms"]["ok"] is True and report["ok"] is True
     assert "lag" not in report  # no job named: left out
     assert report["payload_kinds"]["planted"] > 0

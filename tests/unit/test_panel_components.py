@@ -277,13 +277,19 @@ def test_a_pos_run_starts_endpoint_job_simulator_and_stops_them_in_order(
 ) -> None:
     seen: list[tuple[str, RunSpec]] = []
     up = threading.Event()
-    runs = make_manager(tmp_path, scenario_dir, seen, healthy=lambda url: up.is_set(),
+    checks: list[str] = []
+
+    def healthy(url: str) -> bool:
+        checks.append(url)
+        return up.is_set()
+
+    runs = make_manager(tmp_path, scenario_dir, seen, healthy=healthy,
                         job="grandchild")  # fmt: skip
     runs.progress = Progress("card-velocity")
     run = runs.start("card_velocity", overrides=POS)
     try:
         assert run.plan.components == ("endpoint", "job", "simulator")
-        time.sleep(0.3)  # the simulator waits for the endpoint's health check
+        wait_for(lambda: len(checks) >= 3)  # the simulator waits for the endpoint's health check
         assert run.parts["simulator"].pid is None and run.pid is None
         assert run.parts["simulator"].state == "starting"
         assert run.parts["endpoint"].state == "starting"
@@ -476,29 +482,33 @@ def test_a_job_still_starting_when_the_simulator_finishes_gets_time_to_start(
     runs.drain_timeout_s = 0.2  # shorter than the job's start: the start is waited for first
     started: list[Run] = []
 
+    first_batch: list[int] = []  # when the job's first batch was reported (epoch ms)
+
     def late() -> bool:  # the job's first batch: 1.5 s after the simulator ended
         ended = started[0].parts["simulator"].ended_at if started else None
-        return ended is not None and time.time() * 1000 - ended > 1500
+        ready = ended is not None and time.time() * 1000 - ended > 1500
+        if ready and not first_batch:
+            first_batch.append(int(time.time() * 1000))
+        return ready
 
     runs.progress = LateProgress("window-counts", late)
     started.append(run := runs.start("sensor_fleet"))
     assert run.done.wait(30)
     assert run.status == "finished", run.error
-    job, simulator = run.parts["job"], run.parts["simulator"]
+    job = run.parts["job"]
     assert job.progress, "stopped before its first batch"
-    assert (job.ended_at or 0) - (simulator.ended_at or 0) >= 1500
+    assert first_batch and (job.ended_at or 0) >= first_batch[0]  # drained after it, not before
 
 
 def test_a_stop_does_not_wait_for_a_starting_job(tmp_path: Path, scenario_dir: Path) -> None:
     seen: list[tuple[str, RunSpec]] = []
     runs = make_manager(tmp_path, scenario_dir, seen)
     runs.drain_timeout_s = 0.2
+    runs.job_start_timeout_s = 3600  # a stop that waited for the start would outlast its budget
     runs.progress = LateProgress("window-counts", lambda: False)  # never starts
     run = runs.start("sensor_fleet")
     wait_ready(run.workdir / "stdout.log")
-    began = time.monotonic()
-    assert runs.stop(run.run_id).status == "stopped"
-    assert time.monotonic() - began < 15
+    assert runs.stop(run.run_id).status == "stopped"  # not "stopping": it ended in its budget
 
 
 def test_a_job_that_dies_while_it_drains_fails_the_run(tmp_path: Path, scenario_dir: Path) -> None:
