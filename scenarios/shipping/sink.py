@@ -1,7 +1,8 @@
 """Events to three topics by what they are about: positions by ship, readings by container,
-port events by port (DESIGN.md keys). The engine writes one events stream; this wrapper splits
-it by key (an IMO number, a container number or a UN/LOCODE differ in length). Non-Kafka sinks
-(JSONL, memory) get every event in one stream, as the `simulate --sink jsonl` contract says.
+port events by port (the keys of docs/design.md). The engine writes one events stream; this
+wrapper splits it by key (an IMO number, a container number or a UN/LOCODE differ in length).
+Non-Kafka sinks (JSONL, memory) get every event in one stream, as the `simulate --sink jsonl`
+contract says.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The `bench --json` shape from DESIGN.md; a figure a benchmark does not measure is left out."""
+"""The `bench --json` shape of docs/design.md; a figure a benchmark does not measure is left
+out."""
 
 from __future__ import annotations
 

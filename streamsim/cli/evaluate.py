@@ -11,7 +11,7 @@ import typer
 
 from streamsim.cli.common import ConfigOpt, JsonOpt, emit, err_console, stack_from
 
-#: The keys of `evaluate --suite --json` (DESIGN.md); the saved report has more.
+#: The keys of `evaluate --suite --json` (docs/design.md); the saved report has more.
 SUITE_KEYS = ("suite", "scenario", "split", "runs", "types", "hard_negative_rate", "ok")
 
 

@@ -1,4 +1,5 @@
-"""The evaluation report: the DESIGN contract's JSON, built from the sources and the scoring."""
+"""The evaluation report: the contract's JSON (docs/design.md), built from the sources and the
+scoring."""
 
 from __future__ import annotations
 

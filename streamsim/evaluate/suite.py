@@ -133,8 +133,9 @@ def run_suite(
     duration_s: float | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Run every seed x variant and report the DESIGN contract's suite JSON (plus `runs_detail`
-    and `chart`, a Vega-Lite spec). `seeds`, `entities`, `duration_s` shrink a suite (tests)."""
+    """Run every seed x variant and report the suite JSON of docs/design.md (plus
+    `runs_detail` and `chart`, a Vega-Lite spec). `seeds`, `entities`, `duration_s` shrink a
+    suite (tests)."""
     from scenarios.catalog import ScenarioConfig
 
     base = load_model(ScenarioConfig, suite.scenario)

@@ -1,7 +1,7 @@
 """The load-test report: the `loadtest --json` contract keys first, then the detail.
 
-Contract (DESIGN.md): `requests`, `errors`, `achieved_rate`, `latency_ms` {p50, p90, p99, p999,
-max}, `slo` {name: {threshold, measured, ok}}, `ok`. Definitions:
+Contract (docs/design.md): `requests`, `errors`, `achieved_rate`, `latency_ms` {p50, p90, p99,
+p999, max}, `slo` {name: {threshold, measured, ok}}, `ok`. Definitions:
 - `requests`: requests intended in the measured window (after the warm-up);
 - `errors`: those that failed (see `recorder`); expected 422s are not errors;
 - `achieved_rate`: good answers completed in the measured window per second of it;

@@ -1,5 +1,5 @@
-"""Every shipped suite runs (at a small size) and reports the DESIGN contract's JSON; tuning and
-report splits never share a seed; a weak bar passes and an impossible one fails."""
+"""Every shipped suite runs (at a small size) and reports the JSON of docs/design.md; tuning
+and report splits never share a seed; a weak bar passes and an impossible one fails."""
 
 from __future__ import annotations
 

@@ -83,7 +83,7 @@ class ParityReport:
         return explained and self.unexplained == 0 and self.conflicts == 0
 
     def summary(self) -> dict[str, int]:
-        """The DESIGN contract's `parity` object."""
+        """The `parity` object of the output contract (docs/design.md)."""
         return {
             "windows": self.windows,
             "matching": self.matching,
