@@ -60,6 +60,7 @@ lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/python .ci/commit_subjects.py
 
 format: setup
 	$(VENV)/bin/ruff check --fix .
