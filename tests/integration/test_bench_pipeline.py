@@ -3,7 +3,6 @@ and matches, not how fast (benchmarks measure; tests assert behaviour)."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -94,19 +93,17 @@ def test_alert_latency_matches_alerts_to_the_planted_overheating(
     assert result["alerted_planted"] == result["planted"]
     assert result["alerted_other"] == 0
     assert result["alerts"] == result["planted"]  # one episode each, one alert each
-    latency = result["latency_ms"]
-    assert latency is not None and 0 <= latency["p50"] <= latency["p99"]
+    latency = result["latency_ms"]  # measured for each of the 4 alerts: ordered quantiles
+    assert latency is not None and latency["p50"] <= latency["p99"]
 
 
 def test_realtime_mode_routes_every_malformed_record(
     stack: StackConfig, spark: Any, tag: str
 ) -> None:
-    started = time.monotonic()
     result = bench.deadletter_latency(spark, stack, f"bench.{tag}.rtm", "realtime", 20, 3)
-    elapsed_ms = (time.monotonic() - started) * 1000
     assert result["records"] == 6  # one in ten of 60
     latency = result["latency_ms"]  # broker append times: input, then its dead letter
-    assert latency is not None and 0 <= latency["p50"] <= latency["p99"] <= elapsed_ms
+    assert latency is not None and latency["p50"] <= latency["p99"]
 
 
 def test_report_has_the_contract_keys(tmp_path: Path) -> None:

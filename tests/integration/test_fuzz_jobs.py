@@ -134,7 +134,7 @@ def test_fuzzed_job_dead_letters_every_bad_record(
     )
     queries = job.module.start(spark, stack, cfg)
     for query in queries:
-        query.awaitTermination(600)
+        assert query.awaitTermination(600), f"{query.name} still ran after 600 s"
         assert query.exception() is None  # the job kept running to the end of its input
         # Each Kafka source of the query read every record; one the query reads in k branches
         # (card-velocity's union of feature windows) counts each record k times.
