@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,8 @@ from tests import suite_report
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 REPORTS = REPO_ROOT / ".data" / "test-reports"
+#: The `streamsim` command of this checkout's environment.
+STREAMSIM = str(Path(sys.executable).parent / "streamsim")
 #: The xdist group of the tests that share the session's in-process SparkSession: one worker
 #: runs them all, so the suite starts one SparkSession and runs one Spark job at a time.
 SPARK_GROUP = "spark"

@@ -7,7 +7,6 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,7 +15,8 @@ from pathlib import Path
 import httpx
 import yaml
 
-STREAMSIM = str(Path(sys.executable).parent / "streamsim")
+from tests.conftest import STREAMSIM
+
 #: How long stopping a run may take (its Spark job's JVM included).
 STOP_S = 180
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -29,11 +28,10 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartiti
 from core.config import StackConfig
 from core.kafka import consumer_config
 from core.pan import PanTokenizer, make_pans
-from tests.conftest import REPO_ROOT, free_port
+from tests.conftest import REPO_ROOT, STREAMSIM, free_port
 
 pytestmark = pytest.mark.integration
 
-STREAMSIM = str(Path(sys.executable).parent / "streamsim")
 SECRET = "integration-pan-secret-0123456789"
 API_TOKEN = "integration-control-token"
 PANS = ["4111111111111111", "5555555555554444", "378282246310005"]

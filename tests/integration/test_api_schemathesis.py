@@ -23,13 +23,12 @@ import httpx
 import pytest
 
 from core.config import StackConfig
-from tests.conftest import REPO_ROOT, free_port
+from tests.conftest import REPO_ROOT, STREAMSIM, free_port
 
 pytestmark = pytest.mark.integration
 
 HERE = Path(__file__).parent
 SCHEMATHESIS = str(Path(sys.executable).parent / "schemathesis")
-STREAMSIM = str(Path(sys.executable).parent / "streamsim")
 TOKEN = "schemathesis-control-token"
 MAX_EXAMPLES = int(os.environ.get("STREAMSIM_SCHEMATHESIS_EXAMPLES", "15"))
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import orjson
@@ -14,10 +13,9 @@ import pytest
 
 from core.config import load_stack
 from streamsim.kafka.broker import LocalBroker
-from tests.conftest import REPO_ROOT, free_port
+from tests.conftest import REPO_ROOT, STREAMSIM, free_port
 
 pytestmark = pytest.mark.integration
-STREAMSIM = str(Path(sys.executable).parent / "streamsim")
 
 
 def run(

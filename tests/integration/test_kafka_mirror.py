@@ -5,7 +5,6 @@ into the port, and every one found on HQ, byte for byte, with the lag the CLI re
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 import uuid
 from collections import Counter
@@ -26,10 +25,9 @@ from scenarios.shipping.topics import PORT_EVENTS
 from streamsim.kafka.broker import LocalBroker, free_node_ports, port_stack
 from streamsim.kafka.mirror import MirrorMaker
 from streamsim.verify.readers import consume_topic
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, STREAMSIM
 
 pytestmark = pytest.mark.integration
-STREAMSIM = str(Path(sys.executable).parent / "streamsim")
 
 
 @pytest.fixture

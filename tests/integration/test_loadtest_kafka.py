@@ -27,11 +27,8 @@ from core.kafka.clients import consumer_config
 from streamsim.loadtest.config import LoadTestConfig
 from streamsim.loadtest.run import run_loadtest
 from tests.conftest import REPO_ROOT
-from tests.integration import test_loadtest_endpoint as http_it
 
 pytestmark = pytest.mark.integration
-
-endpoint = http_it.endpoint  # the real fraud endpoint (`streamsim api`), module-scoped
 
 CONTRACT = ["requests", "errors", "achieved_rate", "latency_ms", "slo", "ok"]
 

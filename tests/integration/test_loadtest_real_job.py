@@ -23,11 +23,8 @@ from pipeline.progress import ProgressTotals
 from streamsim.loadtest.config import LoadTestConfig
 from streamsim.loadtest.run import run_loadtest
 from tests.conftest import REPO_ROOT
-from tests.integration import test_loadtest_endpoint as http_it
 
 pytestmark = pytest.mark.integration
-
-endpoint = http_it.endpoint  # the real fraud endpoint (`streamsim api`), module-scoped
 
 SCENARIO = REPO_ROOT / "config/scenarios/card_velocity.yaml"
 

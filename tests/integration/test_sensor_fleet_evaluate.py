@@ -17,8 +17,7 @@ import yaml
 from core.config import StackConfig
 from core.contracts import labels, topics
 from streamsim.verify.readers import consume_topic
-from tests.conftest import REPO_ROOT
-from tests.integration.test_api_endpoint import STREAMSIM
+from tests.conftest import REPO_ROOT, STREAMSIM
 
 pytestmark = pytest.mark.integration
 

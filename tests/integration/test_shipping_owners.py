@@ -29,8 +29,8 @@ from core.kafka import ensure_topics
 from core.kafka.offsets import end_offsets
 from core.kafka.reader import topic_values
 from scenarios.shipping.topics import CONTAINERS
-from tests.conftest import REPO_ROOT, free_port
-from tests.integration.test_api_endpoint import STREAMSIM, Server
+from tests.conftest import REPO_ROOT, STREAMSIM, free_port
+from tests.integration.test_api_endpoint import Server
 from tests.shipping_run import small_shipping
 
 pytestmark = pytest.mark.integration

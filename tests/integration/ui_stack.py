@@ -35,7 +35,7 @@ import httpx
 import pytest
 
 from core.config import StackConfig
-from tests.conftest import REPO_ROOT, free_port
+from tests.conftest import REPO_ROOT, STREAMSIM, free_port
 from tests.integration.panel_api import stop_runs
 
 #: Under CI (`CI` set, as `.ci/run` runs) the browser tests must run: a missing browser, driver
@@ -57,7 +57,6 @@ from selenium.webdriver.common.keys import Keys as Keys  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
-STREAMSIM = str(Path(sys.executable).parent / "streamsim")
 # Found on PATH, as `.ci/run` checks them (`command -v`), not at fixed paths.
 CHROMEDRIVER = shutil.which("chromedriver")
 CHROMIUM = next(

@@ -16,9 +16,8 @@ import pytest
 from streamsim.loadtest.config import SloSettings
 from streamsim.loadtest.report import summary
 from streamsim.loadtest.slo import all_ok, evaluate
-from tests.conftest import REPO_ROOT, free_port
+from tests.conftest import REPO_ROOT, STREAMSIM, free_port
 
-STREAMSIM = str(Path(sys.executable).parent / "streamsim")
 LATENCY = {"p50": 1.0, "p90": 2.0, "p99": 5.0, "p999": 9.0, "max": 12.0}
 
 
