@@ -44,10 +44,10 @@ demo: setup
 	$(VENV)/bin/streamsim demo
 
 # Two workers, one broker each: the tests that share the in-process SparkSession run on one,
-# module by module, the rest on the other (tests/conftest.py groups them). The run ends with its
+# module by module, the rest on the other (tests/xdist_groups.py). The run ends with its
 # total and its slowest tests; every test's time and a JUnit report stay in $(REPORTS).
 REPORTS := .data/test-reports
-PYTEST_PARALLEL := -n 2 --dist loadgroup --no-loadscope-reorder
+PYTEST_PARALLEL := -n 2 --dist loadscope --no-loadscope-reorder
 
 test: setup
 	$(VENV)/bin/python -m pytest $(PYTEST_PARALLEL) --junitxml=$(REPORTS)/junit.xml

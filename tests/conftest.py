@@ -12,15 +12,13 @@ import pytest
 
 from core.config import StackConfig
 from streamsim.kafka.broker import LocalBroker
-from tests import suite_report
+from tests import suite_report, xdist_groups
+from tests.xdist_groups import SPARK_GROUP
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 REPORTS = REPO_ROOT / ".data" / "test-reports"
 #: The `streamsim` command of this checkout's environment.
 STREAMSIM = str(Path(sys.executable).parent / "streamsim")
-#: The xdist group of the tests that share the session's in-process SparkSession: one worker
-#: runs them all, so the suite starts one SparkSession and runs one Spark job at a time.
-SPARK_GROUP = "spark"
 STARTED = pytest.StashKey[float]()
 
 
@@ -81,25 +79,30 @@ def spark(kafka_stack: StackConfig) -> Iterator[object]:
         session.stop()
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Group the tests for `pytest -n 2 --dist loadgroup`: a module's tests stay on one worker
-    (its module fixtures start once), and every module that uses `spark` goes to one group,
-    queued right after the unit tests so the longest group starts first. Everything under
-    `tests/integration/` is marked `integration`, so `-m "not integration"` is the unit suite."""
-    spark_modules = {item.module for item in items if "spark" in getattr(item, "fixturenames", ())}
+@pytest.hookimpl(wrapper=True)  # before -m deselects by the marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> Iterator[None]:
+    """Mark everything under `tests/integration/` `integration` (`-m "not integration"` is the
+    unit suite), and queue the unit tests first, then the Spark modules (the longest unit of
+    work, `tests/xdist_groups.py`), then the other integration tests."""
     for item in items:
-        uses_spark = getattr(item, "module", None) in spark_modules
-        group = SPARK_GROUP if uses_spark else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(group))
         if "/integration/" in item.nodeid:
             item.add_marker(pytest.mark.integration)
 
     def queue(item: pytest.Item) -> int:
         if "/integration/" not in item.nodeid:
             return 0
-        return 1 if getattr(item, "module", None) in spark_modules else 2
+        return 1 if xdist_groups.unit_of_work(item.nodeid, REPO_ROOT) == SPARK_GROUP else 2
 
     items.sort(key=queue)  # stable: the collection order holds within each part
+    yield
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """Under `--dist loadscope`: modules as units of work, the Spark modules as one."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    return xdist_groups.ModuleScheduling(config, log)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

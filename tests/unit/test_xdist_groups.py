@@ -1,0 +1,20 @@
+"""How `make test` shares the suite between its workers: modules, and the Spark ones as one."""
+
+from __future__ import annotations
+
+import doctest
+
+from tests import xdist_groups
+from tests.conftest import REPO_ROOT
+
+
+def test_its_examples_hold() -> None:
+    result = doctest.testmod(xdist_groups)
+    assert result.attempted >= 4 and result.failed == 0
+
+
+def test_the_spark_modules_share_one_unit_and_the_others_keep_their_own() -> None:
+    spark = "tests/integration/test_pipeline_card_velocity.py::test_queries_and_modes"
+    browser = "tests/integration/test_ui_browser.py::test_control_panel_in_a_real_browser"
+    assert xdist_groups.unit_of_work(spark, REPO_ROOT) == xdist_groups.SPARK_GROUP
+    assert xdist_groups.unit_of_work(browser, REPO_ROOT) == "tests/integration/test_ui_browser.py"
