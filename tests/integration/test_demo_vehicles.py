@@ -46,7 +46,9 @@ def test_prints_the_evaluation_contract(result: dict[str, Any]) -> None:
     report = json.loads(json.dumps(result))  # what --json prints
     assert report["scenario"] == "connected_vehicles"
     assert report["run"]["id_prefix"].startswith("cv-")
-    assert isinstance(report["late_dropped"], int) and report["late_dropped"] >= 0
+    # the scenario's disorder (delays, dead zones) leaves readings behind the watermark: 136
+    # of seed 7305's, the same in every run
+    assert isinstance(report["late_dropped"], int) and report["late_dropped"] > 0
     pipeline = report["paths"]["pipeline"]
     assert set(pipeline) == set(VEHICLE_FAULTS)
     for label, figures in pipeline.items():

@@ -49,7 +49,9 @@ from tests.integration import test_pipeline_shipping as ships
 from tests.integration import test_pipeline_vehicle_telemetry as vehicles
 from tests.shipping_run import keyed_records, seeded_events
 
-pytestmark = pytest.mark.integration
+#: A test runs a simulation (300 s at most) and two jobs (500 s each at most): pytest's own
+#: timeout comes after theirs, so a stuck command fails with its stderr.
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300 + 2 * 500 + 120)]
 SPARK_HOME = Path(pyspark.__file__).parent
 
 
