@@ -24,28 +24,18 @@ class Timed(Protocol):
     duration: float
 
 
-def test_id(nodeid: str) -> str:
-    """A test's id without the `@group` that `--dist loadgroup` appends to it.
-
-    >>> test_id("tests/x.py::t[a@b]@spark"), test_id("tests/x.py::t[a@b]")
-    ('tests/x.py::t[a@b]', 'tests/x.py::t[a@b]')
-    """
-    at = nodeid.rfind("@")
-    return nodeid[:at] if at > nodeid.rfind("]") else nodeid
-
-
 def per_test(reports: Iterable[Timed]) -> dict[str, float]:
     """Each test's seconds, its phases added up, slowest first.
 
     >>> class R:
     ...     def __init__(self, nodeid, duration):
     ...         self.nodeid, self.duration = nodeid, duration
-    >>> per_test([R("a@g", 1.0), R("b", 5.0), R("a@g", 2.5)])
+    >>> per_test([R("a", 1.0), R("b", 5.0), R("a", 2.5)])
     {'b': 5.0, 'a': 3.5}
     """
     seconds: dict[str, float] = defaultdict(float)
     for report in reports:
-        seconds[test_id(report.nodeid)] += report.duration
+        seconds[report.nodeid] += report.duration
     return dict(sorted(seconds.items(), key=lambda item: -item[1]))
 
 
