@@ -119,17 +119,16 @@ class ApiSettings(Settings):
     topic: str = Field(topics.CARDS_ACTIVITY.name, min_length=1, description="Decisions go here.")
     travel: TravelParams = Field(default_factory=TravelParams)
     velocity: VelocityParams = Field(
-        default_factory=lambda: VelocityParams(min_count=3),
-        description="The velocity rule (card testing). min_count 3 (3 small amounts in 10 "
-        "minutes): set on the cards-tuning suite, where 5 missed the short tests (recall 0.838, "
-        "worst seed 0.632; 3: 0.952 / 0.909, incident precision 0.968 / 0.900).",
+        default_factory=VelocityParams,
+        description="The velocity rule (card testing); defaults are the detector's (tuned on "
+        "the cards-tuning suite), as the card-velocity job's.",
     )
     terminal: TerminalParams | None = Field(
-        default_factory=lambda: TerminalParams(min_distinct_cards=10),
+        default_factory=TerminalParams,
         description="The compromised terminal rule: distinct cards at one terminal "
         "(`terminal_key`) in the window ending at its latest use; alerts once per burst. "
-        "min_distinct_cards 10: set on the cards-tuning suite, where 20 reached 0.397 of the "
-        "incidents (10: 0.932, incident precision 0.907). None: off.",
+        "Defaults are the detector's (tuned on the cards-tuning suite), as the card-velocity "
+        "job's. None: off.",
     )
     terminal_key: Literal["terminal", "merchant"] = Field(
         "terminal",

@@ -6,6 +6,7 @@ included) of the detectors' batch forms over the same transactions."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pandas as pd
 import pytest
@@ -171,7 +172,7 @@ def test_quiet_entities_are_forgotten_after_the_ttl() -> None:
 
 
 def test_a_window_rule_waits_for_its_window_to_close() -> None:
-    bucket = BucketState(PARAMS)
+    bucket = BucketState(replace(PARAMS, velocity=VelocityParams(min_count=5)))
     for i in range(5):
         bucket.push("c", "ct", f"ct-{i}", i * MINUTE + 1, None, None, False, 1.0, "web", f"w{i}")
     assert bucket.advance(4 * MINUTE + 1) == []  # the window ending at 5 min is still open

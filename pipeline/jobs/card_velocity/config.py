@@ -67,12 +67,13 @@ class CardVelocitySettings(Settings):
         description="Which rules raise alerts.",
     )
     velocity: VelocityParams = Field(
-        VelocityParams(min_count=3),
-        description="Card testing; also sets features' small amount. As the fraud endpoint's.",
+        default_factory=VelocityParams,
+        description="Card testing; also sets features' small amount. Defaults are the "
+        "detector's, as the fraud endpoint's.",
     )
     terminal: TerminalParams = Field(
-        TerminalParams(min_distinct_cards=10),
-        description="Compromised terminal. As the fraud endpoint's.",
+        default_factory=TerminalParams,
+        description="Compromised terminal. Defaults are the detector's, as the fraud endpoint's.",
     )
     terminal_key: Literal["terminal", "merchant"] = Field(
         "terminal",
