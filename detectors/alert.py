@@ -1,4 +1,7 @@
-"""The one shape every rule reports in: `Alert`, and its DataFrame twin for the vectorised forms."""
+"""The one shape every rule reports in: `Alert`, and its DataFrame twin for the vectorised forms.
+
+The row is declared in the contracts (`core.contracts.alerts.ALERT_ROW`); its columns and
+Spark DDL derive from there."""
 
 from __future__ import annotations
 
@@ -11,24 +14,17 @@ from typing import Any
 
 import pandas as pd
 
+from core.contracts.alerts import ALERT_ROW
+
 EvidenceValue = float | int | str | bool | None
 Evidence = Mapping[str, EvidenceValue]
 
 #: Columns of an alert DataFrame, in order. `evidence` is a JSON object string there.
-ALERT_COLUMNS: tuple[str, ...] = (
-    "alert_id",
-    "rule",
-    "label",
-    "entity_id",
-    "event_time",
-    "event_ids",
-    "evidence",
-)
-#: Spark schema of an alert DataFrame (for `applyInPandas` / `transformWithStateInPandas`).
-ALERT_SPARK_DDL = (
-    "alert_id STRING, rule STRING, label STRING, entity_id STRING, event_time BIGINT, "
-    "event_ids ARRAY<STRING>, evidence STRING"
-)
+ALERT_COLUMNS: tuple[str, ...] = ALERT_ROW.names
+#: Spark schema of an alert DataFrame (for `applyInPandas` / `transformWithStateInPandas`):
+#: "alert_id STRING, rule STRING, label STRING, entity_id STRING, event_time BIGINT,
+#: event_ids ARRAY<STRING>, evidence STRING".
+ALERT_SPARK_DDL: str = ALERT_ROW.spark_ddl()
 #: An alert lists at most this many event ids: the first and the last half of them.
 MAX_EVENT_IDS = 64
 

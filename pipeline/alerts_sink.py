@@ -50,6 +50,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql.streaming import StreamingQuery
 
 from core.config import StackConfig
+from core.contracts import ALERT_LAKE
 from core.kafka import producer_config
 from detectors import ALERT_COLUMNS
 
@@ -59,22 +60,8 @@ LAKE_WAIT_S = 600.0
 #: Seconds between two attempts to write a batch's file to an unwritable lake.
 LAKE_RETRY_S = 1.0
 
-LAKE_SCHEMA = pa.schema(
-    [
-        ("alert_id", pa.string()),
-        ("rule", pa.string()),
-        ("label", pa.string()),
-        ("entity_id", pa.string()),
-        ("event_time", pa.int64()),
-        ("event_ids", pa.list_(pa.string())),
-        ("evidence", pa.string()),
-        ("source", pa.string()),
-        ("job", pa.string()),
-        ("detected_at", pa.int64()),
-        ("query_id", pa.string()),
-        ("batch_id", pa.int64()),
-    ]
-)
+#: A lake file's columns: the alert's, where from, and the batch that wrote it.
+LAKE_SCHEMA = ALERT_LAKE.arrow_schema()
 
 _SINKS: dict[str, AlertSink] = {}  # checkpoint path -> sink, for `sink_of`
 

@@ -1,16 +1,22 @@
 """Every event schema, declared once: its name and version, its entity, and its fields in
-wire order with their types.
+wire order with their types; and `Record`, the same for a record that is not an event (the
+alert, `core.contracts.alerts`).
 
 An event is a JSON object: the envelope (`schema`, `event_id`, the entity id, `event_time` in
 epoch ms of the device clock, `seq` per device), then the payload fields. What other packages
 need is derived from here, never listed again:
 - the simulator's encoder fields (`simulators.encoding.payload_fields`);
-- the Spark schema a job parses with (`EventSchema.spark_schema`, pyspark imported lazily);
-- the API's field lists and models (`EventSchema.signals`, `EventSchema.model`).
+- the Spark schema a job parses with (`spark_schema`, pyspark imported lazily), or its DDL
+  string (`spark_ddl`, for `applyInPandas` and friends);
+- the pyarrow schema of a Parquet file (`arrow_schema`, pyarrow imported lazily);
+- the API's field lists and models (`EventSchema.signals`, `model`).
 
 A field's `type` is its JSON type on the wire. A `measure` is a numeric reading (a signal):
 readers take it as a double even where the device writes an integer (`rpm`), so detectors and
-aggregates see one numeric type. `decimals` is how many digits the simulator writes.
+aggregates see one numeric type. `decimals` is how many digits the simulator writes. A
+`strings` field is a JSON array of strings; a `json` or `object` field is, in a table (Spark,
+pandas, Parquet), its JSON text: an alert's `evidence` is an object on the topic and a string
+in the alert frame and the lake.
 """
 
 from __future__ import annotations
@@ -18,16 +24,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from core.contracts import topics
 from core.contracts.topics import Topic
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pydantic import BaseModel
     from pyspark.sql.types import StructType
 
-FieldType = Literal["string", "int", "float", "bool", "json"]
+FieldType = Literal["string", "int", "float", "bool", "strings", "object", "json"]
 
 
 @dataclass(frozen=True)
@@ -47,31 +54,73 @@ class Field:
     #: string: the values it takes, where they are fixed by the schema.
     choices: tuple[str, ...] = ()
     doc: str = ""
+    #: The key may be missing: only some producers write it (an alert's `late`).
+    optional: bool = False
 
     @property
-    def python_type(self) -> Any:
-        base: Any = {
+    def value_type(self) -> Any:
+        """The Python type of a value, null aside (a `Literal` of the choices if fixed)."""
+        if self.choices:
+            return cast(Any, Literal)[self.choices]
+        return {
             "string": str,
             "int": float if self.measure else int,
             "float": float,
             "bool": bool,
+            "strings": list[str],
+            "object": dict[str, Any],
             "json": Any,
         }[self.type]
+
+    @property
+    def python_type(self) -> Any:
+        base = self.value_type
         return base | None if self.nullable else base
+
+    @property
+    def ddl_type(self) -> str:
+        """Its Spark SQL type, as a DDL string names it."""
+        if self.type == "float" or self.measure:
+            return "DOUBLE"
+        return _DDL[self.type]
 
     def spark_type(self) -> Any:
         """The pyspark `DataType` a job parses this field as."""
         from pyspark.sql import types as T
 
-        if self.type == "string":
-            return T.StringType()
-        if self.type == "bool":
-            return T.BooleanType()
+        return {
+            "STRING": T.StringType(),
+            "BIGINT": T.LongType(),
+            "DOUBLE": T.DoubleType(),
+            "BOOLEAN": T.BooleanType(),
+            "ARRAY<STRING>": T.ArrayType(T.StringType()),
+        }[self.ddl_type]
+
+    def arrow_type(self) -> pa.DataType:
+        """Its pyarrow type in a Parquet file."""
+        import pyarrow as pa
+
         if self.type == "float" or self.measure:
-            return T.DoubleType()
-        if self.type == "int":
-            return T.LongType()
-        raise ValueError(f"{self.name}: a {self.type} field has no Spark type")
+            return pa.float64()
+        return {
+            "string": pa.string(),
+            "int": pa.int64(),
+            "bool": pa.bool_(),
+            "strings": pa.list_(pa.string()),
+            "object": pa.string(),
+            "json": pa.string(),
+        }[self.type]
+
+
+#: Spark SQL types by field type (a float or a measure is DOUBLE).
+_DDL = {
+    "string": "STRING",
+    "int": "BIGINT",
+    "bool": "BOOLEAN",
+    "strings": "ARRAY<STRING>",
+    "object": "STRING",
+    "json": "STRING",
+}
 
 
 def _string(name: str, doc: str = "", **kw: Any) -> Field:
@@ -88,8 +137,93 @@ EVENT_TIME = Field("event_time", "int", doc="epoch ms, the device's clock")
 SEQ = Field("seq", "int", doc="per-device sequence number")
 
 
+class _Fields:
+    """What derives from a record's fields, for `EventSchema` and `Record` alike."""
+
+    fields: tuple[Field, ...]
+    by_name: dict[str, Field]
+
+    @property
+    def id(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def title(self) -> str:
+        """A class name for its model: `cards.activity` -> `CardsActivity`."""
+        return "".join(p.capitalize() for p in self.id.split("/")[0].replace(".", "_").split("_"))
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.fields)
+
+    def field(self, name: str) -> Field:
+        return self.by_name[name]
+
+    def select(
+        self, names: Iterable[str] | None = None, exclude: Iterable[str] = ()
+    ) -> tuple[Field, ...]:
+        """Fields in wire order: those in `names` (default all), less those in `exclude`."""
+        keep = set(self.names if names is None else names)
+        unknown = keep - set(self.names) | set(exclude) - set(self.names)
+        if unknown:
+            raise KeyError(f"{self.id} has no field {sorted(unknown)}")
+        drop = set(exclude)
+        return tuple(f for f in self.fields if f.name in keep and f.name not in drop)
+
+    def pick(self, names: Iterable[str]) -> tuple[Field, ...]:
+        """The fields named, in the order given (a view's own order)."""
+        names = tuple(names)
+        self.select(names)  # every name is a field
+        return tuple(self.by_name[name] for name in names)
+
+    def spark_schema(
+        self, names: Iterable[str] | None = None, exclude: Iterable[str] = ()
+    ) -> StructType:
+        """The `StructType` a Spark job parses these records with (all fields nullable, so a
+        missing one parses as null and the job can dead-letter it); `names` / `exclude` pick
+        the fields a job reads. pyspark is imported here, not when `core` is."""
+        from pyspark.sql.types import StructField, StructType
+
+        return StructType(
+            [StructField(f.name, f.spark_type()) for f in self.select(names, exclude)]
+        )
+
+    def spark_ddl(self, names: Iterable[str] | None = None, exclude: Iterable[str] = ()) -> str:
+        """The same schema as a DDL string (`applyInPandas`, `transformWithStateInPandas`),
+        without pyspark: `alert_id STRING, ..., event_ids ARRAY<STRING>, ...`."""
+        return ", ".join(f"{f.name} {f.ddl_type}" for f in self.select(names, exclude))
+
+    def arrow_schema(
+        self, names: Iterable[str] | None = None, exclude: Iterable[str] = ()
+    ) -> pa.Schema:
+        """The pyarrow schema of these records in a Parquet file (every field nullable)."""
+        import pyarrow as pa
+
+        return pa.schema([(f.name, f.arrow_type()) for f in self.select(names, exclude)])
+
+    def model(
+        self,
+        names: Sequence[str] | None = None,
+        *,
+        title: str | None = None,
+        doc: str | None = None,
+        nullable_except: Iterable[str] | None = None,
+        extra: Literal["ignore", "allow"] = "ignore",
+    ) -> type[BaseModel]:
+        """A pydantic model of the records: the fields `names` in that order (default all, in
+        wire order), typed. A nullable field may be left out (None) and so may an `optional`
+        one. `nullable_except` makes it a read view's model: every field may be null but
+        those, and is a key present (no default) unless `optional`. Unknown keys are ignored,
+        or kept with `extra="allow"`."""
+        fields = self.fields if names is None else self.pick(names)
+        view = None if nullable_except is None else tuple(sorted(nullable_except))
+        if view is not None:
+            self.select(view)  # every name is a field
+        return _model(self, fields, title or self.title, doc, view, extra)
+
+
 @dataclass(frozen=True)
-class EventSchema:
+class EventSchema(_Fields):
     """An event's `name/version`, its entity id field, its topic and all its fields in wire
     order (envelope included)."""
 
@@ -102,22 +236,15 @@ class EventSchema:
     by_name: dict[str, Field] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        by_name = {f.name: f for f in self.fields}
-        if len(by_name) != len(self.fields):
-            raise ValueError(f"{self.id}: a field is declared twice")
-        missing = {"schema", "event_id", self.entity, "event_time"} - set(by_name)
+        object.__setattr__(self, "by_name", _by_name(self.id, self.fields))
+        missing = {"schema", "event_id", self.entity, "event_time"} - set(self.by_name)
         if missing:
             raise ValueError(f"{self.id}: the envelope lacks {sorted(missing)}")
-        object.__setattr__(self, "by_name", by_name)
 
     @property
     def id(self) -> str:
         """The `schema` value of its events, e.g. `vehicle.telemetry/1`."""
         return f"{self.name}/{self.version}"
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(f.name for f in self.fields)
 
     @property
     def envelope(self) -> tuple[Field, ...]:
@@ -140,57 +267,64 @@ class EventSchema:
         """The float fields that may be negative."""
         return tuple(f.name for f in self.fields if f.type == "float" and f.signed)
 
-    def field(self, name: str) -> Field:
-        return self.by_name[name]
 
-    def select(
-        self, names: Iterable[str] | None = None, exclude: Iterable[str] = ()
-    ) -> tuple[Field, ...]:
-        """Fields in wire order: those in `names` (default all), less those in `exclude`."""
-        keep = set(self.names if names is None else names)
-        unknown = keep - set(self.names) | set(exclude) - set(self.names)
-        if unknown:
-            raise KeyError(f"{self.id} has no field {sorted(unknown)}")
-        drop = set(exclude)
-        return tuple(f for f in self.fields if f.name in keep and f.name not in drop)
+@dataclass(frozen=True)
+class Record(_Fields):
+    """A record that is not an event (no envelope, no `schema` key): its name, its fields in
+    order, and the topic it goes to, if one (e.g. the alert, `core.contracts.alerts`)."""
 
-    def spark_schema(
-        self, names: Iterable[str] | None = None, exclude: Iterable[str] = ()
-    ) -> StructType:
-        """The `StructType` a Spark job parses these events with (all fields nullable, so a
-        missing one parses as null and the job can dead-letter it); `names` / `exclude` pick
-        the fields a job reads. pyspark is imported here, not when `core` is."""
-        from pyspark.sql.types import StructField, StructType
+    name: str
+    fields: tuple[Field, ...]
+    doc: str = ""
+    topic: Topic | None = None
+    by_name: dict[str, Field] = field(init=False, repr=False, compare=False)
 
-        return StructType(
-            [StructField(f.name, f.spark_type()) for f in self.select(names, exclude)]
-        )
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "by_name", _by_name(self.id, self.fields))
 
-    def model(self) -> type[BaseModel]:
-        """A pydantic model of the event (every field, typed; unknown keys ignored)."""
-        return _model(self)
+    @property
+    def id(self) -> str:
+        return self.name
+
+
+def _by_name(record: str, fields: tuple[Field, ...]) -> dict[str, Field]:
+    by_name = {f.name: f for f in fields}
+    if len(by_name) != len(fields):
+        raise ValueError(f"{record}: a field is declared twice")
+    return by_name
 
 
 _ENVELOPE = ("schema", "event_id", "event_time", "seq")
 
 
 @cache
-def _model(schema: EventSchema) -> type[BaseModel]:
+def _model(
+    record: _Fields,
+    fields: tuple[Field, ...],
+    title: str,
+    doc: str | None,
+    view: tuple[str, ...] | None,
+    extra: Literal["ignore", "allow"],
+) -> type[BaseModel]:
     from pydantic import ConfigDict, create_model
     from pydantic import Field as PydanticField
 
-    fields: dict[str, Any] = {}
-    for f in schema.fields:
-        default = None if f.nullable else ...
+    attributes: dict[str, Any] = {}
+    for f in fields:
+        if view is None:
+            kind, default = f.python_type, None if f.nullable or f.optional else ...
+        else:
+            nullable = f.name not in view
+            kind = f.value_type | None if nullable else f.value_type
+            default = None if f.optional else ...
         # `schema` would shadow BaseModel.schema: the attribute is `schema_id`.
         name = "schema_id" if f.name == "schema" else f.name
-        fields[name] = (f.python_type, PydanticField(default, alias=f.name, description=f.doc))
-    title = "".join(p.capitalize() for p in schema.name.replace(".", "_").split("_"))
+        attributes[name] = (kind, PydanticField(default, alias=f.name, description=f.doc))
     model: type[BaseModel] = create_model(
         title,
-        __config__=ConfigDict(populate_by_name=True),
-        __doc__=f"`{schema.id}`: {schema.doc}",
-        **fields,
+        __config__=ConfigDict(populate_by_name=True, extra=extra),
+        __doc__=doc if doc is not None else f"`{record.id}`: {getattr(record, 'doc', '')}",
+        **attributes,
     )
     return model
 

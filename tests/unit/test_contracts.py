@@ -264,3 +264,104 @@ def test_the_static_literals_match_the_contracts() -> None:
     assert set(get_args(StuckSignal)) <= set(VEHICLE_TELEMETRY.signals())
     assert get_args(VehicleFault) == labels.VEHICLE_FAULTS
     assert get_args(SensorFault) == labels.SENSOR_FAULTS
+
+
+#: The alert frame's Spark DDL (`detectors.ALERT_SPARK_DDL`) as it was written out.
+ALERT_DDL = (
+    "alert_id STRING, rule STRING, label STRING, entity_id STRING, event_time BIGINT, "
+    "event_ids ARRAY<STRING>, evidence STRING"
+)
+#: The alerts topic's record as the panel listed it (`ALERT_FIELDS`, `AlertRow`).
+ALERT_TOPIC_FIELDS = (
+    "alert_id",
+    "rule",
+    "label",
+    "entity_id",
+    "event_time",
+    "event_ids",
+    "evidence",
+    "source",
+    "job",
+    "detected_at",
+    "late",
+    "late_by_ms",
+)
+
+
+def _lake_schema() -> object:
+    """The lake's `LAKE_SCHEMA` as `pipeline.alerts_sink` wrote it out."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("alert_id", pa.string()),
+            ("rule", pa.string()),
+            ("label", pa.string()),
+            ("entity_id", pa.string()),
+            ("event_time", pa.int64()),
+            ("event_ids", pa.list_(pa.string())),
+            ("evidence", pa.string()),
+            ("source", pa.string()),
+            ("job", pa.string()),
+            ("detected_at", pa.int64()),
+            ("query_id", pa.string()),
+            ("batch_id", pa.int64()),
+        ]
+    )
+
+
+def test_the_alert_row_derivations_are_what_the_parts_wrote_out() -> None:
+    from pyspark.sql.types import ArrayType
+
+    from core.contracts import ALERT_ROW
+    from detectors import ALERT_COLUMNS, ALERT_SPARK_DDL, Alert
+
+    assert ALERT_SPARK_DDL == ALERT_DDL == ALERT_ROW.spark_ddl()
+    assert ALERT_ROW.names == ALERT_COLUMNS
+    assert ALERT_ROW.spark_schema() == StructType(
+        [
+            *(StructField(n, StringType()) for n in ("alert_id", "rule", "label", "entity_id")),
+            StructField("event_time", LongType()),
+            StructField("event_ids", ArrayType(StringType())),
+            StructField("evidence", StringType()),
+        ]
+    )
+    alert = Alert.make("velocity", "c1", 5, ["t1"], {"n": 1}, key=["t1"], label="card_testing")
+    assert tuple(alert.to_row()) == ALERT_ROW.names and tuple(alert.to_dict()) == ALERT_ROW.names
+
+
+def test_the_lake_schema_is_the_alert_lake_record() -> None:
+    from core.contracts import ALERT_LAKE
+    from pipeline.alerts_sink import LAKE_SCHEMA
+
+    assert LAKE_SCHEMA.equals(_lake_schema())
+    assert tuple(LAKE_SCHEMA.names) == ALERT_LAKE.names
+
+
+def test_the_alerts_topic_record_is_the_contracts() -> None:
+    """What the sink publishes, what the panel projects and its model's fields: `ALERT`'s
+    fields (the jobs that write `late` / `late_by_ms` add them beside the sink's record)."""
+    from api.panel.models.feeds import AlertRow
+    from api.panel.views.feeds import ALERT_FIELDS
+    from core.contracts import ALERT
+    from pipeline.alerts_sink import alert_record
+
+    assert ALERT.names == ALERT_TOPIC_FIELDS == ALERT_FIELDS
+    assert tuple(AlertRow.model_fields) == ALERT.names
+    assert AlertRow.model_config.get("extra") == "allow"
+    row = {
+        "alert_id": "a1",
+        "rule": "velocity",
+        "label": None,
+        "entity_id": "c1",
+        "event_time": 5,
+        "event_ids": ["t1"],
+        "evidence": '{"n": 5}',
+    }
+    record = alert_record(row, "card-velocity", 9)
+    assert tuple(record) == tuple(f.name for f in ALERT.fields if not f.optional)
+    parsed = AlertRow.model_validate(record)
+    assert parsed.model_dump() == {**record, "late": None, "late_by_ms": None}
+    assert AlertRow.model_validate({**record, "late": True, "late_by_ms": 7}).late_by_ms == 7
+    with pytest.raises(ValueError, match="rule"):
+        AlertRow.model_validate({**record, "rule": None})

@@ -1,8 +1,11 @@
-"""The import direction of the layout: base <- domain <- shell, and no two packages in a cycle."""
+"""The import direction of the layout: base <- domain <- shell, and no two packages in a cycle.
+`detectors/` stands alone but for the contracts (`core.contracts`, standard library only)."""
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,8 +14,9 @@ REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("core", "detectors", "simulators", "scenarios", "pipeline", "api", "ui", "streamsim")
 
 
-def imports_of(package: str) -> dict[str, set[str]]:
-    """Each other project package `package` imports, with the modules that do."""
+def imports_of(package: str, modules: bool = False) -> dict[str, set[str]]:
+    """Each other project package `package` imports (each module imported, with `modules`),
+    with the modules that do."""
     found: dict[str, set[str]] = {}
     for path in sorted((REPO / package).rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -25,16 +29,33 @@ def imports_of(package: str) -> dict[str, set[str]]:
             for name in names:
                 top = name.split(".")[0]
                 if top in PACKAGES and top != package:
-                    found.setdefault(top, set()).add(str(path.relative_to(REPO)))
+                    key = name if modules else top
+                    found.setdefault(key, set()).add(str(path.relative_to(REPO)))
     return found
 
 
 GRAPH = {package: imports_of(package) for package in PACKAGES}
 
 
-@pytest.mark.parametrize("package", ["core", "detectors"])
-def test_base_and_detectors_import_no_other_package(package: str) -> None:
-    assert GRAPH[package] == {}
+def test_the_base_imports_no_other_package() -> None:
+    assert GRAPH["core"] == {}
+
+
+def test_detectors_import_only_the_contracts() -> None:
+    """The alert row's columns and Spark DDL derive from `core.contracts.alerts`; nothing else
+    of the project reaches the rules."""
+    imported = imports_of("detectors", modules=True)
+    assert set(GRAPH["detectors"]) <= {"core"}
+    assert all(m == "core.contracts" or m.startswith("core.contracts.") for m in imported), imported
+
+
+def test_the_contracts_import_only_the_standard_library() -> None:
+    code = (
+        "import sys; before = set(sys.modules); import core.contracts; "
+        "new = {m.split('.')[0] for m in set(sys.modules) - before}; "
+        "assert new <= {'core'} | set(sys.stdlib_module_names), new"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 @pytest.mark.parametrize("package", [p for p in PACKAGES if p != "streamsim"])

@@ -1,10 +1,13 @@
-"""Response schemas of the read routes for the control panel (`api.panel.routes.feeds`)."""
+"""Response schemas of the read routes for the control panel (`api.panel.routes.feeds`). A row of
+a topic is derived from the topic's record in `core.contracts`, not listed again."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from core.contracts import ALERT
 
 
 class _Open(BaseModel):
@@ -18,6 +21,10 @@ class Source(BaseModel):
     status: str = Field(description="starting, live, waiting for Kafka, stopped.")
     partitions: int = Field(description="Partitions of the topic being followed (0: none yet).")
     error: str | None
+
+
+#: The fields are the contract's, made at import.
+_ALERT = ALERT.model(title="AlertRow", nullable_except=("alert_id", "rule"), extra="allow")
 
 
 class ActivityRow(BaseModel):
@@ -47,21 +54,9 @@ class ActivityFeed(BaseModel):
     source: Source
 
 
-class AlertRow(_Open):
-    """An alert of a pipeline detector (`detectors.Alert`, as the Spark job writes it)."""
-
-    alert_id: str
-    rule: str
-    label: str | None
-    entity_id: str | None = Field(description="Card token, vehicle or container id.")
-    event_time: int | None = Field(description="Device clock of the event that fired it.")
-    event_ids: list[str] | None
-    evidence: dict[str, Any] | None = Field(description="The values that crossed thresholds.")
-    source: str | None
-    job: str | None
-    detected_at: int | None = Field(description="Processing time, epoch ms.")
-    late: bool | None = Field(None, description="Raised on data that landed late (shipping).")
-    late_by_ms: int | None = Field(None, description="How late, for a late alert.")
+class AlertRow(_ALERT):  # type: ignore[misc,valid-type]
+    """An alert of a pipeline detector (`detectors.Alert`, as the Spark job writes it): the
+    alerts topic's record, `core.contracts.ALERT`."""
 
 
 class AlertFeed(BaseModel):

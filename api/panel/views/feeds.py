@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from core.contracts import topics
+from core.contracts import ALERT, topics
 from core.contracts.events import PIPELINE_PROGRESS
 
 ALERTS_TOPIC = topics.ALERTS.name
@@ -46,20 +46,9 @@ ACTIVITY_FIELDS = (
     "reasons",
     "evidence",
 )
-ALERT_FIELDS = (
-    "alert_id",
-    "rule",
-    "label",
-    "entity_id",
-    "event_time",
-    "event_ids",
-    "evidence",
-    "source",
-    "job",
-    "detected_at",
-    "late",  # the shipping job's: raised on data that landed late, and by how much
-    "late_by_ms",
-)
+#: The alerts-topic fields the UI sees: all of them (`late` and `late_by_ms` are the shipping
+#: job's: raised on data that landed late, and by how much).
+ALERT_FIELDS = ALERT.names
 PROGRESS_FIELDS = (
     "job",
     "mode",
