@@ -42,28 +42,28 @@ NO_HISTORY = "no_history"
 STATE_INCOMPLETE = "state_incomplete"
 
 #: The record's keys that make up the response body, in order.
-RESPONSE_KEYS = (
-    "transaction_id",
-    "card_token",
-    "card_last4",
-    "decision",
-    "score",
-    "reasons",
-    "evidence",
-    "decided_at",
+RESPONSE_KEYS = tuple(
+    f.name
+    for f in CARD_ACTIVITY.pick(
+        (
+            "transaction_id",
+            "card_token",
+            "card_last4",
+            "decision",
+            "score",
+            "reasons",
+            "evidence",
+            "decided_at",
+        )
+    )
 )
-#: Keys a record must have for the updater to apply it.
-RECORD_KEYS = (
-    *RESPONSE_KEYS,
-    "event_time",
-    "amount",
-    "currency",
-    "merchant_id",
-    "channel",
-    "card_present",
-    "lat",
-    "lon",
-    "country",
+#: Keys a record must have for the updater to apply it: every `cards.activity/1` field but
+#: those the verdict and the last-use state do without.
+RECORD_KEYS = tuple(
+    f.name
+    for f in CARD_ACTIVITY.select(
+        exclude=("schema", "event_id", "merchant_category", "terminal_id", "device_id")
+    )
 )
 
 

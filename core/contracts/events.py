@@ -444,8 +444,8 @@ CARD_ACTIVITY = EventSchema(
         *_TRANSACTION,
         _string("decision", choices=DECISIONS),
         Field("score", "float"),
-        Field("reasons", "json", doc="the fired rules, plus no_history / state_incomplete"),
-        Field("evidence", "json", doc="previous use, travel, velocity and alerts"),
+        Field("reasons", "strings", doc="the fired rules, plus no_history / state_incomplete"),
+        Field("evidence", "object", doc="previous use, travel, velocity and alerts"),
         Field("decided_at", "int", doc="epoch ms, processing time"),
     ),
     "A transaction the fraud endpoint decided: the request (PAN as token + last 4) and the "

@@ -365,3 +365,39 @@ def test_the_alerts_topic_record_is_the_contracts() -> None:
     assert AlertRow.model_validate({**record, "late": True, "late_by_ms": 7}).late_by_ms == 7
     with pytest.raises(ValueError, match="rule"):
         AlertRow.model_validate({**record, "rule": None})
+
+
+def test_the_activity_model_and_keys_derive_from_the_activity_record() -> None:
+    from api.fraud.decision import RECORD_KEYS, RESPONSE_KEYS
+    from api.panel.models.feeds import ActivityRow
+    from api.panel.views.feeds import ACTIVITY_FIELDS
+
+    assert tuple(ActivityRow.model_fields) == ACTIVITY_FIELDS
+    assert set(ACTIVITY_FIELDS) <= set(CARD_ACTIVITY.names)
+    # As the endpoint listed them: the response body, then what the state reads.
+    assert RESPONSE_KEYS == (
+        "transaction_id",
+        "card_token",
+        "card_last4",
+        "decision",
+        "score",
+        "reasons",
+        "evidence",
+        "decided_at",
+    )
+    assert set(RECORD_KEYS) == {
+        *RESPONSE_KEYS,
+        *("event_time", "amount", "currency", "merchant_id", "channel", "card_present"),
+        *("lat", "lon", "country"),
+    }
+    row = ActivityRow.model_validate(
+        {key: None for key in ACTIVITY_FIELDS} | {"card_token": "t"} | {"card_last4": "1234"}
+    )
+    assert row.model_dump()["decision"] is None
+    with pytest.raises(ValueError, match="card_last4"):
+        ActivityRow.model_validate({key: None for key in ACTIVITY_FIELDS} | {"card_token": "t"})
+    with pytest.raises(ValueError, match="decision"):
+        ActivityRow.model_validate(
+            {key: None for key in ACTIVITY_FIELDS}
+            | {"card_token": "t", "card_last4": "1234", "decision": "maybe"}
+        )

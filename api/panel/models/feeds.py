@@ -3,11 +3,12 @@ a topic is derived from the topic's record in `core.contracts`, not listed again
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.contracts import ALERT
+from api.panel.views.feeds import ACTIVITY_FIELDS
+from core.contracts import ALERT, CARD_ACTIVITY
 
 
 class _Open(BaseModel):
@@ -24,28 +25,15 @@ class Source(BaseModel):
 
 
 #: The fields are the contract's, made at import.
+_ACTIVITY = CARD_ACTIVITY.model(
+    ACTIVITY_FIELDS, title="ActivityRow", nullable_except=("card_token", "card_last4")
+)
 _ALERT = ALERT.model(title="AlertRow", nullable_except=("alert_id", "rule"), extra="allow")
 
 
-class ActivityRow(BaseModel):
-    """A decision from `cards.activity`: the card as token + last 4 digits, never the PAN."""
-
-    transaction_id: str | None
-    card_token: str
-    card_last4: str
-    event_time: int | None = Field(description="Device clock, epoch ms.")
-    decided_at: int | None = Field(description="Processing time of the decision, epoch ms.")
-    amount: float | None
-    currency: str | None
-    merchant_id: str | None
-    channel: str | None
-    country: str | None
-    lat: float | None
-    lon: float | None
-    decision: Literal["approve", "review", "decline"] | None
-    score: float | None
-    reasons: list[str] | None
-    evidence: dict[str, Any] | None
+class ActivityRow(_ACTIVITY):  # type: ignore[misc,valid-type]
+    """A decision from `cards.activity` (`core.contracts.CARD_ACTIVITY`, the fields the UI may
+    see): the card as token + last 4 digits, never the PAN."""
 
 
 class ActivityFeed(BaseModel):
