@@ -105,7 +105,7 @@ def kafka_target(job: RunningJob, scenario: str, seed: int) -> dict[str, Any]:
         "source": {"type": "scenario", "file": scenario, "seed": seed},
         "job": job.name,
         "alerts_topic": job.alerts_topic,
-        "lag": {"sample_s": 0.5, "drain_s": 300, "recovered_at": 0, "alerts_settle_s": 60},
+        "lag": {"sample_s": 0.5, "drain_s": 300, "recovered_at": 0, "alerts_settle_s": 15},
     }
 
 
