@@ -62,7 +62,11 @@ def run_rules(readings: pd.DataFrame) -> pd.DataFrame:
 
 def detections(readings: pd.DataFrame, truth: pd.DataFrame) -> pd.DataFrame:
     """One row per alert with when it could have been raised (see `shipping.detections`)."""
-    alerts = run_rules(readings)
+    return alert_detections(run_rules(readings), truth)
+
+
+def alert_detections(alerts: pd.DataFrame, truth: pd.DataFrame) -> pd.DataFrame:
+    """`detections` of alerts already raised (`run_rules`' frame)."""
     return shipping.detections(
         frame_to_alerts(alerts) if len(alerts) else [], pd.DataFrame(), truth
     )

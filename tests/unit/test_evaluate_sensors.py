@@ -37,6 +37,12 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFrame, pd.Data
     return readings, _read(out / "truth.jsonl")
 
 
+@pytest.fixture(scope="module")
+def alerts(run: tuple[pd.DataFrame, pd.DataFrame]) -> pd.DataFrame:
+    """The rules' alerts over the run, raised once for the module."""
+    return sensors.run_rules(run[0])
+
+
 def _score(detections: pd.DataFrame, truth: pd.DataFrame) -> dict[str, Any]:
     return score_path(
         detections,
@@ -48,9 +54,11 @@ def _score(detections: pd.DataFrame, truth: pd.DataFrame) -> dict[str, Any]:
     )
 
 
-def test_the_rules_score_a_seeded_run(run: tuple[pd.DataFrame, pd.DataFrame]) -> None:
-    readings, truth = run
-    scores = _score(sensors.detections(readings, truth), truth)
+def test_the_rules_score_a_seeded_run(
+    run: tuple[pd.DataFrame, pd.DataFrame], alerts: pd.DataFrame
+) -> None:
+    truth = run[1]
+    scores = _score(sensors.alert_detections(alerts, truth), truth)
     stuck, spike = scores["stuck_sensor"], scores["spike"]
     assert stuck["support"] >= 20 and spike["support"] >= 15, scores
     # three identical readings are unmistakable; faults of one or two readings are missed
@@ -61,10 +69,10 @@ def test_the_rules_score_a_seeded_run(run: tuple[pd.DataFrame, pd.DataFrame]) ->
 
 
 def test_silences_are_found_and_clock_resets_are_no_silences(
-    run: tuple[pd.DataFrame, pd.DataFrame],
+    run: tuple[pd.DataFrame, pd.DataFrame], alerts: pd.DataFrame
 ) -> None:
-    readings, truth = run
-    silent = _score(sensors.detections(readings, truth), truth)["silent_device"]
+    truth = run[1]
+    silent = _score(sensors.alert_detections(alerts, truth), truth)["silent_device"]
     assert silent["support"] >= 10 and silent["recall"] >= 0.9, silent
     assert silent["precision"] >= 0.9 and silent["incident_precision"] >= 0.9, silent
     # A logger whose clock resets stamps its readings in 2000 for a while: in event time its
@@ -73,10 +81,10 @@ def test_silences_are_found_and_clock_resets_are_no_silences(
         truth.loc[(truth["event_time"] - truth["true_time"]).abs() > 86_400_000, "entity_id"]
     )
     assert len(reset) >= 5  # the run has resets to judge
-    alerts = sensors.run_rules(readings).query("label == 'silent_device'")
+    silences = alerts.query("label == 'silent_device'")
     judge = Judge(truth)
-    hit = alerts["event_ids"].map(lambda ids: judge.hit("silent_device", ids) is not None)
-    assert hit[alerts["entity_id"].isin(reset)].all(), alerts[~hit]
+    hit = silences["event_ids"].map(lambda ids: judge.hit("silent_device", ids) is not None)
+    assert hit[silences["entity_id"].isin(reset)].all(), silences[~hit]
 
 
 def test_alerting_on_every_reading_scores_low(run: tuple[pd.DataFrame, pd.DataFrame]) -> None:
