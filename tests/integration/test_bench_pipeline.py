@@ -15,7 +15,8 @@ from streamsim.bench import pipeline as bench
 
 pytestmark = pytest.mark.integration
 
-BATCH = 1_000
+#: Events a drain reads, in batches of BATCH: two batches, the first one warm-up.
+EVENTS, BATCH = 1_000, 500
 
 
 @pytest.fixture(scope="module")
@@ -41,15 +42,16 @@ def tag() -> str:
 def subject(stack: StackConfig, spark: Any, base: Any, tag: str, tmp_path_factory: Any) -> Any:
     topic = f"bench.{tag}.vehicles"
     work = tmp_path_factory.mktemp("bench-input")
-    produced = bench.produce_input(stack, work, topic, 3_000, 20, f"bench_{tag}")
+    # 10 vehicles: 100 s of event time, so the 10 s watermark closes windows
+    produced = bench.produce_input(stack, work, topic, EVENTS, 10, f"bench_{tag}")
     drain = bench.draining(base, f"bench.{tag}.subject", topic, BATCH)
-    cfg = drain.model_copy(update={"watermark": "10 seconds"})  # closes windows of 150 s
+    cfg = drain.model_copy(update={"watermark": "10 seconds"})
     return produced, cfg, bench.stats_subject(spark, stack, cfg)
 
 
 def test_subject_reads_every_event_produced_once(subject: Any) -> None:
     produced, _, result = subject
-    assert produced >= 3_000
+    assert produced >= EVENTS
     assert result.events == produced
     assert result.batches >= -(-produced // BATCH)  # no batch above BATCH
     assert result.measured < result.events  # the first batch is warm-up, not measured
@@ -74,7 +76,7 @@ def test_reference_processes_the_rows_of_each_batch(
 
 def quick_overheating(base: Any) -> Any:
     detectors = dict(base.vehicle_telemetry.detectors)
-    detectors["overheating"] = detectors["overheating"].model_copy(update={"min_duration_s": 5})
+    detectors["overheating"] = detectors["overheating"].model_copy(update={"min_duration_s": 1})
     return detectors
 
 
@@ -88,7 +90,8 @@ def test_alert_latency_matches_alerts_to_the_planted_overheating(
         watermark="2 seconds",
         vehicle={"detectors": quick_overheating(base)},
     )
-    result = bench.alert_latency(spark, stack, cfg, vehicles=20, seconds=25)
+    # the shortest run the bench allows: an episode of 1 + 10 s, and 10 s for it to be due
+    result = bench.alert_latency(spark, stack, cfg, vehicles=20, seconds=21)
     assert result["planted"] == 4
     assert result["alerted_planted"] == result["planted"]
     assert result["alerted_other"] == 0
@@ -144,7 +147,7 @@ def card_drain(
     topic = f"bench.{tag}.cards"
     work = tmp_path_factory.mktemp("bench-cards")
     produced = bench.produce_input(
-        stack, work, topic, 3_000, 200, f"bench_cards_{tag}", card_job.scenario
+        stack, work, topic, EVENTS, 100, f"bench_cards_{tag}", card_job.scenario
     )
     cfg = bench.job_draining("card-velocity", card_base, f"bench.{tag}.cardjob", topic, BATCH)
     return produced, cfg, bench.whole_job_drain(spark, stack, "card-velocity", cfg)
@@ -152,7 +155,7 @@ def card_drain(
 
 def test_card_job_drains_every_event_in_every_query(card_drain: Any) -> None:
     produced, _, result = card_drain
-    assert produced >= 3_000 and result["events"] == produced
+    assert produced >= EVENTS and result["events"] == produced
     assert set(result["queries"]) == {
         "card-velocity.deadletter",
         "card-velocity.features",
@@ -187,7 +190,9 @@ def test_card_alert_latency_matches_alerts_to_the_planted_travel(
     cfg = bench.job_outputs("card-velocity", card_base, prefix).model_copy(
         update={"input_topics": [f"{prefix}.live"], "watermark": "2 seconds"}
     )
-    result = bench.card_alert_latency(spark, stack, cfg, cards=40, rate=50, seconds=12)
+    # 450 uses: the 4 uses abroad at 4.6-5.2 s, home again by 6.0 s; the last use, at 9 s,
+    # puts the watermark (2 s) past them all
+    result = bench.card_alert_latency(spark, stack, cfg, cards=40, rate=50, seconds=9)
     assert result["planted"] == 8  # 4 cards abroad once: there and back
     assert result["alerted_planted"] == 8
     assert result["alerted_other"] == 0
