@@ -340,7 +340,7 @@ def test_runs_hide_stderr_workdir_and_overrides_without_the_token(tmp_path: Path
         )
         assert started.status_code == 201
         run_id = started.json()["run_id"]
-        manager.get(run_id).done.wait(20)
+        assert manager.get(run_id).done.wait(180)
         for path in ("/v1/runs", f"/v1/runs/{run_id}"):
             open_view = client.get(path).json()
             (run,) = open_view.get("runs", [open_view])
@@ -389,7 +389,7 @@ def test_run_directories_hold_no_kafka_client_secret(
         tmp_path / "runs", stack=stack, scenario_dir=scenarios, command=command, cwd=Path.cwd()
     )
     run = manager.start("other")
-    run.done.wait(30)
+    assert run.done.wait(180)
     assert run.status == "finished", (run.error, run.exit_code)
     stack_file = seen[0].stack_file
     assert stack_file is not None

@@ -204,7 +204,7 @@ def test_a_run_shows_live_figures_then_its_report_and_charts(tmp_path: Path, fil
         assert started.status_code == 201, started.text
         run = LoadTestInfo.model_validate(started.json())
         assert run.status == "running" and run.edits == edits
-        lt.get(run.run_id).done.wait(30)
+        assert lt.get(run.run_id).done.wait(180)
         body = client.get(f"/v1/loadtests/runs/{run.run_id}").json()
         LoadTestInfo.model_validate(body)
         assert body["status"] == "finished"
@@ -252,7 +252,7 @@ def test_a_run_without_a_report_failed_with_its_stderr_for_the_token_only(
         run_id = client.post(
             "/v1/control/loadtests", json={"file": "fraud_endpoint"}, headers=AUTH
         ).json()["run_id"]
-        lt.get(run_id).done.wait(30)
+        assert lt.get(run_id).done.wait(180)
         open_view = client.get(f"/v1/loadtests/runs/{run_id}").json()
         private = client.get(f"/v1/loadtests/runs/{run_id}", headers=AUTH).json()
     assert open_view["status"] == "failed" and open_view["error"] is None

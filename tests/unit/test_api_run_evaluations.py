@@ -109,7 +109,7 @@ def wait_for(predicate: Callable[[], bool], timeout_s: float = 20) -> None:
 
 def finished(runs: RunManager, scenario: str = "sensor_fleet", **kwargs: object) -> str:
     run = runs.start(scenario, **kwargs)  # type: ignore[arg-type]
-    assert run.done.wait(20) and run.status == "finished", run
+    assert run.done.wait(180) and run.status == "finished", run
     return run.run_id
 
 

@@ -177,7 +177,7 @@ def test_a_finished_run_has_its_summary(tmp_path: Path, scenario_dir: Path) -> N
     runs = manager(tmp_path, scenario_dir, "ok", seen=seen)
     run = runs.start("sensor_fleet", speed=2.0, duration_s=30, overrides={"entities": 5})
     assert run.status == "running" and run.pid is not None
-    assert run.done.wait(20)
+    assert run.done.wait(180)
     assert run.status == "finished" and run.exit_code == 0
     assert run.summary == {
         "events": 10,
@@ -197,7 +197,7 @@ def test_a_finished_run_has_its_summary(tmp_path: Path, scenario_dir: Path) -> N
 
 def test_a_failed_run_keeps_the_tail_of_stderr(tmp_path: Path, scenario_dir: Path) -> None:
     run = manager(tmp_path, scenario_dir, "fail").start("sensor_fleet")
-    assert run.done.wait(20)
+    assert run.done.wait(180)
     assert run.status == "failed" and run.exit_code == 3
     assert run.error == "error: the broker is not there"
     assert run.summary is None

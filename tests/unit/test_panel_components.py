@@ -337,7 +337,7 @@ def test_a_finished_simulator_stops_the_job_once_drained(
     runs = make_manager(tmp_path, scenario_dir, seen, simulator="done")
     runs.progress = Progress("window-counts")
     run = runs.start("sensor_fleet")
-    assert run.done.wait(20)
+    assert run.done.wait(180)
     assert run.status == "finished" and run.error is None and run.summary == {"events": 1}
     assert run.parts["simulator"].state == "exited" and run.parts["simulator"].exit_code == 0
     assert run.parts["job"].state == "stopped"
@@ -351,7 +351,7 @@ def test_a_job_that_does_not_drain_in_time_is_stopped(tmp_path: Path, scenario_d
     runs.drain_timeout_s = 0.5
     runs.progress = Progress("window-counts")
     run = runs.start("sensor_fleet")
-    assert run.done.wait(20)
+    assert run.done.wait(180)
     assert run.status == "finished", run.error
     job = run.parts["job"]
     assert job.state == "stopped" and job.draining and job.signalled  # SIGINT after the drain
@@ -364,7 +364,7 @@ def test_a_job_whose_drain_fails_fails_the_run(tmp_path: Path, scenario_dir: Pat
     runs = make_manager(tmp_path, scenario_dir, seen, simulator="done", job="drainfails")
     runs.progress = Progress("window-counts")
     run = runs.start("sensor_fleet")
-    assert run.done.wait(20)
+    assert run.done.wait(180)
     assert run.parts["job"].state == "exited" and run.parts["job"].exit_code == 3
     assert run.status == "failed" and run.error is not None and "the drain broke" in run.error
 
@@ -375,7 +375,7 @@ def test_a_job_that_exits_fails_the_run_and_stops_the_simulator(
     seen: list[tuple[str, RunSpec]] = []
     runs = make_manager(tmp_path, scenario_dir, seen, job="exit3")
     run = runs.start("sensor_fleet")
-    assert run.done.wait(20)
+    assert run.done.wait(180)
     assert run.status == "failed"
     assert run.error is not None and "job exited with code 3" in run.error
     assert "the job broke" in run.error
@@ -389,7 +389,7 @@ def test_an_endpoint_that_never_answers_fails_the_run(tmp_path: Path, scenario_d
     runs = make_manager(tmp_path, scenario_dir, seen, healthy=lambda url: False)
     runs.endpoint_timeout_s = 0.5
     run = runs.start("card_velocity", overrides=POS, components=["simulator", "endpoint"])
-    assert run.done.wait(20)
+    assert run.done.wait(180)
     assert run.status == "failed" and run.error is not None and "did not answer" in run.error
     assert run.parts["simulator"].pid is None and run.parts["simulator"].state == "stopped"
     assert groups_alive(run) == []
@@ -493,7 +493,7 @@ def test_a_job_still_starting_when_the_simulator_finishes_gets_time_to_start(
 
     runs.progress = LateProgress("window-counts", late)
     started.append(run := runs.start("sensor_fleet"))
-    assert run.done.wait(30)
+    assert run.done.wait(180)
     assert run.status == "finished", run.error
     job = run.parts["job"]
     assert job.progress, "stopped before its first batch"
@@ -517,7 +517,7 @@ def test_a_job_that_dies_while_it_drains_fails_the_run(tmp_path: Path, scenario_
     # no batch yet: the run waits for the job to drain, and it dies (4 s) while it waits
     runs.progress = LateProgress("window-counts", lambda: False)
     run = runs.start("sensor_fleet")
-    assert run.done.wait(30)
+    assert run.done.wait(180)
     assert run.parts["simulator"].exit_code == 0
     assert run.parts["job"].state == "exited" and run.parts["job"].exit_code == 3
     assert run.status == "failed", run.status

@@ -249,7 +249,7 @@ def test_a_refused_key_starts_nothing_and_an_allowed_one_starts(runs: RunManager
     assert written["domain"]["faults"]["rate_per_hour"]["gps_jump"] == 0.3
     assert written["domain"]["faults"]["rate_per_hour"]["speeding"] == 0.05  # merged
     assert written == apply_overrides({**raw("connected_vehicles"), "run_id": run.run_id}, over)
-    run.done.wait(20)
+    assert run.done.wait(180)
 
 
 def test_scenarios_list_their_tunable_keys(runs: RunManager) -> None:
