@@ -20,7 +20,7 @@ Routes:
   containers (owner token, `api.panel.owners`);
 - `GET /v1/shipping/fleet`, `/v1/shipping/alerts`: ships, ports, the backlog on board and the
   shipping alerts for the Shipping page (open; no container ids or owners);
-- `GET /v1/sensors`, `/v1/sensors/{sensor_id}/series`, `/v1/sensors/alerts`: a sensor-fleet
+- `GET /v1/sensors`, `/v1/sensors/{sensor_id}/series`, `/v1/sensors/alerts`: a sensors
   run's devices, series and alerts for the Sensors page (open);
 - `/docs`, `/openapi.json`: OpenAPI.
 """
@@ -50,7 +50,7 @@ from api.panel.routes import ROUTERS as PANEL_ROUTERS
 from api.panel.routes import loadtests as loadtest_routes
 from api.panel.run_evaluations import RunEvaluations
 from api.panel.runs import RunManager
-from api.panel.views.fleet import FleetView
+from api.panel.views.ships import ShipsView
 from api.responses import OrjsonResponse
 from core.config import StackConfig
 
@@ -73,7 +73,7 @@ def create_app(
     stack = service.stack
     owner_tokens = owner_tokens or load_owner_tokens(service.secrets.api_token)
     if shipping is None and stack is not None:
-        shipping = ShippingTail(stack, fleet=FleetView())
+        shipping = ShippingTail(stack, fleet=ShipsView())
     if sensors is None and stack is not None:
         sensors = SensorFeed(stack)
     if stack is not None:

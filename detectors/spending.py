@@ -66,8 +66,8 @@ class SpendingParams(Thresholds):
     )
 
 
-#: The thresholds the fraud endpoint and the card-velocity job judge against a card's profile
-#: with (set on the cards-tuning suite's seeds, see docs/card-velocity.md): a purchase from a
+#: The thresholds the fraud endpoint and the cards job judge against a card's profile
+#: with (set on the cards-tuning suite's seeds, see docs/cards.md): a purchase from a
 #: device the holder never used, above 150.00 and 3x the typical ticket, in a category under 2%
 #: of the card's history.
 PROFILE_SPENDING = SpendingParams(
@@ -183,7 +183,7 @@ def check_profile_spending(
 ) -> Alert | None:
     """`check_spending` against an issuer's profile of the card (purchases over its period,
     typical ticket, purchases per MCC, known devices) rather than a history built from the
-    stream: the fraud endpoint and the card-velocity job both judge a purchase this way.
+    stream: the fraud endpoint and the cards job both judge a purchase this way.
     `params.devices` says whether the payer's device counts (a known one is the holder's own).
 
     >>> profile = (400, 30.0, {"5411": 390, "5732": 1}, frozenset({"dv-1"}))

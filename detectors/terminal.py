@@ -44,7 +44,7 @@ LABEL = "compromised_terminal"
 
 class TerminalParams(Thresholds):
     """Thresholds of `compromised_terminal`. The defaults are the fraud endpoint's and the
-    card-velocity job's, set once here (tuned on the cards-tuning suite, docs/card-velocity.md)."""
+    cards job's, set once here (tuned on the cards-tuning suite, docs/cards.md)."""
 
     window_s: float = Field(600.0, gt=0, le=7 * 86_400, description="Window length, seconds.")
     min_distinct_cards: int = Field(

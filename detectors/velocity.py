@@ -59,8 +59,8 @@ LABEL = "card_testing"
 
 
 class VelocityParams(Thresholds):
-    """Thresholds of `velocity`. The defaults are the fraud endpoint's and the card-velocity
-    job's, set once here (tuned on the cards-tuning suite, docs/card-velocity.md)."""
+    """Thresholds of `velocity`. The defaults are the fraud endpoint's and the cards
+    job's, set once here (tuned on the cards-tuning suite, docs/cards.md)."""
 
     window_s: float = Field(600.0, gt=0, le=7 * 86_400, description="Window length, seconds.")
     min_count: int = Field(

@@ -11,7 +11,7 @@ Per micro-batch, with the rows cached once:
    nothing. Kafka goes first: a crash between the two re-publishes the same rows on replay.
 
 Window rows are deterministic (the same input gives the same rows), so a re-publish repeats a
-row exactly; readers keep one row per key (`pipeline.jobs.vehicle_telemetry.windows.STATS_KEY`).
+row exactly; readers keep one row per key (`pipeline.jobs.vehicles.windows.STATS_KEY`).
 """
 
 from __future__ import annotations

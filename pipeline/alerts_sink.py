@@ -20,7 +20,7 @@ replay would publish the batch's alerts to Kafka a second time. After `LAKE_WAIT
 The query id comes from the checkpoint's `metadata` file, so a restart from the checkpoint
 keeps writing to the same folder and a fresh checkpoint starts a new one.
 
-A second sink can stand behind a first one (`vehicle-telemetry`'s late rescoring): with
+A second sink can stand behind a first one (`vehicles`'s late rescoring): with
 `also_known=first.known_ids` it leaves out the ids the first one wrote, `extra` adds fields to
 its records (`late: true`), `folder` names its own lake folder, and `wait_for` is called with
 the latest event time of its new alerts before it decides (to let the first one judge them).
@@ -71,7 +71,7 @@ def alert_record(row: dict[str, Any], job: str, detected_at: int) -> dict[str, A
 
     >>> row = {"alert_id": "a1", "rule": "velocity", "label": "card_testing",
     ...     "entity_id": "c1", "event_time": 5, "event_ids": ["t1"], "evidence": '{"n": 5}'}
-    >>> alert_record(row, "card-velocity", 9)["evidence"], alert_record(row, "j", 9)["source"]
+    >>> alert_record(row, "cards", 9)["evidence"], alert_record(row, "j", 9)["source"]
     ({'n': 5}, 'pipeline')
     """
     return {

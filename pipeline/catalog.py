@@ -12,19 +12,19 @@ from core.errors import StreamsimError
 from core.kafka import ensure_topics
 from pipeline.alerts_sink import sink_of
 from pipeline.config import PipelineConfig
-from pipeline.jobs.card_velocity import job as card_velocity
+from pipeline.jobs.cards import job as cards
+from pipeline.jobs.sensors import job as sensors
 from pipeline.jobs.shipping import job as shipping
-from pipeline.jobs.vehicle_telemetry import job as vehicle_telemetry
-from pipeline.jobs.window_counts import job as window_counts
+from pipeline.jobs.vehicles import job as vehicles
 from pipeline.session import spark_session
 from pipeline.settings import duration_ms
 
 Job = Callable[[SparkSession, StackConfig, PipelineConfig], list[StreamingQuery]]
 
 JOBS: dict[str, Job] = {
-    window_counts.NAME: window_counts.start,
-    card_velocity.NAME: card_velocity.start,
-    vehicle_telemetry.NAME: vehicle_telemetry.start,
+    sensors.NAME: sensors.start,
+    cards.NAME: cards.start,
+    vehicles.NAME: vehicles.start,
     shipping.NAME: shipping.start,
 }
 

@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from core.config.base import Settings
 from core.contracts import topics
-from pipeline.jobs.card_velocity.config import CardVelocitySettings
+from core.names import DOMAINS, canonical, canonical_keys
+from pipeline.jobs.cards.config import CardsSettings
+from pipeline.jobs.sensors.config import SensorsSettings
 from pipeline.jobs.shipping.config import ShippingSettings, offsets_by_topic, topics_by_kind
-from pipeline.jobs.vehicle_telemetry.config import VehicleTelemetrySettings
-from pipeline.jobs.window_counts.config import WindowCountsSettings
+from pipeline.jobs.vehicles.config import VehiclesSettings
 from pipeline.settings import Duration, TriggerSettings, duration_ms, offsets_form
 
 
 class PipelineConfig(Settings):
     kind: Literal["pipeline"] = "pipeline"
-    job: str = Field(description="Which job this configures, e.g. window-counts.")
+    job: str = Field(description="Which job this configures, e.g. sensors.")
     input_topics: list[str] = Field(min_length=1, description="Kafka topics to read.")
     output_topic: str = Field(description="Kafka topic for the job's results.")
     deadletter_topic: str = Field(topics.DEADLETTER.name, description="Where malformed records go.")
@@ -34,14 +35,12 @@ class PipelineConfig(Settings):
         description="Trigger of the job's queries; a stateful query asked for realtime runs in "
         "micro-batches (Spark 4.2's Real-time Mode is stateless only).",
     )
-    window_counts: WindowCountsSettings = Field(
-        WindowCountsSettings(), description="Settings of job window-counts (only)."
+    sensors: SensorsSettings = Field(
+        SensorsSettings(), description="Settings of job sensors (only)."
     )
-    card_velocity: CardVelocitySettings = Field(
-        CardVelocitySettings(), description="Settings of job card-velocity (only)."
-    )
-    vehicle_telemetry: VehicleTelemetrySettings = Field(
-        VehicleTelemetrySettings(), description="Settings of job vehicle-telemetry (only)."
+    cards: CardsSettings = Field(CardsSettings(), description="Settings of job cards (only).")
+    vehicles: VehiclesSettings = Field(
+        VehiclesSettings(), description="Settings of job vehicles (only)."
     )
     shipping: ShippingSettings = Field(
         ShippingSettings(), description="Settings of job shipping (only)."
@@ -52,25 +51,27 @@ class PipelineConfig(Settings):
     def _offsets_form(cls, value: str) -> str:
         return offsets_form(value)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _retired_names(cls, data: Any) -> Any:
+        """A settings file written before 0.2: its job and section names (`core.names`)."""
+        data = canonical_keys(data)
+        if isinstance(data, dict) and isinstance(data.get("job"), str):
+            data = {**data, "job": canonical(data["job"])}
+        return data
+
     @model_validator(mode="after")
     def _job_sections(self) -> PipelineConfig:
-        if "window_counts" in self.model_fields_set and self.job != "window-counts":
-            raise ValueError(f"window_counts configures job window-counts, not {self.job!r}")
-        if "card_velocity" in self.model_fields_set and self.job != "card-velocity":
-            raise ValueError(f"card_velocity configures job card-velocity, not {self.job!r}")
-        if "vehicle_telemetry" in self.model_fields_set and self.job != "vehicle-telemetry":
-            raise ValueError(
-                f"vehicle_telemetry configures job vehicle-telemetry, not {self.job!r}"
-            )
-        if "shipping" in self.model_fields_set and self.job != "shipping":
-            raise ValueError(f"shipping configures job shipping, not {self.job!r}")
+        for section in DOMAINS:  # each job's section is named as the job
+            if section in self.model_fields_set and self.job != section:
+                raise ValueError(f"{section} configures job {section}, not {self.job!r}")
         if self.job == "shipping":
             topics_by_kind(self.input_topics)
             offsets_by_topic(self.starting_offsets, self.input_topics)
-        late = self.vehicle_telemetry.late
+        late = self.vehicles.late
         if late.mode == "rescore" and duration_ms(late.watermark) <= duration_ms(self.watermark):
             raise ValueError(
-                f"vehicle_telemetry.late.watermark ({late.watermark}) must be longer than the "
+                f"vehicles.late.watermark ({late.watermark}) must be longer than the "
                 f"job's watermark ({self.watermark}) to rescore anything"
             )
         return self

@@ -1,7 +1,7 @@
 """What a running query reports per batch: rows, rates, watermark, and late rows dropped.
 
 Besides Spark's own figures, a report carries what a batch oracle needs to re-derive which input
-the query dropped as late (`pipeline.jobs.vehicle_telemetry.parity`): the query id, the Kafka
+the query dropped as late (`pipeline.jobs.vehicles.parity`): the query id, the Kafka
 offset range the batch read, and its watermark in epoch ms. A row read by batch `b` is dropped as
 late when its event time is at or before the watermark of batch `b - 1` (Spark filters late rows
 with the previous batch's watermark, so a chain of stateful operators agrees on what is late).

@@ -1,7 +1,7 @@
 """The one SparkSession factory: local[*] by default, any cluster by config alone.
 
 Example:
-    >>> spark = spark_session(load_stack(None), app="card-velocity")  # doctest: +SKIP
+    >>> spark = spark_session(load_stack(None), app="cards")  # doctest: +SKIP
 
 The Kafka connector jars (resolved by `make setup` into .cache/jars/spark-kafka) are passed as
 `spark.jars`, so nothing is downloaded at session start and the stack works offline. On a

@@ -4,14 +4,14 @@ domain adds its section model to `Domain` and a branch to `build_scenario` (mypy
 every member of the union has one).
 
     kind: scenario
-    name: sensor_fleet
+    name: sensors
     seed: 7
     entities: 10000
     classes: [{name: meter, share: 0.7}, {name: tracker, share: 0.3, delivery: {...}}]
     clock: {...}        # defaults for every class
     delivery: {...}
     pacing: {speed: max}
-    domain: {type: sensor_fleet, ...}
+    domain: {type: sensors, ...}
 
 Scenario classes are imported when built, so a config loads fast.
 """
@@ -31,10 +31,11 @@ from pydantic import (
 )
 
 from core.config.base import Settings
-from scenarios.cards.config import CardVelocityDomain
-from scenarios.sensors.config import SensorFleetDomain
+from core.names import canonical
+from scenarios.cards.config import CardsDomain
+from scenarios.sensors.config import SensorsDomain
 from scenarios.shipping.config import ShippingDomain
-from scenarios.vehicles.config import ConnectedVehiclesDomain
+from scenarios.vehicles.config import VehiclesDomain
 from simulators.settings import (
     DEFAULT_START,
     ClockSettings,
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
     from simulators.scenario import Scenario
     from simulators.sinks.base import Sink
 
-DomainSection = SensorFleetDomain | CardVelocityDomain | ConnectedVehiclesDomain | ShippingDomain
+DomainSection = SensorsDomain | CardsDomain | VehiclesDomain | ShippingDomain
 
 # The `type` tag of each domain section, from the union itself.
 _DOMAINS: tuple[str, ...] = tuple(
@@ -82,6 +83,18 @@ def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
         else:
             out[key] = value
     return out
+
+
+def retired_names(data: Any) -> Any:
+    """A scenario file written before 0.2: its name and domain type (`core.names`)."""
+    if not isinstance(data, dict):
+        return data
+    domain = data.get("domain")
+    if isinstance(domain, dict) and isinstance(domain.get("type"), str):
+        data = {**data, "domain": {**domain, "type": canonical(domain["type"])}}
+    if isinstance(data.get("name"), str):
+        data = {**data, "name": canonical(data["name"])}
+    return data
 
 
 class ScenarioConfig(Settings):
@@ -125,7 +138,7 @@ class ScenarioConfig(Settings):
     )
     pacing: PacingSettings = Field(default_factory=PacingSettings, description="Wall-time pacing.")
     domain: Domain = Field(
-        default_factory=SensorFleetDomain, description="The domain model and its own knobs."
+        default_factory=SensorsDomain, description="The domain model and its own knobs."
     )
 
     _aware_start = field_validator("start")(_aware)
@@ -133,10 +146,11 @@ class ScenarioConfig(Settings):
     @model_validator(mode="before")
     @classmethod
     def _default_name(cls, data: Any) -> Any:
+        data = retired_names(data)
         if isinstance(data, dict) and not data.get("name"):
             domain = data.get("domain")
             kind = domain.get("type") if isinstance(domain, dict) else None
-            data = {**data, "name": kind or "sensor_fleet"}
+            data = {**data, "name": kind or "sensors"}
         return data
 
     @field_validator("classes", mode="before")
@@ -200,18 +214,18 @@ def build_scenario(config: ScenarioConfig, stack: StackConfig | None = None) -> 
     """The scenario of `config.domain`; `stack` reaches scenarios that take one (e.g. for the
     card token secret); None: the built-in stack defaults."""
     domain = config.domain
-    if isinstance(domain, SensorFleetDomain):
-        from scenarios.sensors.scenario import SensorFleet
+    if isinstance(domain, SensorsDomain):
+        from scenarios.sensors.scenario import SensorsScenario
 
-        return SensorFleet(config)
-    if isinstance(domain, CardVelocityDomain):
-        from scenarios.cards.scenario import CardVelocity
+        return SensorsScenario(config)
+    if isinstance(domain, CardsDomain):
+        from scenarios.cards.scenario import CardsScenario
 
-        return CardVelocity(config, stack=stack)
-    if isinstance(domain, ConnectedVehiclesDomain):
-        from scenarios.vehicles.scenario import ConnectedVehicles
+        return CardsScenario(config, stack=stack)
+    if isinstance(domain, VehiclesDomain):
+        from scenarios.vehicles.scenario import VehiclesScenario
 
-        return ConnectedVehicles(config)
+        return VehiclesScenario(config)
     if isinstance(domain, ShippingDomain):
         from scenarios.shipping.scenario import Shipping
 
@@ -237,7 +251,7 @@ def run_scenario(
     defaults). `control`: live changes of speed and max_rate (`simulators.pacing`).
 
     Example (a benchmark of the engine and JSONL writing):
-        cfg = load_model(ScenarioConfig, "config/scenarios/sensor_fleet.yaml")
+        cfg = load_model(ScenarioConfig, "config/scenarios/sensors.yaml")
         run_scenario(cfg, JsonlSink("/tmp/out"), events=1_000_000, speed="max").events_per_s
     """
     from simulators.engine import Engine

@@ -88,22 +88,22 @@ SHIPPING_FLEET = {
     ],
 }
 SCENARIOS: dict[str, DemoScenario] = {
-    "card-velocity": DemoScenario(
-        Path("config/scenarios/card_velocity.yaml"),
-        Path("config/pipelines/card-velocity.yaml"),
-        evaluation="card-velocity",
+    "cards": DemoScenario(
+        Path("config/scenarios/cards.yaml"),
+        Path("config/pipelines/cards.yaml"),
+        evaluation="cards",
         endpoint=True,
         overrides={"entities": 20_000, "domain": {"fraud": FRAUD_CARDS}},
         # POS -> endpoint -> card activity -> Spark (Dunning ch. 6)
         inputs=[topics.CARDS_ACTIVITY.name],
     ),
-    "sensor-fleet": DemoScenario(
-        Path("config/scenarios/sensor_fleet.yaml"), Path("config/pipelines/window-counts.yaml")
+    "sensors": DemoScenario(
+        Path("config/scenarios/sensors.yaml"), Path("config/pipelines/sensors.yaml")
     ),
-    "connected-vehicles": DemoScenario(
-        Path("config/scenarios/connected_vehicles.yaml"),
-        Path("config/pipelines/vehicle-telemetry.yaml"),
-        evaluation="connected-vehicles",
+    "vehicles": DemoScenario(
+        Path("config/scenarios/vehicles.yaml"),
+        Path("config/pipelines/vehicles.yaml"),
+        evaluation="vehicles",
         speed=SPEED_VEHICLES,
         overrides={"domain": {"faults": FAULTS_VEHICLES}},
         end_of_input={"schema": VEHICLE_TELEMETRY.id, "vehicle_id": "end-of-input"},
@@ -294,15 +294,13 @@ def _run(
 def _own_profiles(stack: StackConfig, cfg: PipelineConfig) -> PipelineConfig:
     """The card job reads the profiles topic from its current end: the compacted topic may
     hold every earlier run's profiles (20,000 per demo), and this run's come after."""
-    topic = cfg.card_velocity.profiles_topic
-    if cfg.job != "card-velocity" or topic is None:
+    topic = cfg.cards.profiles_topic
+    if cfg.job != "cards" or topic is None:
         return cfg
     ensure_compacted(stack, topic)
     offsets = {topic: {str(p): o for p, o in end_offsets(stack, topic).items()}}
-    settings = cfg.card_velocity.model_copy(
-        update={"profiles_starting_offsets": json.dumps(offsets)}
-    )
-    return cfg.model_copy(update={"card_velocity": settings})
+    settings = cfg.cards.model_copy(update={"profiles_starting_offsets": json.dumps(offsets)})
+    return cfg.model_copy(update={"cards": settings})
 
 
 def _end_of_input(
@@ -312,7 +310,7 @@ def _end_of_input(
     reading (see the module docstring); its event time and the watermark reached."""
     from confluent_kafka import Producer
 
-    from pipeline.jobs.vehicle_telemetry.job import watermark_of
+    from pipeline.jobs.vehicles.job import watermark_of
     from pipeline.settings import duration_ms
 
     marks = {q.name: watermark_of(q) for q in queries}

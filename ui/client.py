@@ -162,7 +162,7 @@ class ApiClient:
             params["status"] = status
         return self._get("/v1/vehicles", **params)
 
-    def vehicle_telemetry(
+    def vehicle_readings(
         self, vehicle_id: str, signals: list[str] | None = None, limit: int = 300
     ) -> dict[str, Any]:
         """Recent readings (oldest first) and alerts of one vehicle; `ApiError` 404 if the
@@ -184,7 +184,7 @@ class ApiClient:
         return self._get("/v1/shipping/alerts", limit=limit)
 
     def sensors(self, run: str | None = None, limit: int = 2000) -> dict[str, Any]:
-        """One sensor-fleet run's devices and sites (open); `run` None: the newest read."""
+        """One sensors run's devices and sites (open); `run` None: the newest read."""
         return self._get("/v1/sensors", limit=limit, **({"run": run} if run else {}))
 
     def sensor_series(

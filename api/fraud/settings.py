@@ -121,20 +121,20 @@ class ApiSettings(Settings):
     velocity: VelocityParams = Field(
         default_factory=VelocityParams,
         description="The velocity rule (card testing); defaults are the detector's (tuned on "
-        "the cards-tuning suite), as the card-velocity job's.",
+        "the cards-tuning suite), as the cards job's.",
     )
     terminal: TerminalParams | None = Field(
         default_factory=TerminalParams,
         description="The compromised terminal rule: distinct cards at one terminal "
         "(`terminal_key`) in the window ending at its latest use; alerts once per burst. "
-        "Defaults are the detector's (tuned on the cards-tuning suite), as the card-velocity "
+        "Defaults are the detector's (tuned on the cards-tuning suite), as the cards "
         "job's. None: off.",
     )
     terminal_key: Literal["terminal", "merchant"] = Field(
         "terminal",
         description="What the terminal rule counts cards at: `terminal` (terminal_id; "
         "merchant_id for online uses, which have none) or `merchant` (merchant_id, as the "
-        "card-velocity job does). `terminal`: a rush at a busy merchant spreads over its tills "
+        "cards job does). `terminal`: a rush at a busy merchant spreads over its tills "
         "(on the cards-tuning seeds 101-103, 9 runs, it removed all 5 busy-merchant alerts "
         "and lost no incident).",
     )

@@ -46,7 +46,7 @@ STOP_SIGNALS: dict[Component, signal.Signals] = {
     "job": signal.SIGINT,
     "endpoint": signal.SIGTERM,  # uvicorn's graceful shutdown
 }
-POS_DOMAIN = "card_velocity"
+POS_DOMAIN = "cards"
 
 
 class InvalidComponents(ValueError):

@@ -5,7 +5,7 @@
   `transformWithStateInPandas`); `evidence` is its JSON text there.
 - `ALERT`: the record on the `alerts` topic (`pipeline.alerts_sink.alert_record`, the panel's
   `AlertRow`): the row with `evidence` as an object, plus who raised it and when. `late` and
-  `late_by_ms` are written by some jobs only (shipping; vehicle-telemetry's late rescoring).
+  `late_by_ms` are written by some jobs only (shipping; vehicles's late rescoring).
 - `ALERT_LAKE`: the record in the Parquet lake (`pipeline.alerts_sink.LAKE_SCHEMA`): the
   topic's record less `late` / `late_by_ms`, `evidence` as JSON text, plus the query and batch
   that wrote it.

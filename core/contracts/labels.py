@@ -28,8 +28,8 @@ SENSOR_FAULTS = ("stuck_sensor", "spike", "silent_device")
 
 #: Label types by scenario domain type (`domain.type` in a scenario config).
 LABELS: dict[str, tuple[str, ...]] = {
-    "card_velocity": CARD_FRAUDS,
-    "connected_vehicles": VEHICLE_FAULTS,
+    "cards": CARD_FRAUDS,
+    "vehicles": VEHICLE_FAULTS,
     "shipping": SHIPPING_FAULTS,
-    "sensor_fleet": SENSOR_FAULTS,
+    "sensors": SENSOR_FAULTS,
 }

@@ -44,16 +44,14 @@ SHIPPING_PORT_EVENTS = Topic(
 )
 ALERTS = Topic("alerts", "entity_id", doc="Every detector's alerts, from every path.")
 CARD_FEATURES = Topic(
-    "aggregates.card-features", "entity_id", doc="Per-card window features (card-velocity)."
+    "aggregates.card-features", "entity_id", doc="Per-card window features (cards)."
 )
 VEHICLE_STATS = Topic(
-    "aggregates.vehicle-stats", "entity_id", doc="Per-vehicle window stats (vehicle-telemetry)."
+    "aggregates.vehicle-stats", "entity_id", doc="Per-vehicle window stats (vehicles)."
 )
-VEHICLE_TRIPS = Topic(
-    "aggregates.vehicle-trips", "entity_id", doc="Per-trip summaries (vehicle-telemetry)."
-)
+VEHICLE_TRIPS = Topic("aggregates.vehicle-trips", "entity_id", doc="Per-trip summaries (vehicles).")
 SENSOR_COUNTS = Topic(
-    "aggregates.sensor-counts", "entity_id", doc="Per-entity window counts (window-counts)."
+    "aggregates.sensor-counts", "entity_id", doc="Per-entity window counts (sensors)."
 )
 METRICS = Topic(
     "metrics",
@@ -75,8 +73,8 @@ SEND_TAG_HEADER = "streamsim-send"
 def truth(scenario: str) -> Topic:
     """The truth topic of a scenario (by its config name), keyed by event id.
 
-    >>> truth("connected_vehicles").name
-    'truth.connected_vehicles'
+    >>> truth("vehicles").name
+    'truth.vehicles'
     """
     return Topic(TRUTH_PREFIX + scenario, "event_id", doc=f"Ground truth of {scenario}.")
 

@@ -1,4 +1,4 @@
-"""Knobs of the card-velocity domain: card holders, merchants, travel, fraud, and POS mode.
+"""Knobs of the cards domain: card holders, merchants, travel, fraud, and POS mode.
 
 Entity classes (the scenario's `classes`, with their clocks and delivery) describe the devices
 transactions pass through, not the cards: POS terminals (`terminal_class`) and online payment
@@ -408,10 +408,10 @@ class ProfileSettings(Settings):
     publish: bool = Field(True, description="Publish the profiles at the run's start.")
 
 
-class CardVelocityDomain(Settings):
+class CardsDomain(Settings):
     """Card holders, merchants and travel; fraud and hard negatives with truth; POS mode."""
 
-    type: Literal["card_velocity"] = "card_velocity"
+    type: Literal["cards"] = "cards"
     topic: str = Field(
         topics.CARDS_TRANSACTIONS.name,
         pattern=r"^[a-zA-Z0-9._-]+$",
@@ -462,7 +462,7 @@ class CardVelocityDomain(Settings):
     )
 
     @model_validator(mode="after")
-    def _consistent(self) -> CardVelocityDomain:
+    def _consistent(self) -> CardsDomain:
         mccs = [c.mcc for c in self.categories]
         if len(set(mccs)) != len(mccs):
             raise ValueError("categories: each mcc once")

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from scenarios.cards.config import CARD_FRAUDS, CardVelocityDomain
+from core.names import STREAM_SALT
+from scenarios.cards.config import CARD_FRAUDS, CardsDomain
 from scenarios.cards.payers import HOLDER, NO_DEVICE, PayerDevices
 from scenarios.cards.profiles import CardProfiles
 from scenarios.cards.purchases import Purchases, cents
@@ -49,7 +50,7 @@ def counts(dist: object, rng: np.random.Generator, n: int, low: int = 1) -> np.n
 class FraudInjector:
     def __init__(
         self,
-        domain: CardVelocityDomain,
+        domain: CardsDomain,
         cards: CardProfiles,
         world: World,
         destinations: np.ndarray,
@@ -63,7 +64,9 @@ class FraudInjector:
         self.shops, self.trips, self.payers = shops, trips, payers
         self.ids = IdCounter()
         self.n = len(cards)
-        self.rngs = {kind: rng_for(seed, "card_velocity", "fraud", kind) for kind in CARD_FRAUDS}
+        self.rngs = {
+            kind: rng_for(seed, STREAM_SALT["cards"], "fraud", kind) for kind in CARD_FRAUDS
+        }
         self.started = dict.fromkeys(CARD_FRAUDS, 0)
         self._rates = {
             "impossible_travel": self.d.impossible_travel.rate_per_1k_card_hours,

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from scenarios.cards.config import CardVelocityDomain
+from core.names import STREAM_SALT
+from scenarios.cards.config import CardsDomain
 from scenarios.cards.fraud import HOUR_MS, FraudInjector, counts
 from scenarios.cards.payers import HOLDER
 from scenarios.cards.purchases import cents
@@ -28,13 +29,13 @@ from simulators.seeds import rng_for
 class Lookalikes:
     """Starts the hard negatives; shares the fraud injector's card pickers and shops."""
 
-    def __init__(self, domain: CardVelocityDomain, fraud: FraudInjector, seed: int) -> None:
+    def __init__(self, domain: CardsDomain, fraud: FraudInjector, seed: int) -> None:
         self.s = domain.hard_negatives
         self.fraud = fraud
         self.cards, self.shops = fraud.cards, fraud.shops
         self.n = len(fraud.cards)
         self.rngs = {
-            kind: rng_for(seed, "card_velocity", "hard_negatives", kind)
+            kind: rng_for(seed, STREAM_SALT["cards"], "hard_negatives", kind)
             for kind in ("busy_merchant", "large_purchase")
         }
         idx = fraud.shops.mcc_index

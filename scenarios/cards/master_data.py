@@ -21,7 +21,7 @@ import numpy as np
 import orjson
 
 from core.contracts import CARD_PROFILE
-from scenarios.cards.config import CardVelocityDomain
+from scenarios.cards.config import CardsDomain
 from scenarios.cards.payers import PayerDevices
 from scenarios.cards.profiles import DIURNAL, CardProfiles
 from scenarios.cards.world import World
@@ -34,7 +34,7 @@ HOURS_PER_DAY = 24.0
 def profile_records(
     cards: CardProfiles,
     payers: PayerDevices,
-    domain: CardVelocityDomain,
+    domain: CardsDomain,
     world: World,
     as_of_ms: int,
     rng: np.random.Generator,

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scenarios.cards.config import CardVelocityDomain
+from scenarios.cards.config import CardsDomain
 from scenarios.cards.world import World
 
 KM_PER_DEG_LAT = 111.32
@@ -120,7 +120,7 @@ class Merchants:
     @classmethod
     def build(
         cls,
-        domain: CardVelocityDomain,
+        domain: CardsDomain,
         world: World,
         card_cities: np.ndarray,
         destinations: np.ndarray,
@@ -258,7 +258,7 @@ def _apportion(totals: np.ndarray, shares: np.ndarray) -> np.ndarray:
     return counts + (ranks < short[:, None])
 
 
-def _classes(domain: CardVelocityDomain, class_names: list[str]) -> tuple[int, int]:
+def _classes(domain: CardsDomain, class_names: list[str]) -> tuple[int, int]:
     pos = class_names.index(domain.terminal_class) if domain.terminal_class else 0
     online = class_names.index(domain.online_class) if domain.online_class else len(class_names) - 1
     return pos, online

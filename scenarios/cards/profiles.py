@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.pan import PanTokenizer, make_pans
-from scenarios.cards.config import CardSettings, CardVelocityDomain
+from scenarios.cards.config import CardsDomain, CardSettings
 from scenarios.cards.world import World, border_pairs
 
 NO_CITY = -1
@@ -54,7 +54,7 @@ class CardProfiles:
     def build(
         cls,
         n: int,
-        domain: CardVelocityDomain,
+        domain: CardsDomain,
         world: World,
         secret: bytes,
         rng: np.random.Generator,
@@ -120,7 +120,7 @@ def _draw(cum: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 def _homes(
-    n: int, domain: CardVelocityDomain, world: World, rng: np.random.Generator
+    n: int, domain: CardsDomain, world: World, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
     """Home cities weighted by population; a share of holders in a pair across a border."""
     cities = np.flatnonzero(world.population >= domain.geography.min_population)

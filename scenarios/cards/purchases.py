@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from scenarios.cards.config import CardVelocityDomain
+from scenarios.cards.config import CardsDomain
 from scenarios.cards.merchants import Merchants
 from scenarios.cards.profiles import CardProfiles
 from simulators.distributions import sample_per_group
 
 
 class Purchases:
-    def __init__(self, domain: CardVelocityDomain, cards: CardProfiles, merchants: Merchants):
+    def __init__(self, domain: CardsDomain, cards: CardProfiles, merchants: Merchants):
         self.cards = cards
         self.merchants = merchants
         self._amounts = [c.amount for c in domain.categories]

@@ -33,8 +33,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from core.names import STREAM_SALT
 from core.pan import pan_secret
-from scenarios.cards.config import CARD_FRAUDS, HARD_NEGATIVES, CardVelocityDomain
+from scenarios.cards.config import CARD_FRAUDS, HARD_NEGATIVES, CardsDomain
 from scenarios.cards.encoding import SCHEMA, RequestEncoder, TransactionEncoder
 from scenarios.cards.fraud import FraudInjector
 from scenarios.cards.lookalikes import Lookalikes
@@ -67,7 +68,7 @@ if TYPE_CHECKING:
 AIRPORT_MCCS = ("4121", "4111", "5814", "5812", "5999", "5541")
 
 
-def endpoint_url(domain: CardVelocityDomain, stack: StackConfig) -> str:
+def endpoint_url(domain: CardsDomain, stack: StackConfig) -> str:
     """POS mode's target: the configured URL, else the stack's API address."""
     if domain.endpoint.url:
         return domain.endpoint.url
@@ -90,7 +91,7 @@ class CardCohort:
         trips: Trips,
         fraud: FraudInjector,
         lookalikes: Lookalikes,
-        domain: CardVelocityDomain,
+        domain: CardsDomain,
         start_ms: int,
         rng: np.random.Generator,
     ) -> None:
@@ -156,7 +157,7 @@ class CardCohort:
         return Uses.make(ent, t, dev, amount, hard_negative=hard)
 
 
-class CardVelocity(Scenario):
+class CardsScenario(Scenario):
     schema = SCHEMA
     entity_field = "card_token"
     labels = ("none", *CARD_FRAUDS)
@@ -172,7 +173,7 @@ class CardVelocity(Scenario):
 
         self.config = config
         d = config.domain
-        assert isinstance(d, CardVelocityDomain)
+        assert isinstance(d, CardsDomain)
         self.domain = d
         self.stack = stack if stack is not None else load_stack(None)
         self.topic = d.topic
@@ -183,7 +184,7 @@ class CardVelocity(Scenario):
             d,
             self.world,
             pan_secret(self.stack),
-            rng_for(config.seed, "card_velocity", "cards"),
+            rng_for(config.seed, STREAM_SALT["cards"], "cards"),
             keep_pans=d.delivery == "http",
         )
         self.destinations = np.flatnonzero(
@@ -198,13 +199,13 @@ class CardVelocity(Scenario):
             lived_in,
             self.destinations,
             [c.name for c in config.classes],
-            rng_for(config.seed, "card_velocity", "merchants"),
+            rng_for(config.seed, STREAM_SALT["cards"], "merchants"),
         )
         self.payers = PayerDevices(
             config.entities,
             d.cards,
             self.merchants,
-            rng_for(config.seed, "card_velocity", "devices"),
+            rng_for(config.seed, STREAM_SALT["cards"], "devices"),
         )
         self.entity_ids = self.cards.tokens
         self.devices = EntityTable.build(
@@ -228,7 +229,7 @@ class CardVelocity(Scenario):
             d.travel,
             shops,
             airport,
-            rng_for(config.seed, "card_velocity", "travel"),
+            rng_for(config.seed, STREAM_SALT["cards"], "travel"),
         )
         fraud = FraudInjector(
             d, self.cards, self.world, self.destinations, shops, trips, self.payers, config.seed
@@ -242,7 +243,7 @@ class CardVelocity(Scenario):
             Lookalikes(d, fraud, config.seed),
             d,
             config.start_ms,
-            rng_for(config.seed, "card_velocity", "everyday"),
+            rng_for(config.seed, STREAM_SALT["cards"], "everyday"),
         )
         return [self.cohort]
 
@@ -275,7 +276,7 @@ class CardVelocity(Scenario):
             self.domain,
             self.world,
             self.config.start_ms,
-            rng_for(self.config.seed, "card_velocity", "profiles"),
+            rng_for(self.config.seed, STREAM_SALT["cards"], "profiles"),
         )
 
     def wrap_sink(self, sink: Sink) -> Sink:

@@ -1,2 +1,2 @@
-"""The sensor fleet (`domain.type: sensor_fleet`): smart meters and environmental sensors
-reporting readings. The scenario is `scenario.SensorFleet`; its knobs are in `config`."""
+"""The sensor fleet (`domain.type: sensors`): smart meters and environmental sensors
+reporting readings. The scenario is `scenario.SensorsScenario`; its knobs are in `config`."""

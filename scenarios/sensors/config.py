@@ -1,4 +1,4 @@
-"""Knobs of the sensor-fleet domain: smart meters and environmental sensors reporting readings."""
+"""Knobs of the sensors domain: smart meters and environmental sensors reporting readings."""
 
 from __future__ import annotations
 
@@ -52,10 +52,10 @@ class SensorFaults(Settings):
         return self.duration_s_by_kind.get(kind, self.duration_s)  # type: ignore[call-overload]
 
 
-class SensorFleetDomain(Settings):
+class SensorsDomain(Settings):
     """Sensors that report temperature, humidity and battery every few seconds."""
 
-    type: Literal["sensor_fleet"] = "sensor_fleet"
+    type: Literal["sensors"] = "sensors"
     topic: str = Field(
         topics.SENSORS_READINGS.name,
         pattern=r"^[a-zA-Z0-9._-]+$",

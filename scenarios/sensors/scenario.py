@@ -18,7 +18,8 @@ from faker import Faker
 
 from core.contracts import SENSOR_READING
 from core.contracts.events import SENSOR_STATUSES
-from scenarios.sensors.config import SENSOR_FAULTS, SensorFleetDomain
+from core.names import STREAM_SALT
+from scenarios.sensors.config import SENSOR_FAULTS, SensorsDomain
 from simulators.distributions import sample_per_group
 from simulators.encoding import payload_fields
 from simulators.entities import EntityTable
@@ -48,9 +49,9 @@ class SensorProfiles:
 
     def __init__(self, config: ScenarioConfig, table: EntityTable) -> None:
         d = config.domain
-        assert isinstance(d, SensorFleetDomain)
+        assert isinstance(d, SensorsDomain)
         n = len(table)
-        rng = rng_for(config.seed, "sensor_fleet", "profiles")
+        rng = rng_for(config.seed, STREAM_SALT["sensors"], "profiles")
         group = table.class_of
         self.site = rng.integers(0, d.sites, n).astype(np.int32)
         self.temperature = d.temperature_c.sample(rng, n)
@@ -73,7 +74,7 @@ class SensorCohort:
         entities: range,
         profiles: SensorProfiles,
         faults: IntervalSchedule,
-        domain: SensorFleetDomain,
+        domain: SensorsDomain,
         start_ms: int,
         rng: np.random.Generator,
     ) -> None:
@@ -174,15 +175,15 @@ class SensorCohort:
         )
 
 
-class SensorFleet(Scenario):
+class SensorsScenario(Scenario):
     schema = SENSOR_READING.id
     entity_field = "sensor_id"
     labels = ("none", *SENSOR_FAULTS)
 
     def __init__(self, config: ScenarioConfig) -> None:
         self.config = config
-        assert isinstance(config.domain, SensorFleetDomain)
-        self.domain: SensorFleetDomain = config.domain
+        assert isinstance(config.domain, SensorsDomain)
+        self.domain: SensorsDomain = config.domain
         self.topic = self.domain.topic
         self.id_prefix = self.domain.id_prefix
         self.entity_ids = sensor_ids(config.entities)
@@ -198,7 +199,7 @@ class SensorFleet(Scenario):
             np.full(len(table), d.faults.rate_per_hour),
             np.zeros(len(table), dtype=np.int16),
             [d.faults.duration_s],
-            rng_for(config.seed, "sensor_fleet", "faults"),
+            rng_for(config.seed, STREAM_SALT["sensors"], "faults"),
             config.start_ms,
             kinds=weights / weights.sum(),
             kind_durations=[d.faults.duration_of(k) for k in SENSOR_FAULTS],
@@ -210,7 +211,7 @@ class SensorFleet(Scenario):
                 faults,
                 d,
                 config.start_ms,
-                rng_for(config.seed, "sensor_fleet", "cohort", cls.name),
+                rng_for(config.seed, STREAM_SALT["sensors"], "cohort", cls.name),
             )
             for c, cls in enumerate(table.classes)
             if len(table.class_range(c))

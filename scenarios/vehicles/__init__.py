@@ -1,3 +1,3 @@
-"""Connected vehicles (`domain.type: connected_vehicles`): a fleet driving trips between real
-cities, sending telemetry. The scenario is `scenario.ConnectedVehicles`; its knobs are in
+"""Connected vehicles (`domain.type: vehicles`): a fleet driving trips between real
+cities, sending telemetry. The scenario is `scenario.VehiclesScenario`; its knobs are in
 `config`."""

@@ -1,4 +1,4 @@
-"""Knobs of the connected-vehicles domain: a fleet driving trips between real cities.
+"""Knobs of the vehicles domain: a fleet driving trips between real cities.
 
 Sections: where (region), when and how far (trips, shifts), on what roads (road classes and
 zones), in what (vehicle types per entity class), by whom (driver), and what goes wrong (faults).
@@ -437,10 +437,10 @@ class ColdStarts(Settings):
     )
 
 
-class ConnectedVehiclesDomain(Settings):
+class VehiclesDomain(Settings):
     """A fleet of connected vehicles sending telemetry while driving between cities."""
 
-    type: Literal["connected_vehicles"] = "connected_vehicles"
+    type: Literal["vehicles"] = "vehicles"
     topic: str = Field(
         topics.VEHICLES_TELEMETRY.name, pattern=r"^[a-zA-Z0-9._-]+$", description="Kafka topic."
     )

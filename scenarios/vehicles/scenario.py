@@ -30,13 +30,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from core.contracts import VEHICLE_TELEMETRY
+from core.names import STREAM_SALT
 from scenarios.vehicles.cities import Cities
 from scenarios.vehicles.config import (
     HARD_NEGATIVES,
     STUCK_SIGNALS,
     TYRES,
     VEHICLE_FAULTS,
-    ConnectedVehiclesDomain,
+    VehiclesDomain,
     VehicleType,
 )
 from scenarios.vehicles.encoding import VehicleEventEncoder
@@ -112,7 +113,7 @@ class VehicleCohort:
         self,
         entities: range,
         kind: VehicleType,
-        d: ConnectedVehiclesDomain,
+        d: VehiclesDomain,
         cities: Cities,
         start_ms: int,
         rng: np.random.Generator,
@@ -542,14 +543,14 @@ class VehicleCohort:
         self.next_ms[v] = self.shifts.next_departure(v, t, offset)
 
 
-class ConnectedVehicles(Scenario):
+class VehiclesScenario(Scenario):
     schema = SCHEMA
     entity_field = "vehicle_id"
     labels = ("none", *VEHICLE_FAULTS)
 
     def __init__(self, config: ScenarioConfig) -> None:
         self.config = config
-        self.domain: ConnectedVehiclesDomain = config.domain  # type: ignore[assignment]
+        self.domain: VehiclesDomain = config.domain  # type: ignore[assignment]
         self.topic = self.domain.topic
         self.id_prefix = self.domain.id_prefix
         self.entity_ids = vehicle_ids(config.entities)
@@ -588,7 +589,7 @@ class ConnectedVehicles(Scenario):
                 d,
                 cities,
                 config.start_ms,
-                rng_for(config.seed, "connected_vehicles", "cohort", cls.name),
+                rng_for(config.seed, STREAM_SALT["vehicles"], "cohort", cls.name),
                 incidents,
             )
             for c, cls in enumerate(table.classes)
@@ -601,4 +602,4 @@ def vehicle_ids(count: int) -> list[str]:
     return [f"veh-{i:0{width}d}" for i in range(count)]
 
 
-__all__ = ["STUCK_SIGNALS", "ConnectedVehicles", "VehicleCohort", "vehicle_ids"]
+__all__ = ["STUCK_SIGNALS", "VehicleCohort", "VehiclesScenario", "vehicle_ids"]

@@ -1,10 +1,10 @@
-"""`bench pipeline`: the vehicle-telemetry job on two cores vs its aggregation on the rate source.
+"""`bench pipeline`: the vehicles job on two cores vs its aggregation on the rate source.
 
 Method (one Spark session, `local[2]`, shuffle partitions = 2; each phase on topics and
 checkpoints of its own):
 
 1. **Input.** The simulator sends `events` connected-vehicle readings at `--speed max` into a
-   fresh two-partition topic (`config/scenarios/connected_vehicles.yaml`, renamed so its truth
+   fresh two-partition topic (`config/scenarios/vehicles.yaml`, renamed so its truth
    and run record never pass for a real run's).
 2. **Subject: the stats query** (the job's windowed aggregation: 1-minute tumbling and
    5-minute sliding windows, mean/min/max/percentile_approx of eight signals, the job's
@@ -63,8 +63,8 @@ from streamsim.bench.simulator import simulate
 from streamsim.kafka.broker import MAIN_CLASS as BROKER_MAIN_CLASS
 from streamsim.stackfile import write_stack_file
 
-SCENARIO = Path("config/scenarios/connected_vehicles.yaml")
-PIPELINE = Path("config/pipelines/vehicle-telemetry.yaml")
+SCENARIO = Path("config/scenarios/vehicles.yaml")
+PIPELINE = Path("config/pipelines/vehicles.yaml")
 CORES = 2
 #: In the latency phase: the job's watermark, and one vehicle in this many overheats once.
 LATENCY_WATERMARK = "5 seconds"
@@ -246,7 +246,7 @@ def own_checkpoints(stack: StackConfig, name: str) -> StackConfig:
 
 def job_config(base: Any, prefix: str, inputs: list[str], **update: Any) -> Any:
     """`base` (a PipelineConfig) reading `inputs`, writing topics named `<prefix>.<output>`."""
-    vehicle = base.vehicle_telemetry.model_copy(
+    vehicle = base.vehicles.model_copy(
         update={
             "stats_topic": f"{prefix}.vehicle-stats",
             "trips_topic": f"{prefix}.vehicle-trips",
@@ -258,7 +258,7 @@ def job_config(base: Any, prefix: str, inputs: list[str], **update: Any) -> Any:
             "input_topics": inputs,
             "output_topic": f"{prefix}.alerts",
             "deadletter_topic": f"{prefix}.deadletter",
-            "vehicle_telemetry": vehicle,
+            "vehicles": vehicle,
             **update,
         }
     )
@@ -305,12 +305,12 @@ def produce_input(
 def stats_subject(spark: Any, stack: StackConfig, cfg: Any) -> Throughput:
     """The job's stats query draining `cfg.input_topics` into its Kafka + lake sink."""
     from pipeline.aggregates_sink import AggregatesSink
-    from pipeline.jobs.vehicle_telemetry import job
+    from pipeline.jobs.vehicles import job
     from pipeline.kafka_io import parse_events, read_kafka
     from pipeline.session import use_rocksdb_state
 
     use_rocksdb_state(spark)  # as the job
-    topic = cfg.vehicle_telemetry.stats_topic
+    topic = cfg.vehicles.stats_topic
     ensure_topics(stack, [topic])
     raw = read_kafka(spark, stack, cfg.input_topics, "earliest", cfg.max_offsets_per_trigger)
     events, _ = parse_events(raw, job.VEHICLE_SCHEMA, job.REQUIRED)
@@ -356,11 +356,11 @@ def stats_reference(
 ) -> Throughput:
     """The same aggregation on `rate-micro-batch` (`batch` rows a batch) into `noop`, for
     `batches` batches."""
-    from pipeline.jobs.vehicle_telemetry import job
+    from pipeline.jobs.vehicles import job
     from pipeline.session import use_rocksdb_state
 
     use_rocksdb_state(spark)  # as the job
-    signals = list(cfg.vehicle_telemetry.stats_signals)
+    signals = list(cfg.vehicles.stats_signals)
     readings = rate_readings(spark, batch, entities, signals)
     started = time.monotonic()
     query = (
@@ -380,7 +380,7 @@ def stats_reference(
 
 def whole_job(spark: Any, stack: StackConfig, cfg: Any) -> dict[str, Any]:
     """Every query of the job draining its input; events/s over the wall time."""
-    from pipeline.jobs.vehicle_telemetry import job
+    from pipeline.jobs.vehicles import job
 
     started = time.monotonic()
     queries = job.start(spark, own_checkpoints(stack, cfg.output_topic), cfg)
@@ -398,7 +398,7 @@ def whole_job(spark: Any, stack: StackConfig, cfg: Any) -> dict[str, Any]:
 
 def overheating(cfg: Any) -> tuple[float, float]:
     """(coolant threshold, seconds it must last) of the job's overheating detector."""
-    params = cfg.vehicle_telemetry.detectors["overheating"]
+    params = cfg.vehicles.detectors["overheating"]
     return float(params.above), float(params.min_duration_s)
 
 
@@ -462,7 +462,7 @@ def alert_latency(
     spark: Any, stack: StackConfig, cfg: Any, vehicles: int, seconds: float
 ) -> dict[str, Any]:
     """The whole job (micro-batches) on a paced fleet: latency of each alert once due."""
-    from pipeline.jobs.vehicle_telemetry import job
+    from pipeline.jobs.vehicles import job
     from pipeline.settings import duration_ms
 
     topic = cfg.input_topics[0]
@@ -526,7 +526,7 @@ def deadletter_latency(
     spark: Any, stack: StackConfig, prefix: str, mode: str, rate: int, seconds: float
 ) -> dict[str, Any]:
     """The job's dead-letter routing alone, in `mode`: input append -> dead-letter append."""
-    from pipeline.jobs.vehicle_telemetry import job
+    from pipeline.jobs.vehicles import job
     from pipeline.kafka_io import deadletter_records, parse_events, read_kafka, write_kafka
     from pipeline.settings import TriggerSettings
     from pipeline.triggers import output_mode, start_query
@@ -633,7 +633,7 @@ def report(
     peak_rss_mb: float,
 ) -> BenchReport:
     return BenchReport(
-        subject="vehicle-telemetry stats query (Kafka -> windows -> Kafka + lake)",
+        subject="vehicles stats query (Kafka -> windows -> Kafka + lake)",
         rate_key="events_per_s",
         rate=subject.events_per_s,
         reference="the same aggregation on Spark's rate-micro-batch source, noop sink",
@@ -682,14 +682,14 @@ class JobBench:
 
 
 JOBS = {
-    "card-velocity": JobBench(
-        "card-velocity",
-        Path("config/scenarios/card_velocity.yaml"),
-        Path("config/pipelines/card-velocity.yaml"),
+    "cards": JobBench(
+        "cards",
+        Path("config/scenarios/cards.yaml"),
+        Path("config/pipelines/cards.yaml"),
         "card_token",
         20_000,
     ),
-    "vehicle-telemetry": JobBench("vehicle-telemetry", SCENARIO, PIPELINE, "vehicle_id", 2_000),
+    "vehicles": JobBench("vehicles", SCENARIO, PIPELINE, "vehicle_id", 2_000),
 }
 #: In the card latency phase: one card in this many uses a card-present terminal abroad once.
 CARD_PLANTED_EVERY = 10
@@ -697,11 +697,11 @@ PARIS, NEW_YORK = (48.8566, 2.3522), (40.7128, -74.0060)
 
 
 def job_module(name: str) -> Any:
-    if name == "card-velocity":
-        from pipeline.jobs.card_velocity import job as card
+    if name == "cards":
+        from pipeline.jobs.cards import job as card
 
         return card
-    from pipeline.jobs.vehicle_telemetry import job as vehicle
+    from pipeline.jobs.vehicles import job as vehicle
 
     return vehicle
 
@@ -709,33 +709,33 @@ def job_module(name: str) -> Any:
 def job_streams(name: str, events: Any, cfg: Any) -> dict[str, Any]:
     """The job's stateful queries' logic on parsed `events` (any source), by query name."""
     module = job_module(name)
-    if name == "card-velocity":
+    if name == "cards":
         streams: dict[str, Any] = module.logic_streams(events, cfg)
         return streams
     return {
         "stats": module.stats_stream(events, cfg),
         "trips": module.trips_stream(events, cfg),
-        "alerts": module.alerts_stream(events, cfg.vehicle_telemetry, cfg.watermark),
+        "alerts": module.alerts_stream(events, cfg.vehicles, cfg.watermark),
     }
 
 
 def job_schema(name: str) -> Any:
     module = job_module(name)
-    return module.TRANSACTION_SCHEMA if name == "card-velocity" else module.VEHICLE_SCHEMA
+    return module.TRANSACTION_SCHEMA if name == "cards" else module.VEHICLE_SCHEMA
 
 
 def job_outputs(name: str, cfg: Any, prefix: str) -> Any:
-    """`cfg` with every output topic named `<prefix>.<output>`; card-velocity without
+    """`cfg` with every output topic named `<prefix>.<output>`; cards without
     profiles: the bench's input, events and rates are the transactions alone."""
-    if name == "card-velocity":
-        settings = cfg.card_velocity.model_copy(
+    if name == "cards":
+        settings = cfg.cards.model_copy(
             update={"features_topic": f"{prefix}.card-features", "profiles_topic": None}
         )
         return cfg.model_copy(
             update={
                 "output_topic": f"{prefix}.alerts",
                 "deadletter_topic": f"{prefix}.deadletter",
-                "card_velocity": settings,
+                "cards": settings,
             }
         )
     return job_config(cfg, prefix, cfg.input_topics)
@@ -747,7 +747,7 @@ def job_draining(name: str, base: Any, prefix: str, topic: str, batch: int) -> A
     cfg = job_outputs(name, base, prefix).model_copy(
         update={"input_topics": [topic], "trigger": once, "max_offsets_per_trigger": batch}
     )
-    section = "card_velocity" if name == "card-velocity" else "vehicle_telemetry"
+    section = "cards" if name == "cards" else "vehicles"
     settings = getattr(cfg, section).model_copy(update={"deadletter_trigger": once})
     return cfg.model_copy(update={section: settings})
 
@@ -897,8 +897,8 @@ def job_reference(
     at once as in the job, for `batches` batches each; `sustained` over them."""
     from pipeline.session import use_rocksdb_state, use_state_store
 
-    if job.name == "card-velocity":  # as the job
-        use_state_store(spark, cfg.card_velocity.state_store)
+    if job.name == "cards":  # as the job
+        use_state_store(spark, cfg.cards.state_store)
     else:
         use_rocksdb_state(spark)
     events = rate_events(spark, job_schema(job.name), job.entity, batch, keys, per_event_s)
@@ -963,7 +963,7 @@ def card_alert_latency(
 ) -> dict[str, Any]:
     """The whole card job (micro-batches) on paced transactions: latency of each alert once
     due (its append - the append of the first use a watermark past its event time)."""
-    from pipeline.jobs.card_velocity import job
+    from pipeline.jobs.cards import job
     from pipeline.settings import duration_ms
 
     topic = cfg.input_topics[0]
@@ -1035,7 +1035,7 @@ def bench_job(
             live = job_outputs(job_name, base, prefix).model_copy(
                 update={"input_topics": [f"bench.{tag}.live"], "watermark": LATENCY_WATERMARK}
             )
-            if job_name == "card-velocity":
+            if job_name == "cards":
                 progress(f"alert latency: {latency_rate} transactions/s for {latency_s:.0f} s")
                 latency = card_alert_latency(
                     spark, stack, live, min(keys, latency_rate * 4), latency_rate, latency_s

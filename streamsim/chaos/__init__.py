@@ -5,7 +5,7 @@
 - `broker`: the broker faults (`broker`, `broker-of-3`) on a private local broker or cluster.
 - `checkpoint`, `alerts`, `driver`: the `driver` fault (kill -9 a Spark job's driver mid-batch).
 - `acks`, `endpoint`: the `endpoint` fault (kill -9 the fraud endpoint under load).
-- `lake`: the `lake-full` fault (card-velocity's lake unwritable mid-run, then writable).
+- `lake`: the `lake-full` fault (cards's lake unwritable mid-run, then writable).
 - `slow`: the `slow-broker` fault (client quotas throttle the broker, then are lifted).
 """
 

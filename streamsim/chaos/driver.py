@@ -1,7 +1,7 @@
 """Driver fault: kill -9 a Spark job's driver mid-batch, restart it from its checkpoint, and
 compare its alerts with an uninterrupted run of the same input.
 
-On a private broker (`broker.private_stack`), `streamsim pipeline run card-velocity` starts
+On a private broker (`broker.private_stack`), `streamsim pipeline run cards` starts
 with its own checkpoints, lake and output topics; the simulator then produces into its input
 topic. Once the alerts query has committed a batch and is running the next (watched in the
 checkpoint's `offsets`/`commits`), the driver's whole process group (Python and the JVM) gets
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from scenarios.catalog import ScenarioConfig
     from simulators import Progress
 
-JOB = "card-velocity"
+JOB = "cards"
 PIPELINE_FILE = Path("config/pipelines") / f"{JOB}.yaml"
 #: Longer than the lateness of any event of the card scenario (store-and-forward spells of
 #: about an hour at most), so neither run drops one as late.
@@ -177,9 +177,9 @@ class JobRun:
 def require_card_scenario(config: ScenarioConfig, fault: str) -> None:
     """The driver and endpoint faults run on card transactions sent to Kafka."""
     domain = config.domain
-    if domain.type != "card_velocity" or domain.delivery != "kafka":
+    if domain.type != "cards" or domain.delivery != "kafka":
         raise StreamsimError(
-            f"--fault {fault} needs a card_velocity scenario with domain.delivery: kafka, "
+            f"--fault {fault} needs a cards scenario with domain.delivery: kafka, "
             f"not {config.name!r}"
         )
 
@@ -201,7 +201,7 @@ def job_run(name: str, private: StackConfig, home: Path) -> JobRun:
         deadletter_topic=f"deadletter.{name}",
         watermark=WATERMARK,
     )
-    data["card_velocity"]["features_topic"] = f"aggregates.card-features.{name}"
+    data["cards"]["features_topic"] = f"aggregates.card-features.{name}"
     from pipeline.config import PipelineConfig
 
     PipelineConfig.model_validate(data)  # fail here, not in the child
@@ -212,7 +212,7 @@ def job_run(name: str, private: StackConfig, home: Path) -> JobRun:
     env["PYTHONUNBUFFERED"] = "1"  # the "started" line must reach the log at once
     ensure_topics(
         stack,
-        [data["output_topic"], data["deadletter_topic"], data["card_velocity"]["features_topic"]],
+        [data["output_topic"], data["deadletter_topic"], data["cards"]["features_topic"]],
     )
     return JobRun(name, root, stack, env, stack_file, pipeline_file, data["output_topic"])
 
@@ -291,7 +291,7 @@ def run_driver_fault(
     seed: int | None = None,
     keep: bool = False,
 ) -> ChaosReport:
-    """Run card-velocity while `config` produces, kill -9 its driver mid-batch, restart it
+    """Run cards while `config` produces, kill -9 its driver mid-batch, restart it
     from the checkpoint, and compare its alerts with an uninterrupted run of the same input."""
     require_card_scenario(config, "driver")
     topic = str(config.domain.topic)

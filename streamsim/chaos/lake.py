@@ -1,7 +1,7 @@
-"""Lake-full fault: card-velocity's Parquet lake becomes unwritable mid-run, then recovers;
+"""Lake-full fault: cards's Parquet lake becomes unwritable mid-run, then recovers;
 its alerts must match an uninterrupted run of the same input, none lost or written twice.
 
-On a private broker, two `streamsim pipeline run card-velocity` jobs read the simulator's
+On a private broker, two `streamsim pipeline run cards` jobs read the simulator's
 input at once, each with its own checkpoints, lake and output topics (`driver.job_run`): the
 faulted one and the uninterrupted reference (the long watermark of `driver.WATERMARK` makes
 their batch boundaries irrelevant). Before the simulator starts, the faulted job's lake folder
@@ -99,7 +99,7 @@ def run_lake_fault(
     seed: int | None = None,
     keep: bool = False,
 ) -> ChaosReport:
-    """Run card-velocity twice on `config`'s input, block the first run's lake for
+    """Run cards twice on `config`'s input, block the first run's lake for
     `outage_s` mid-run, and compare its alerts with the second, uninterrupted, run's."""
     require_card_scenario(config, FAULT)
     topic = str(config.domain.topic)

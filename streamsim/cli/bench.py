@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from streamsim.cli.common import ConfigOpt, JsonOpt, emit, err_console, stack_from
+from streamsim.cli.common import ConfigOpt, JsonOpt, domain_name, emit, err_console, stack_from
 from streamsim.kafka.broker import local_broker
 
 app = typer.Typer(
@@ -22,7 +22,7 @@ def announce() -> None:
 @app.command()
 def simulator(
     scenario: Annotated[Path, typer.Option(help="Scenario YAML.")] = Path(
-        "config/scenarios/sensor_fleet.yaml"
+        "config/scenarios/sensors.yaml"
     ),
     events: Annotated[int, typer.Option(min=1000, help="Events per run.")] = 1_000_000,
     rounds: Annotated[int, typer.Option(min=1, help="Runs of each; medians are reported.")] = 1,
@@ -55,8 +55,9 @@ def pipeline_bench(
     job: Annotated[
         str | None,
         typer.Option(
-            help="card-velocity or vehicle-telemetry: the whole job (all its queries) vs its "
-            "logic on the rate source. Unset: the vehicle stats query and Real-time Mode phases."
+            callback=domain_name,
+            help="cards or vehicles: the whole job (all its queries) vs its "
+            "logic on the rate source. Unset: the vehicle stats query and Real-time Mode phases.",
         ),
     ] = None,
     keys: Annotated[
@@ -79,7 +80,7 @@ def pipeline_bench(
         int,
         typer.Option(
             min=10,
-            help="Vehicles (1 Hz each) of the paced fleet; --job card-velocity: transactions/s.",
+            help="Vehicles (1 Hz each) of the paced fleet; --job cards: transactions/s.",
         ),
     ] = 500,
     config: ConfigOpt = None,

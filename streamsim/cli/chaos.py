@@ -8,7 +8,15 @@ from typing import Annotated
 import typer
 
 from core.config import ConfigError
-from streamsim.cli.common import ConfigOpt, JsonOpt, emit, err_console, fail, stack_from
+from streamsim.cli.common import (
+    ConfigOpt,
+    JsonOpt,
+    domain_name,
+    emit,
+    err_console,
+    fail,
+    stack_from,
+)
 from streamsim.cli.simulate import load_scenario, parse_speed
 
 SCENARIO_DIR = Path("config/scenarios")
@@ -24,7 +32,7 @@ RECOVERED = {
 
 
 def scenario_path(scenario: str) -> Path:
-    """A scenario YAML, or a name in config/scenarios/ (`sensor-fleet` or `sensor_fleet`)."""
+    """A scenario YAML, or a name in config/scenarios/ (`sensors` or `sensors`)."""
     path = Path(scenario)
     if path.suffix in (".yaml", ".yml") or path.exists():
         return path
@@ -37,15 +45,18 @@ def scenario_path(scenario: str) -> Path:
 
 def chaos(
     scenario: Annotated[
-        str, typer.Argument(help="Scenario YAML, or a name in config/scenarios/ (sensor_fleet).")
+        str,
+        typer.Argument(
+            help="Scenario YAML, or a name in config/scenarios/ (sensors).", callback=domain_name
+        ),
     ],
     fault: Annotated[
         str,
         typer.Option(
             help="broker: kill -9 the single broker; broker-of-3: kill -9 one of 3 brokers; "
-            "driver: kill -9 the card-velocity Spark driver mid-batch (card scenarios); "
+            "driver: kill -9 the cards Spark driver mid-batch (card scenarios); "
             "endpoint: kill -9 the fraud endpoint under load; "
-            "lake-full: card-velocity's lake becomes unwritable for --outage-s; "
+            "lake-full: cards's lake becomes unwritable for --outage-s; "
             "slow-broker: client quotas throttle the broker for --outage-s."
         ),
     ] = "broker",

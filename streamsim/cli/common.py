@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 
 from core.config import StackConfig, load_stack
+from core.names import canonical
 
 console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
@@ -23,6 +24,13 @@ ConfigOpt = Annotated[
         dir_okay=False,
     ),
 ]
+
+
+def domain_name(value: str | None) -> str | None:
+    """A scenario or job name on the command line; a retired one (`core.names`) still works."""
+    return None if value is None else canonical(value)
+
+
 JsonOpt = Annotated[
     bool, typer.Option("--json", help="Print one JSON object on the last line of stdout.")
 ]

@@ -7,19 +7,20 @@ from typing import Annotated, Any
 
 import typer
 
-from streamsim.cli.common import ConfigOpt, JsonOpt, console, emit, stack_from
+from streamsim.cli.common import ConfigOpt, JsonOpt, console, domain_name, emit, stack_from
 from streamsim.cli.evaluate import human as evaluation_summary
 
-DEFAULT_SCENARIO = "card-velocity"
+DEFAULT_SCENARIO = "cards"
 
 
 def demo(
     scenario: Annotated[
         str,
         typer.Option(
-            help="card-velocity (endpoint + pipeline + evaluation), connected-vehicles "
+            callback=domain_name,
+            help="cards (endpoint + pipeline + evaluation), vehicles "
             "(pipeline + evaluation with parity), shipping (four simulated weeks, job "
-            "shipping, evaluation of the five incident types) or sensor-fleet."
+            "shipping, evaluation of the five incident types) or sensors.",
         ),
     ] = DEFAULT_SCENARIO,
     duration: Annotated[
@@ -37,7 +38,7 @@ def demo(
     as_json: JsonOpt = False,
 ) -> None:
     """Start the local stack, run a scenario through endpoint and pipeline, print a summary
-    (for card-velocity, connected-vehicles and shipping, the evaluation against truth)."""
+    (for cards, vehicles and shipping, the evaluation against truth)."""
     from pipeline.progress import BatchReport
     from streamsim.demo import run_demo
 

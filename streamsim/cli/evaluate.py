@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import orjson
 import typer
 
-from streamsim.cli.common import ConfigOpt, JsonOpt, emit, err_console, stack_from
+from streamsim.cli.common import ConfigOpt, JsonOpt, domain_name, emit, err_console, stack_from
 
 #: The keys of `evaluate --suite --json` (docs/design.md); the saved report has more.
 SUITE_KEYS = ("suite", "scenario", "split", "runs", "types", "hard_negative_rate", "ok")
@@ -17,7 +17,7 @@ SUITE_KEYS = ("suite", "scenario", "split", "runs", "types", "hard_negative_rate
 
 def evaluate(
     scenario: Annotated[
-        str, typer.Argument(help="card-velocity, connected-vehicles, shipping or sensor-fleet.")
+        str, typer.Argument(help="cards, vehicles, shipping or sensors.", callback=domain_name)
     ],
     config: ConfigOpt = None,
     as_json: JsonOpt = False,

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from streamsim.cli.common import ConfigOpt, JsonOpt, emit, err_console, stack_from
+from streamsim.cli.common import ConfigOpt, JsonOpt, domain_name, emit, err_console, stack_from
 
 app = typer.Typer(help="Experiments on one seeded stream.", no_args_is_help=True)
 
@@ -17,7 +17,9 @@ DETAIL = ("provisional",)  # per-point figures beside the `--json` contract
 
 @app.command()
 def watermark(
-    scenario: Annotated[str, typer.Option("--scenario", help="e.g. connected_vehicles.")],
+    scenario: Annotated[
+        str, typer.Option("--scenario", help="e.g. vehicles.", callback=domain_name)
+    ],
     watermarks: Annotated[
         str, typer.Option("--watermarks", help="Comma-separated, e.g. 0s,5s,30s,2m,10m.")
     ] = "0s,5s,30s,2m,10m",

@@ -13,7 +13,7 @@ import typer
 
 from core.config import load_model
 from core.errors import StreamsimError
-from streamsim.cli.common import ConfigOpt, JsonOpt, console, emit, stack_from
+from streamsim.cli.common import ConfigOpt, JsonOpt, console, domain_name, emit, stack_from
 
 app = typer.Typer(help="Spark Structured Streaming jobs.")
 
@@ -40,7 +40,7 @@ DrainOpt = Annotated[
 
 @app.command()
 def run(
-    job: Annotated[str, typer.Argument(help="The job, e.g. window-counts.")],
+    job: Annotated[str, typer.Argument(help="The job, e.g. sensors.", callback=domain_name)],
     pipeline_file: PipelineOpt = None,
     duration: DurationOpt = None,
     drain: DrainOpt = False,
@@ -122,7 +122,9 @@ def run(
 
 @app.command()
 def parity(
-    job: Annotated[str, typer.Argument(help="The job; only vehicle-telemetry has an oracle.")],
+    job: Annotated[
+        str, typer.Argument(help="The job; only vehicles has an oracle.", callback=domain_name)
+    ],
     pipeline_file: PipelineOpt = None,
     tolerance: Annotated[
         float, typer.Option(min=0, help="Relative tolerance of means and percentiles.")
@@ -134,12 +136,12 @@ def parity(
     them with what the stream published; every difference must be explained by late drops.
     Exit code 1 when one is not."""
     from pipeline.config import PipelineConfig
-    from pipeline.jobs.vehicle_telemetry import job as vehicle_telemetry
-    from pipeline.jobs.vehicle_telemetry.parity import vehicle_stats_parity
+    from pipeline.jobs.vehicles import job as vehicles
+    from pipeline.jobs.vehicles.parity import vehicle_stats_parity
     from pipeline.session import spark_session
 
-    if job != vehicle_telemetry.NAME:
-        raise StreamsimError(f"no batch oracle for {job!r}; parity covers vehicle-telemetry")
+    if job != vehicles.NAME:
+        raise StreamsimError(f"no batch oracle for {job!r}; parity covers vehicles")
     cfg = load_model(PipelineConfig, pipeline_file or Path("config/pipelines") / f"{job}.yaml")
     stack = stack_from(config)
     spark = spark_session(stack, app=f"{job}-parity")

@@ -52,7 +52,7 @@ def verify_stream(
     ] = None,
     topic: Annotated[str | None, typer.Option(help="Kafka topic of the events.")] = None,
     truth_topic: Annotated[
-        str | None, typer.Option(help="Kafka topic of the truth, e.g. truth.sensor_fleet.")
+        str | None, typer.Option(help="Kafka topic of the truth, e.g. truth.sensors.")
     ] = None,
     config: ConfigsOpt = None,
     as_json: JsonOpt = False,

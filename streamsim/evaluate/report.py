@@ -40,14 +40,14 @@ if TYPE_CHECKING:
 #: `arrivals`: incident -> when its data first arrived, from truth; `job`: the Spark job whose
 #: alerts on the alerts topic, where the run has any, are scored instead of the batch form.
 SCENARIOS: dict[str, dict[str, Any]] = {  # label types come from the contracts
-    "card_velocity": {
+    "cards": {
         "labels": list(labels.CARD_FRAUDS),
         "endpoint_topic": topics.CARDS_ACTIVITY.name,
     },
-    "connected_vehicles": {
+    "vehicles": {
         "labels": list(labels.VEHICLE_FAULTS),
         "endpoint_topic": None,
-        "oracle": Path("config/pipelines/vehicle-telemetry.yaml"),
+        "oracle": Path("config/pipelines/vehicles.yaml"),
         "horizon_ms": 600_000,
     },
     "shipping": {
@@ -59,7 +59,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {  # label types come from the contracts
         "arrivals": shipping.first_arrivals,
         "job": "shipping",
     },
-    "sensor_fleet": {
+    "sensors": {
         "labels": list(labels.SENSOR_FAULTS),
         "endpoint_topic": None,
         "horizon_ms": sensors.HORIZON_MS,
@@ -203,7 +203,7 @@ def _oracle(
     stack: StackConfig, cfg: PipelineConfig, spark: SparkSession | None
 ) -> tuple[dict[str, int], set[str]]:
     """The parity summary of the job's stats, and the event ids its alerts query dropped late."""
-    from pipeline.jobs.vehicle_telemetry.parity import late_event_ids, vehicle_stats_parity
+    from pipeline.jobs.vehicles.parity import late_event_ids, vehicle_stats_parity
     from pipeline.session import spark_session
 
     session = spark or spark_session(stack, app="evaluate")

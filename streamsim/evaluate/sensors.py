@@ -1,8 +1,8 @@
-"""The sensor-fleet detections that `streamsim evaluate sensor-fleet` scores: the batch forms
+"""The sensors detections that `streamsim evaluate sensors` scores: the batch forms
 of `detectors.flatline` (stuck sensor), `detectors.step` (spike) and `detectors.silence`
 (silent device), per sensor, over the run's `sensors.readings` read to its end, each event
-once. The rules and their parameters live once in `pipeline.jobs.window_counts.sensors`
-(`window-counts` runs them streaming).
+once. The rules and their parameters live once in `pipeline.jobs.sensors.rules`
+(`sensors` runs them streaming).
 
 Parameters come from physical reasoning, not from the generator's injected faults:
 - Stuck sensor: a live sensor's output carries noise, so its whole reading (temperature at
@@ -42,7 +42,7 @@ import pandas as pd
 from core.config import StackConfig
 from core.contracts import topics
 from detectors.alert import frame_to_alerts
-from pipeline.jobs.window_counts.sensors import sensor_alerts_batch
+from pipeline.jobs.sensors.rules import sensor_alerts_batch
 from streamsim.evaluate import shipping
 
 COLUMNS = ("event_id", "sensor_id", "event_time", "seq", "temperature_c", "humidity_pct")
@@ -55,8 +55,8 @@ RUNNING_MS = 15_000
 
 def run_rules(readings: pd.DataFrame) -> pd.DataFrame:
     """The fault rules over the readings (one row per event), as one alert frame: the stuck,
-    spike and silence rules of `window-counts`' alerts query
-    (`pipeline.jobs.window_counts.sensors`), in batch form."""
+    spike and silence rules of `sensors`' alerts query
+    (`pipeline.jobs.sensors.rules`), in batch form."""
     return sensor_alerts_batch(readings, low_battery=False)
 
 

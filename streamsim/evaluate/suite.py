@@ -6,10 +6,10 @@ through one path:
 - `endpoint` (cards): the fraud endpoint's own service in process (`api.fraud.service`: the
   same decider, rules and state as `POST /v1/transactions`, without HTTP), fed the POS
   requests in emit order, with the run's cardholder profiles loaded as from `cards.profiles`;
-- `pipeline` (vehicles): the vehicle-telemetry job's detectors, from its pipeline config, in
+- `pipeline` (vehicles): the vehicles job's detectors, from its pipeline config, in
   their vectorised batch form (the job's batch oracle) over the run's readings. Spark itself
   is not started per run (minutes each); `streamsim evaluate SCENARIO` scores a live job;
-- `pipeline` (sensor fleet): the rules `streamsim evaluate sensor-fleet` scores
+- `pipeline` (sensor fleet): the rules `streamsim evaluate sensors` scores
   (`streamsim.evaluate.sensors`), batch form, over the run's readings, each event once.
 
 Each run is scored with `streamsim.evaluate.scoring` (majority hits, incident precision, null
@@ -46,9 +46,9 @@ from streamsim.evaluate.scoring import RUNNING_MS, Judge, score_path
 
 FIGURES = ("precision", "incident_precision", "recall", "f1")
 SCENARIO_LABELS = {
-    "card_velocity": labels.CARD_FRAUDS,
-    "connected_vehicles": labels.VEHICLE_FAULTS,
-    "sensor_fleet": labels.SENSOR_FAULTS,
+    "cards": labels.CARD_FRAUDS,
+    "vehicles": labels.VEHICLE_FAULTS,
+    "sensors": labels.SENSOR_FAULTS,
 }
 
 
@@ -253,7 +253,7 @@ def _one_run(
         data["entities"] = entities
     if duration_s:
         data["duration_s"] = duration_s
-    cards = base.name == "card_velocity"
+    cards = base.name == "cards"
     if cards and suite.path == "endpoint":
         data["domain"]["delivery"] = "http"  # POS requests, PAN included ...
     cfg = ScenarioConfig.model_validate(data)
@@ -265,7 +265,7 @@ def _one_run(
         truth = pd.DataFrame(_lines(Path(tmp) / "truth.jsonl"))
         if cards and suite.path == "endpoint":
             detections = _endpoint(Path(tmp), stack, suite.settings)
-        elif base.name == "sensor_fleet" and suite.path == "pipeline":
+        elif base.name == "sensors" and suite.path == "pipeline":
             detections = _sensor_rules(Path(tmp), truth)
         elif not cards and suite.path == "pipeline":
             detections = _vehicle_rules(Path(tmp), suite.pipeline)
@@ -306,12 +306,12 @@ def _endpoint(folder: Path, stack: StackConfig, settings: Path | None) -> pd.Dat
 
 
 def _vehicle_rules(folder: Path, pipeline: Path | None) -> pd.DataFrame:
-    """The vehicle-telemetry job's enabled detectors, batch form, over the run's readings."""
+    """The vehicles job's enabled detectors, batch form, over the run's readings."""
     from pipeline.config import PipelineConfig
-    from pipeline.jobs.vehicle_telemetry.rules import vehicle_alerts_batch
+    from pipeline.jobs.vehicles.rules import vehicle_alerts_batch
 
-    cfg = load_model(PipelineConfig, pipeline or Path("config/pipelines/vehicle-telemetry.yaml"))
-    job = cfg.vehicle_telemetry
+    cfg = load_model(PipelineConfig, pipeline or Path("config/pipelines/vehicles.yaml"))
+    job = cfg.vehicles
     assert job is not None
     readings = pd.DataFrame(_lines(folder / "events.jsonl"))
     alerts = vehicle_alerts_batch(readings, job.enabled_detectors())
@@ -323,7 +323,7 @@ def _vehicle_rules(folder: Path, pipeline: Path | None) -> pd.DataFrame:
 
 
 def _sensor_rules(folder: Path, truth: pd.DataFrame) -> pd.DataFrame:
-    """The sensor-fleet rules (`streamsim.evaluate.sensors`), batch form, over the readings."""
+    """The sensors rules (`streamsim.evaluate.sensors`), batch form, over the readings."""
     from streamsim.evaluate import sensors
 
     columns = list(sensors.COLUMNS)

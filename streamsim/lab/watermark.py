@@ -1,7 +1,7 @@
 """`streamsim lab watermark`: one seeded stream replayed through a scenario's Spark job once per
 watermark, each run on fresh checkpoints and fresh output topics, to show the trade-off between
-waiting for late events and discarding them. Scenarios: `connected_vehicles` (vehicle-telemetry,
-its stats windows timed) and `card_velocity` (card-velocity, its feature windows timed).
+waiting for late events and discarding them. Scenarios: `vehicles` (vehicles,
+its stats windows timed) and `cards` (cards, its feature windows timed).
 
 The stream is simulated once (as fast as possible, into memory, with its truth) and produced once
 to a private input topic in emit order. Per watermark, the job (`pipeline.catalog.JOBS`) runs
@@ -14,7 +14,7 @@ available input. Per point:
   `late_dropped`: the records it dropped as late (Spark's `numRowsDroppedByWatermark`, the
   most any one operator dropped in a batch, summed over batches: `pipeline.progress`);
 - `parity`: windows matching the batch oracle / windows compared
-  (`pipeline.jobs.vehicle_telemetry.parity`; differences explained by late drops are not
+  (`pipeline.jobs.vehicles.parity`; differences explained by late drops are not
   matches); null where no oracle applies (the card job's feature windows have none);
 - `recall`, `precision`: the alerts scored against truth (`streamsim.evaluate.scoring`), micro
   averaged over label types (recall over incidents, precision over alerts);
@@ -63,25 +63,25 @@ class LabJob:
 
 #: scenario config name -> what the lab runs
 SCENARIOS = {
-    "connected_vehicles": LabJob(
-        "config/scenarios/connected_vehicles.yaml",
-        "config/pipelines/vehicle-telemetry.yaml",
-        "vehicle-telemetry.stats",
-        provisional_query="vehicle-telemetry.stats-provisional",
+    "vehicles": LabJob(
+        "config/scenarios/vehicles.yaml",
+        "config/pipelines/vehicles.yaml",
+        "vehicles.stats",
+        provisional_query="vehicles.stats-provisional",
         window_key=("vehicle_id", "window_s", "window_start"),
         count_field="readings",
     ),
-    "card_velocity": LabJob(
-        "config/scenarios/card_velocity.yaml",
-        "config/pipelines/card-velocity.yaml",
-        "card-velocity.features",
-        provisional_query="card-velocity.features-provisional",
+    "cards": LabJob(
+        "config/scenarios/cards.yaml",
+        "config/pipelines/cards.yaml",
+        "cards.features",
+        provisional_query="cards.features-provisional",
         window_key=("card_token", "window_s", "window_start"),
         count_field="tx_count",
     ),
 }
 WINDOW_MS = 60_000
-VEHICLES_JOB = "vehicle-telemetry"  # the one job with a batch oracle for its windows
+VEHICLES_JOB = "vehicles"  # the one job with a batch oracle for its windows
 
 
 def parse_watermarks(text: str) -> list[tuple[str, int]]:
@@ -185,7 +185,7 @@ def point_config(base: Any, watermark: str, topic: str, tag: str, max_offsets: i
             "trigger": {**data.get("trigger", {}), "mode": "microbatch", "interval": "0 seconds"},
         }
     )
-    vt = data.get("vehicle_telemetry")
+    vt = data.get("vehicles")
     if vt is not None:
         vt["stats_topic"] = f"lab.stats-{tag}"
         vt["trips_topic"] = f"lab.trips-{tag}"
@@ -195,7 +195,7 @@ def point_config(base: Any, watermark: str, topic: str, tag: str, max_offsets: i
         # (the batches, not their spacing, set how far the stream's event time moves).
         vt["aggregates_interval"] = None
         vt["provisional_stats"] = True  # provisional rows beside the final ones
-    cv = data.get("card_velocity")
+    cv = data.get("cards")
     if cv is not None:
         cv["features_topic"] = f"lab.features-{tag}"
         cv["features_trigger"] = {"mode": "microbatch", "interval": "0 seconds"}
@@ -210,8 +210,8 @@ def point_config(base: Any, watermark: str, topic: str, tag: str, max_offsets: i
 def windows_topic(cfg: Any) -> str:
     """The topic of the job's windowed rows: vehicle stats, or card features."""
     if cfg.job == VEHICLES_JOB:
-        return str(cfg.vehicle_telemetry.stats_topic)
-    return str(cfg.card_velocity.features_topic)
+        return str(cfg.vehicles.stats_topic)
+    return str(cfg.cards.features_topic)
 
 
 def _percentiles(values: list[float]) -> dict[str, float | None]:
@@ -379,7 +379,7 @@ def run_point(
     vehicles = cfg.job == VEHICLES_JOB
     topics_out = [cfg.output_topic, cfg.deadletter_topic, windows_topic(cfg)]
     if vehicles:
-        topics_out.append(cfg.vehicle_telemetry.trips_topic)
+        topics_out.append(cfg.vehicles.trips_topic)
     ensure_topics(point_stack, topics_out)
     windows_query = lab_job.windows_query
     keep = {windows_query, f"{cfg.job}.alerts", *filter(None, [lab_job.provisional_query])}
@@ -440,7 +440,7 @@ def _parity(
     spark: Any, stack: StackConfig, cfg: Any, history: list[dict[str, Any]]
 ) -> float | None:
     """Vehicle stats windows matching the batch oracle / windows compared (None: none)."""
-    from pipeline.jobs.vehicle_telemetry.parity import vehicle_stats_parity
+    from pipeline.jobs.vehicles.parity import vehicle_stats_parity
 
     try:
         parity = vehicle_stats_parity(spark, stack, cfg, history=history).summary()

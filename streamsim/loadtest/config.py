@@ -16,8 +16,8 @@ with a Spark job's lag and the produce-to-alert latency; `streamsim.loadtest.kaf
     target:
       type: kafka
       topic: vehicles.telemetry
-      source: {type: scenario, file: config/scenarios/connected_vehicles.yaml}
-      job: vehicle-telemetry        # its lag: progress in the `metrics` topic vs the topic end
+      source: {type: scenario, file: config/scenarios/vehicles.yaml}
+      job: vehicles        # its lag: progress in the `metrics` topic vs the topic end
 """
 
 from __future__ import annotations

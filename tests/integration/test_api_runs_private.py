@@ -50,7 +50,7 @@ def test_runs_show_private_fields_only_with_the_token(tmp_path: Path) -> None:
         # few seconds; the client waits generously), nothing started.
         unavailable = server.http.post(
             "/v1/control/runs",
-            json={"scenario": "sensor_fleet", "duration_s": 30},
+            json={"scenario": "sensors", "duration_s": 30},
             headers=AUTH,
             timeout=120,
         )
@@ -60,7 +60,7 @@ def test_runs_show_private_fields_only_with_the_token(tmp_path: Path) -> None:
         started = server.http.post(
             "/v1/control/runs",
             json={
-                "scenario": "sensor_fleet",
+                "scenario": "sensors",
                 "duration_s": 30,
                 "overrides": OVERRIDES,
                 "components": ["simulator"],  # the run this test judges: one that fails

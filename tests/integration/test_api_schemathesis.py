@@ -40,7 +40,7 @@ def api_url(kafka_stack: StackConfig, tmp_path_factory: pytest.TempPathFactory) 
     # whose name the fuzzer will not guess, so no run actually starts.
     (work / "config" / "scenarios").mkdir(parents=True)
     shutil.copy(
-        REPO_ROOT / "config" / "scenarios" / "sensor_fleet.yaml",
+        REPO_ROOT / "config" / "scenarios" / "sensors.yaml",
         work / "config" / "scenarios" / "st-only-by-name.yaml",
     )
     # Likewise the load-test routes read `config/loadtests`: one file the fuzzer will not guess.

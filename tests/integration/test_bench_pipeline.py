@@ -60,7 +60,7 @@ def test_subject_reads_every_event_produced_once(subject: Any) -> None:
 
 def test_subject_publishes_window_stats(subject: Any, stack: StackConfig) -> None:
     _, cfg, _ = subject
-    stats = [r for r, _ in bench.topic_records(stack, cfg.vehicle_telemetry.stats_topic) if r]
+    stats = [r for r, _ in bench.topic_records(stack, cfg.vehicles.stats_topic) if r]
     assert stats
     assert {r["window_s"] for r in stats} <= {60, 300}
     assert all(r["readings"] >= 1 for r in stats)
@@ -75,7 +75,7 @@ def test_reference_processes_the_rows_of_each_batch(
 
 
 def quick_overheating(base: Any) -> Any:
-    detectors = dict(base.vehicle_telemetry.detectors)
+    detectors = dict(base.vehicles.detectors)
     detectors["overheating"] = detectors["overheating"].model_copy(update={"min_duration_s": 1})
     return detectors
 
@@ -127,12 +127,12 @@ def test_report_has_the_contract_keys(tmp_path: Path) -> None:
     assert report["latency_ms"] == {"p50": 1.0, "p99": 2.0}
 
 
-# -- `bench pipeline --job card-velocity` -------------------------------------------------------
+# -- `bench pipeline --job cards` -------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def card_job() -> Any:
-    return bench.JOBS["card-velocity"]
+    return bench.JOBS["cards"]
 
 
 @pytest.fixture(scope="module")
@@ -149,19 +149,19 @@ def card_drain(
     produced = bench.produce_input(
         stack, work, topic, EVENTS, 100, f"bench_cards_{tag}", card_job.scenario
     )
-    cfg = bench.job_draining("card-velocity", card_base, f"bench.{tag}.cardjob", topic, BATCH)
-    return produced, cfg, bench.whole_job_drain(spark, stack, "card-velocity", cfg)
+    cfg = bench.job_draining("cards", card_base, f"bench.{tag}.cardjob", topic, BATCH)
+    return produced, cfg, bench.whole_job_drain(spark, stack, "cards", cfg)
 
 
 def test_card_job_drains_every_event_in_every_query(card_drain: Any) -> None:
     produced, _, result = card_drain
     assert produced >= EVENTS and result["events"] == produced
     assert set(result["queries"]) == {
-        "card-velocity.deadletter",
-        "card-velocity.features",
-        "card-velocity.alerts",
+        "cards.deadletter",
+        "cards.features",
+        "cards.alerts",
     }
-    for name in ("card-velocity.features", "card-velocity.alerts"):
+    for name in ("cards.features", "cards.alerts"):
         query = result["queries"][name]
         assert query.events == produced  # each query reads the topic once, to its end
         assert query.batches >= -(-produced // BATCH)  # no batch above BATCH
@@ -187,7 +187,7 @@ def test_card_alert_latency_matches_alerts_to_the_planted_travel(
     stack: StackConfig, spark: Any, card_base: Any, tag: str
 ) -> None:
     prefix = f"bench.{tag}.cardlatency"
-    cfg = bench.job_outputs("card-velocity", card_base, prefix).model_copy(
+    cfg = bench.job_outputs("cards", card_base, prefix).model_copy(
         update={"input_topics": [f"{prefix}.live"], "watermark": "2 seconds"}
     )
     # 450 uses: the 4 uses abroad at 4.6-5.2 s, home again by 6.0 s; the last use, at 9 s,
@@ -204,7 +204,7 @@ def test_job_report_has_the_contract_keys() -> None:
     run = bench.Throughput(1000.0, 2000, 3000, 3, 4.0)
     whole = {"throughput": run, "wall_s": 5.0, "queries": {"q": run}, "alerts": 2}
     report = bench.job_report(
-        bench.JOBS["card-velocity"],
+        bench.JOBS["cards"],
         50,
         3000,
         BATCH,
@@ -214,7 +214,7 @@ def test_job_report_has_the_contract_keys() -> None:
         1.5,
         {"mb": 0.0},
     ).to_dict()
-    assert report["job"] == "card-velocity"
+    assert report["job"] == "cards"
     assert (report["events_per_s"], report["reference_rate"], report["ratio"]) == (
         1000.0,
         4000.0,

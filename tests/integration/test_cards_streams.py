@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from core.config import StackConfig
-from scenarios.cards.scenario import CardVelocity
+from scenarios.cards.scenario import CardsScenario
 from scenarios.catalog import ScenarioConfig, build_scenario, run_scenario
 from simulators import Engine
 from simulators.sinks.kafka import KafkaSink
@@ -45,7 +45,7 @@ def scenario(tag: str, **domain: Any) -> ScenarioConfig:
                 {"name": "online_gateway"},
             ],
             "domain": {
-                "type": "card_velocity",
+                "type": "cards",
                 "topic": f"cards.transactions-it-{tag}",
                 "fraud": {
                     "impossible_travel": {"rate_per_1k_card_hours": 5},
@@ -91,8 +91,8 @@ def test_a_run_into_kafka_is_keyed_by_token_and_carries_no_pan(
     }
     # The tokens are the endpoint's; the PANs behind them appear in no record of either topic.
     http_cfg = scenario("pans", delivery="http")
-    pans = CardVelocity(http_cfg, kafka_stack).cards.pans or []
-    assert tokens <= set(CardVelocity(cfg, kafka_stack).entity_ids)
+    pans = CardsScenario(http_cfg, kafka_stack).cards.pans or []
+    assert tokens <= set(CardsScenario(cfg, kafka_stack).entity_ids)
     records = [*events.values, *events.keys, *truth.values, *truth.keys]
     assert not pan_runs(records) & {p.encode() for p in pans}
 

@@ -18,7 +18,7 @@ TIMEOUT_S = 600
 def test_chaos_broker_kill_loses_nothing(fault: str, tmp_path: Path) -> None:
     events = 12_000
     report, done = run_chaos(
-        tmp_path, "sensor_fleet", fault, ["--events", str(events), "--outage-s", "3"], TIMEOUT_S
+        tmp_path, "sensors", fault, ["--events", str(events), "--outage-s", "3"], TIMEOUT_S
     )
     assert report["sent"] == events
     assert report["lost"] == 0, done.stderr[-3000:]

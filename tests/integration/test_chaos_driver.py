@@ -1,4 +1,4 @@
-"""`streamsim chaos --fault driver`: card-velocity's Spark driver (Python and JVM) gets kill -9
+"""`streamsim chaos --fault driver`: cards's Spark driver (Python and JVM) gets kill -9
 while a batch runs, with the simulator producing; restarted from its checkpoint it drains the
 input, and its alerts topic and Parquet lake each hold every alert of an uninterrupted run of
 the same input exactly once."""
@@ -21,7 +21,7 @@ def test_chaos_driver_kill_loses_and_duplicates_no_alert(tmp_path: Path) -> None
     events = 12_000
     report, done = run_chaos(
         tmp_path,
-        "card_velocity",
+        "cards",
         "driver",
         ["--events", str(events), "--entities", "2000", "--speed", "300", "--outage-s", "2"],
         TIMEOUT_S,

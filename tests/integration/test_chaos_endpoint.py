@@ -24,7 +24,7 @@ def test_chaos_endpoint_kill_keeps_verdicts_and_acknowledged_decisions(tmp_path:
     requests = 4_000
     report, done = run_chaos(
         tmp_path,
-        "card_velocity",
+        "cards",
         "endpoint",
         ["--events", str(requests), "--outage-s", "1"],
         TIMEOUT_S,

@@ -1,4 +1,4 @@
-"""`streamsim chaos --fault lake-full`: card-velocity's Parquet lake becomes a file (unwritable,
+"""`streamsim chaos --fault lake-full`: cards's Parquet lake becomes a file (unwritable,
 even for root) while the simulator produces, then comes back. The job says so on one line
 (path and OS error), holds the batch, writes it once the lake is back, and its topic and lake
 each hold every alert of an uninterrupted run of the same input exactly once."""
@@ -21,21 +21,21 @@ def test_chaos_lake_full_holds_the_batch_and_loses_no_alert(tmp_path: Path) -> N
     events = 8_000
     report, done = run_chaos(
         tmp_path,
-        "card_velocity",
+        "cards",
         "lake-full",
         ["--events", str(events), "--entities", "2000", "--speed", "max", "--outage-s", "3"],
         TIMEOUT_S,
     )
     assert report["sent"] == events
     said = re.search(
-        r"the job said: card-velocity: alerts lake unwritable: (\S+): ENOTDIR \(Not a directory\);"
+        r"the job said: cards: alerts lake unwritable: (\S+): ENOTDIR \(Not a directory\);"
         r" batch (\d+) holds its (\d+) alerts",
         done.stderr,
     )
     assert said, done.stderr[-3000:]
-    assert "/faulted/lake/alerts/card-velocity/" in said.group(1)
+    assert "/faulted/lake/alerts/cards/" in said.group(1)
     assert re.search(
-        rf"the job said: card-velocity: alerts lake writable again after [\d.]+s: "
+        rf"the job said: cards: alerts lake writable again after [\d.]+s: "
         rf"batch {said.group(2)} written to ",
         done.stderr,
     ), done.stderr[-3000:]

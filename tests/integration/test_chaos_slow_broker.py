@@ -23,7 +23,7 @@ def test_chaos_slow_broker_throttles_clients_that_say_so_and_lose_nothing(
     events = 3_000
     report, done = run_chaos(
         tmp_path,
-        "card_velocity",
+        "cards",
         "slow-broker",
         ["--events", str(events), "--entities", "2000", "--outage-s", "6"],
         TIMEOUT_S,

@@ -1,7 +1,7 @@
-"""Real broker + real Spark: the connected-vehicles demo path at a small size.
+"""Real broker + real Spark: the vehicles demo path at a small size.
 
-`run_demo("connected-vehicles")` as `streamsim demo --scenario connected-vehicles --json` runs
-it: the scenario into Kafka, `vehicle-telemetry` on it, the end-of-input reading, then the
+`run_demo("vehicles")` as `streamsim demo --scenario vehicles --json` runs
+it: the scenario into Kafka, `vehicles` on it, the end-of-input reading, then the
 evaluation against truth with the batch oracle (parity, late drops per label). 150 vehicles
 for 12 simulated minutes (30x for 24 s), their own seed, and every fault type at 1.5 per
 driving hour so that each has incidents; the figures are asserted, not just the keys.
@@ -39,12 +39,12 @@ SHORT = ("gps_jump", "harsh_braking", "speeding")
 def result(kafka_stack: StackConfig, spark: object) -> dict[str, Any]:
     rates = dict.fromkeys(VEHICLE_FAULTS, 1.5)
     overrides = {"seed": SEED, "entities": 150, "domain": {"faults": {"rate_per_hour": rates}}}
-    return run_demo(kafka_stack, "connected-vehicles", 24, 30.0, overrides=overrides)
+    return run_demo(kafka_stack, "vehicles", 24, 30.0, overrides=overrides)
 
 
 def test_prints_the_evaluation_contract(result: dict[str, Any]) -> None:
     report = json.loads(json.dumps(result))  # what --json prints
-    assert report["scenario"] == "connected_vehicles"
+    assert report["scenario"] == "vehicles"
     assert report["run"]["id_prefix"].startswith("cv-")
     # the scenario's disorder (delays, dead zones) leaves readings behind the watermark: 136
     # of seed 7305's, the same in every run

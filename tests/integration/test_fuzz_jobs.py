@@ -1,5 +1,5 @@
 """Hostile input into each real Spark job: Hypothesis-drawn malformed records (see
-`tests/fuzz_records.py`), plus valid ones for `window-counts`, go into the job's input topic
+`tests/fuzz_records.py`), plus valid ones for `sensors`, go into the job's input topic
 (`shipping`: a third into each of its three topics); the job keeps running (every query reads
 every record and ends without an error), every record its parser rejects is in the
 dead-letter topic once with a reason, and dead-lettered + processed == sent. Size:
@@ -25,10 +25,10 @@ from core.kafka import ensure_topics, producer_config
 from core.kafka.offsets import end_offsets
 from core.kafka.reader import read_topic
 from pipeline.config import PipelineConfig
-from pipeline.jobs.card_velocity import job as card_velocity
+from pipeline.jobs.cards import job as cards
+from pipeline.jobs.sensors import job as sensors
 from pipeline.jobs.shipping import job as shipping
-from pipeline.jobs.vehicle_telemetry import job as vehicle_telemetry
-from pipeline.jobs.window_counts import job as window_counts
+from pipeline.jobs.vehicles import job as vehicles
 from pipeline.kafka_io import parse_events, read_kafka_batch
 from tests.fuzz_records import T0, malformed_records
 from tests.shipping_run import TOPIC
@@ -56,33 +56,33 @@ class FuzzedJob:
     schema: Any  # the job's own Spark schema and required fields: its parser, in batch
     required: tuple[str, ...] = ()
     settings: dict[str, Any] = field(default_factory=dict)  # its dead-letter query's trigger
-    valid: bool = False  # also send valid events (window-counts: any sensor reading is one)
+    valid: bool = False  # also send valid events (sensors: any sensor reading is one)
 
 
 ONCE = {"deadletter_trigger": {"mode": "available_now"}}
 JOBS = [
     FuzzedJob(
-        "window-counts",
-        window_counts,
+        "sensors",
+        sensors,
         "sensor_id",
-        window_counts.event_schema("sensor_id"),
+        sensors.event_schema("sensor_id"),
         valid=True,
     ),
     FuzzedJob(
-        "card-velocity",
-        card_velocity,
+        "cards",
+        cards,
         "card_token",
-        card_velocity.TRANSACTION_SCHEMA,
-        card_velocity.REQUIRED,
-        {"card_velocity": {**ONCE, "profiles_topic": None}},  # fuzzes its one input topic
+        cards.TRANSACTION_SCHEMA,
+        cards.REQUIRED,
+        {"cards": {**ONCE, "profiles_topic": None}},  # fuzzes its one input topic
     ),
     FuzzedJob(
-        "vehicle-telemetry",
-        vehicle_telemetry,
+        "vehicles",
+        vehicles,
         "vehicle_id",
-        vehicle_telemetry.VEHICLE_SCHEMA,
-        vehicle_telemetry.REQUIRED,
-        {"vehicle_telemetry": ONCE},
+        vehicles.VEHICLE_SCHEMA,
+        vehicles.REQUIRED,
+        {"vehicles": ONCE},
     ),
 ]
 
@@ -137,7 +137,7 @@ def test_fuzzed_job_dead_letters_every_bad_record(
         assert query.awaitTermination(600), f"{query.name} still ran after 600 s"
         assert query.exception() is None  # the job kept running to the end of its input
         # Each Kafka source of the query read every record; one the query reads in k branches
-        # (card-velocity's union of feature windows) counts each record k times.
+        # (cards's union of feature windows) counts each record k times.
         read: Counter[int] = Counter()
         for progress in query.recentProgress:
             for i, source_progress in enumerate(progress["sources"]):

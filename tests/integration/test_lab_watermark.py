@@ -1,5 +1,5 @@
-"""`lab watermark` at a small size: one connected-vehicles stream through the real
-vehicle-telemetry job under two watermarks, on the session broker and Spark."""
+"""`lab watermark` at a small size: one vehicles stream through the real
+vehicles job under two watermarks, on the session broker and Spark."""
 
 from __future__ import annotations
 
@@ -31,14 +31,14 @@ def test_a_longer_watermark_drops_fewer_late_events_and_waits_longer(
 ) -> None:
     report = sweep(
         kafka_stack,
-        "connected_vehicles",
+        "vehicles",
         parse_watermarks("0s,10m"),
         events=6000,
         seed=7,
         work=tmp_path / "work",
         max_offsets=1000,
     )
-    assert report["scenario"] == "connected_vehicles"
+    assert report["scenario"] == "vehicles"
     tight, loose = report["points"]
     for point in (tight, loose):
         assert list(point) == [*POINT_KEYS, "provisional"]
@@ -71,7 +71,7 @@ def test_the_card_job_sweeps_too_with_its_feature_windows_timed(
 ) -> None:
     report = sweep(
         kafka_stack,
-        "card_velocity",
+        "cards",
         parse_watermarks("0s,2m"),
         events=3000,
         seed=5,

@@ -154,7 +154,7 @@ def test_scenario_records_trace_planted_incidents_end_to_end(
             "topic": topic,
             "source": {
                 "type": "scenario",
-                "file": str(REPO_ROOT / "config/scenarios/card_velocity.yaml"),
+                "file": str(REPO_ROOT / "config/scenarios/cards.yaml"),
             },
             "alerts_topic": f"{topic}.alerts",
             # ends 1 s after the last alert; the deadline is for a loaded machine

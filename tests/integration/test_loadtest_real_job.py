@@ -1,4 +1,4 @@
-"""`loadtest` with `target: kafka` and `target: scenario` against the real `card-velocity` Spark
+"""`loadtest` with `target: kafka` and `target: scenario` against the real `cards` Spark
 job on the session broker: the lag comes from the `pipeline.progress/1` records the job's own
 listener publishes (`pipeline.metrics.MetricsPublisher`, as `streamsim pipeline run` does), and
 the end-to-end latency from the alerts the job writes for the scenario's planted incidents."""
@@ -17,7 +17,7 @@ import yaml
 from core.config import StackConfig
 from core.kafka import ensure_topics
 from pipeline.config import PipelineConfig
-from pipeline.jobs.card_velocity import job as card_velocity
+from pipeline.jobs.cards import job as cards
 from pipeline.metrics import MetricsPublisher
 from pipeline.progress import ProgressTotals
 from streamsim.loadtest.config import LoadTestConfig
@@ -26,7 +26,7 @@ from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.integration
 
-SCENARIO = REPO_ROOT / "config/scenarios/card_velocity.yaml"
+SCENARIO = REPO_ROOT / "config/scenarios/cards.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +36,7 @@ def scenario(tmp_path_factory: pytest.TempPathFactory) -> str:
     data = yaml.safe_load(SCENARIO.read_text())
     for kind in ("impossible_travel", "card_testing"):
         data["domain"]["fraud"][kind]["rate_per_1k_card_hours"] *= 20
-    path = tmp_path_factory.mktemp("lt-scenario") / "card_velocity.yaml"
+    path = tmp_path_factory.mktemp("lt-scenario") / "cards.yaml"
     path.write_text(yaml.safe_dump(data))
     return str(path)
 
@@ -58,20 +58,20 @@ class RunningJob:
 def job(
     kafka_stack: StackConfig, spark: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RunningJob]:
-    """card-velocity on private topics and checkpoints, publishing its progress to `metrics`."""
+    """cards on private topics and checkpoints, publishing its progress to `metrics`."""
     tag = uuid.uuid4().hex[:8]
     tmp = tmp_path_factory.mktemp("lt-job")
     dirs = kafka_stack.dirs.model_copy(update={"checkpoints": tmp / "cp", "lake": tmp / "lake"})
     stack = kafka_stack.model_copy(update={"dirs": dirs})
     cfg = PipelineConfig.model_validate(
         {
-            "job": "card-velocity",
+            "job": "cards",
             "input_topics": [f"lt.cards-{tag}"],
             "output_topic": f"lt.alerts-{tag}",
             "deadletter_topic": f"lt.deadletter-{tag}",
             "watermark": "2 minutes",  # terminal clocks differ by up to 2 min: none is late
             "trigger": {"mode": "microbatch", "interval": "0 seconds"},
-            "card_velocity": {
+            "cards": {
                 "features_topic": f"lt.features-{tag}",
                 "feature_windows": [{"length": "1 minute"}],
                 "features_trigger": {"mode": "microbatch", "interval": "2 seconds"},
@@ -84,11 +84,11 @@ def job(
         }
     )
     ensure_topics(stack, cfg.input_topics, partitions=2)  # as `pipeline run` does
-    name = f"card-velocity-{tag}"
+    name = f"cards-{tag}"
     metrics = MetricsPublisher(stack, name, "microbatch")
     listener = ProgressTotals(metrics)
     spark.streams.addListener(listener)
-    queries = card_velocity.start(spark, stack, cfg)
+    queries = cards.start(spark, stack, cfg)
     try:
         yield RunningJob(name, cfg.input_topics[0], cfg.output_topic, queries)
     finally:
@@ -111,7 +111,7 @@ def kafka_target(job: RunningJob, scenario: str, seed: int) -> dict[str, Any]:
 
 def assert_measured(report: dict[str, Any]) -> None:
     """Lag sampled from the job's progress and alerts traced back to planted records."""
-    assert report["job"].startswith("card-velocity-")
+    assert report["job"].startswith("cards-")
     assert report["lag_samples"] > 0
     assert report["lag"]["max"] > 0  # records were ahead of the job at some sample
     assert report["lag"]["recovery_s"] is not None  # and it caught up to 0 before the drain

@@ -1,8 +1,8 @@
 """No full card number anywhere after a POS-mode card demo (issue 13).
 
-`run_demo("card-velocity")`, as `streamsim demo --scenario card-velocity` runs it: the fraud
+`run_demo("cards")`, as `streamsim demo --scenario cards` runs it: the fraud
 endpoint in front (a `streamsim api` child), the simulator posting each transaction to it, PAN
-included, and the card-velocity job on `cards.activity` writing alerts to Kafka and the lake.
+included, and the cards job on `cards.activity` writing alerts to Kafka and the lake.
 While it runs, hostile clients post card numbers where none belongs (ids written with
 separators, unknown fields, a URL path). Afterwards every topic, every log file under the
 stack's data directory and every Parquet file of its lake is read (`tests/pan_scan.py`): no
@@ -22,7 +22,7 @@ from api.panel.runs import apply_overrides
 from core.config import StackConfig
 from core.config.loader import read_yaml
 from pipeline.progress import BatchReport
-from scenarios.cards.scenario import CardVelocity
+from scenarios.cards.scenario import CardsScenario
 from scenarios.catalog import ScenarioConfig
 from streamsim.demo import SCENARIOS, run_demo
 from tests.conftest import free_port
@@ -44,10 +44,10 @@ HOSTILE_DIGITS = ["4111111111111111", "5555555555554444"]
 
 def _issued_pans(stack: StackConfig, overrides: dict[str, Any]) -> list[str]:
     """The PANs the demo's simulator posted: its scenario, rebuilt with the same settings."""
-    plan = SCENARIOS["card-velocity"]
+    plan = SCENARIOS["cards"]
     data = apply_overrides(read_yaml(plan.scenario), {**plan.overrides, **overrides})
     data["domain"]["delivery"] = "http"
-    return CardVelocity(ScenarioConfig.model_validate(data), stack).cards.pans or []
+    return CardsScenario(ScenarioConfig.model_validate(data), stack).cards.pans or []
 
 
 def _hostile(url: str) -> list[int]:
@@ -96,7 +96,7 @@ def demo(kafka_stack: StackConfig, spark: object) -> dict[str, Any]:
     logs_before = {p: p.stat().st_size for p in log_files(data)}
     started = time.time()
     overrides = {"seed": SEED, "entities": 2000, "domain": {"fraud": FRAUD}}
-    result = run_demo(stack, "card-velocity", 20, 90.0, on_batch=on_batch, overrides=overrides)
+    result = run_demo(stack, "cards", 20, 90.0, on_batch=on_batch, overrides=overrides)
     pans = _issued_pans(stack, overrides)
     scanner = Scanner(known=[*pans, *HOSTILE_DIGITS])
     topic_hits, records = scanner.topics(stack, since=topics_before)

@@ -1,6 +1,6 @@
 """One run = the whole scenario, through the real server: `streamsim api` (uvicorn) on the
-session's broker starts a sensor-fleet run with all its components, the simulator and the real
-`window-counts` Spark job (a `streamsim pipeline run` child with its JVM). Once the run's page
+session's broker starts a sensors run with all its components, the simulator and the real
+`sensors` Spark job (a `streamsim pipeline run` child with its JVM). Once the run's page
 shows a batch of the job (its metrics, read back from the `metrics` topic), DELETE stops the
 run: every component is `stopped` and no process of the run is left, neither the children nor
 anything in their process groups (the JVM included).
@@ -49,8 +49,8 @@ def module_api(kafka_stack: StackConfig, tmp_path_factory: pytest.TempPathFactor
     folder = tmp_path / "config" / "scenarios"
     folder.mkdir(parents=True)
     for name, source, entities in [
-        (scenario, "sensor_fleet", 300),
-        (f"cards_{scenario}", "card_velocity", 2000),
+        (scenario, "sensors", 300),
+        (f"cards_{scenario}", "cards", 2000),
     ]:
         data = yaml.safe_load((REPO_ROOT / f"config/scenarios/{source}.yaml").read_text())
         data.update(name=name, entities=entities, duration_s=86_400)
@@ -102,7 +102,7 @@ def test_a_run_starts_and_stops_its_simulator_and_spark_job(api: Api) -> None:
     assert started.status_code == 201, started.text
     run: dict[str, Any] = started.json()
     run_id = run["run_id"]
-    assert run["job"] == "window-counts"
+    assert run["job"] == "sensors"
     assert [c["name"] for c in run["components"]] == ["job", "simulator"]
     try:
         deadline = time.monotonic() + JOB_TIMEOUT_S
@@ -117,7 +117,7 @@ def test_a_run_starts_and_stops_its_simulator_and_spark_job(api: Api) -> None:
             time.sleep(1.0)
         assert states["job"]["state"] == "running" and states["simulator"]["state"] == "running"
         query = next(q for q in progress if q["input_rows"])
-        assert query["job"] == "window-counts" and checkpointed(run, query), (query, run)
+        assert query["job"] == "sensors" and checkpointed(run, query), (query, run)
         # Every process the run started: the children, their groups, the job's JVM.
         groups = {c["pid"] for c in run["components"]}
         job = psutil.Process(states["job"]["pid"])

@@ -51,7 +51,7 @@ def module_api(kafka_stack: StackConfig, tmp_path_factory: pytest.TempPathFactor
     tmp_path = tmp_path_factory.mktemp("overrides")
     suffix = uuid.uuid4().hex[:8]
     scenario, topic = f"it_overrides_{suffix}", f"sensors.readings-it-{suffix}"
-    data = yaml.safe_load((REPO_ROOT / "config/scenarios/sensor_fleet.yaml").read_text())
+    data = yaml.safe_load((REPO_ROOT / "config/scenarios/sensors.yaml").read_text())
     data["name"] = scenario
     data["domain"]["topic"] = topic
     folder = tmp_path / "config" / "scenarios"
@@ -99,7 +99,7 @@ def wait_ended(api: Api, run_id: str, timeout_s: float) -> dict[str, Any]:
     [
         ({"domain": {"topic": "alerts"}}, ["domain", "topic"]),
         ({"domain": {"endpoint": {"url": "http://evil.example/"}}}, ["domain", "endpoint", "url"]),
-        ({"name": "card_velocity"}, ["name"]),
+        ({"name": "cards"}, ["name"]),
         ({"run_id": "someone-elses"}, ["run_id"]),
         ({"entities": 10_000_000}, ["entities"]),
     ],

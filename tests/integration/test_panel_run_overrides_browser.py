@@ -36,7 +36,7 @@ def test_a_cap_moved_on_the_page_reaches_the_running_run(
 ) -> None:
     http = servers.http
     body = {
-        "scenario": "sensor_fleet",
+        "scenario": "sensors",
         "speed": "max",
         "duration_s": 3600,
         "overrides": {"entities": 20, "pacing": {"max_rate": 20}},
@@ -45,7 +45,7 @@ def test_a_cap_moved_on_the_page_reaches_the_running_run(
     started = http.post("/v1/control/runs", json=body, headers=AUTH)
     assert started.status_code == 201, started.text
     run_id = started.json()["run_id"]
-    open_page(browser, f"{servers.ui_url}/runs?scenario=sensor_fleet", "Scenario runs")
+    open_page(browser, f"{servers.ui_url}/runs?scenario=sensors", "Scenario runs")
     wait_text(browser, run_id, "Speed (live)", "Cap on events/s (live)")
     thumb = browser.find_element(By.XPATH, CAP_SLIDER)
     assert thumb.get_attribute("aria-valuetext") == "20"  # the run's own cap

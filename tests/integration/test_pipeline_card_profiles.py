@@ -1,4 +1,4 @@
-"""Real broker + real Spark: `card-velocity` judges spending against the cards' profiles.
+"""Real broker + real Spark: `cards` judges spending against the cards' profiles.
 
 The profiles go to the job's own compacted topic first, then the purchases; the job must
 raise exactly the account-takeover alerts the fraud endpoint's rule (`ProfileStore.check`,
@@ -31,7 +31,7 @@ from core.kafka.compacted import ensure_compacted
 from pipeline.alerts_sink import sink_of
 from pipeline.config import PipelineConfig
 from pipeline.triggers import query_mode
-from tests.integration.test_pipeline_card_velocity import (
+from tests.integration.test_pipeline_cards import (
     PARIS,
     T0,
     alerts_query,
@@ -112,18 +112,18 @@ class Run:
 
 @pytest.fixture(scope="module")
 def run(kafka_stack: StackConfig, spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Run:
-    from pipeline.jobs.card_velocity import job as card_velocity
+    from pipeline.jobs.cards import job as cards
 
     tag = uuid.uuid4().hex[:8]
     stack = with_dirs(kafka_stack, tmp_path_factory.mktemp("card-profiles"))
     cfg = PipelineConfig.model_validate(
         {
-            "job": "card-velocity",
+            "job": "cards",
             "input_topics": [f"cards.transactions-{tag}"],
             "output_topic": f"alerts-{tag}",
             "deadletter_topic": f"deadletter-{tag}",
             "watermark": "2 minutes",
-            "card_velocity": {
+            "cards": {
                 "features_topic": f"aggregates.card-features-{tag}",
                 "feature_windows": [{"length": "1 minute"}],
                 "profiles_topic": f"cards.profiles-{tag}",
@@ -131,12 +131,12 @@ def run(kafka_stack: StackConfig, spark: Any, tmp_path_factory: pytest.TempPathF
             },
         }
     )
-    profiles_topic = cfg.card_velocity.profiles_topic
+    profiles_topic = cfg.cards.profiles_topic
     assert profiles_topic is not None
     ensure_topics(stack, [*cfg.input_topics, cfg.output_topic, cfg.deadletter_topic], 1)
     ensure_compacted(stack, profiles_topic)
     result = Run(cfg)
-    queries = card_velocity.start(spark, stack, cfg)
+    queries = cards.start(spark, stack, cfg)
     result.modes = {q.name: query_mode(q) for q in queries}
     try:
         produce(stack, profiles_topic, [(p["card_token"], p) for p in PROFILES] + MALFORMED)
@@ -171,7 +171,7 @@ def endpoint_alerts(cfg: PipelineConfig) -> list[Any]:
             p["event_time"],
             p["amount"],
             p["merchant_category"],
-            cfg.card_velocity.spending,
+            cfg.cards.spending,
             p["device_id"],
         )
         alerts += [] if alert is None else [alert]
@@ -180,10 +180,10 @@ def endpoint_alerts(cfg: PipelineConfig) -> list[Any]:
 
 def test_queries_and_modes(run: Run) -> None:
     assert run.modes == {
-        "card-velocity.deadletter": "microbatch",
-        "card-velocity.features": "microbatch",
-        "card-velocity.alerts": "microbatch",
-        "card-velocity.profiles-deadletter": "microbatch",
+        "cards.deadletter": "microbatch",
+        "cards.features": "microbatch",
+        "cards.alerts": "microbatch",
+        "cards.profiles-deadletter": "microbatch",
     }
 
 
@@ -208,7 +208,7 @@ def test_no_alert_without_a_profile(run: Run) -> None:
 
 
 def test_malformed_profiles_go_to_the_dead_letter_topic(run: Run) -> None:
-    profiles_topic = run.cfg.card_velocity.profiles_topic
+    profiles_topic = run.cfg.cards.profiles_topic
     reasons = sorted((r["reason"], r["topic"]) for r in run.deadletter)
     assert reasons == sorted(
         [
@@ -218,4 +218,4 @@ def test_malformed_profiles_go_to_the_dead_letter_topic(run: Run) -> None:
             ("negative history_count", profiles_topic),
         ]
     )
-    assert all(r["job"] == "card-velocity" for r in run.deadletter)
+    assert all(r["job"] == "cards" for r in run.deadletter)

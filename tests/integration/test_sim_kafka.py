@@ -38,7 +38,7 @@ DISORDER: dict[str, Any] = {
         "duplicates": {"probability": 0.05},
         "drops": {"probability": 0.02},
     },
-    "domain": {"type": "sensor_fleet", "interval_s": 1},
+    "domain": {"type": "sensors", "interval_s": 1},
 }
 
 

@@ -12,7 +12,7 @@ from confluent_kafka import Consumer, Producer
 from core.config import StackConfig
 from core.kafka import consumer_config, ensure_topics, producer_config
 from pipeline.config import PipelineConfig
-from pipeline.jobs.window_counts import job as window_counts
+from pipeline.jobs.sensors import job as sensors
 from pipeline.progress import dropped_by_watermark
 
 pytestmark = pytest.mark.integration
@@ -71,14 +71,14 @@ def read_all(stack: StackConfig, topic: str, expected: int, timeout_s: float = 9
     return rows
 
 
-def test_window_counts_with_watermark(kafka_stack: StackConfig, spark) -> None:
+def test_sensors_with_watermark(kafka_stack: StackConfig, spark) -> None:
     run = uuid.uuid4().hex[:8]
     source, sink, deadletter = f"test.events-{run}", f"aggregates.counts-{run}", f"deadletter-{run}"
     # One source partition keeps the order within a phase, so batches see the planned watermark.
     ensure_topics(kafka_stack, [source], partitions=1)
     ensure_topics(kafka_stack, [sink, deadletter])
     cfg = PipelineConfig(
-        job="window-counts",
+        job="sensors",
         input_topics=[source],
         output_topic=sink,
         deadletter_topic=deadletter,
@@ -93,7 +93,7 @@ def test_window_counts_with_watermark(kafka_stack: StackConfig, spark) -> None:
             )
         }
     )
-    queries = window_counts.start(spark, stack, cfg)
+    queries = sensors.start(spark, stack, cfg)
     counts_query = next(q for q in queries if q.name.endswith(".counts"))
     try:
         for phase in PHASES:

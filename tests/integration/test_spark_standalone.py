@@ -3,9 +3,9 @@
 `spark://` as a `streamsim pipeline run` process (trigger available_now: it ends when it has read
 its input), giving the output a pure-Python oracle computes from the same input (the oracles
 the jobs' own integration tests hold against `local[2]`):
-- `window-counts`: the window counts of the sensor_fleet scenario (seed 7), every window the
+- `sensors`: the window counts of the sensors scenario (seed 7), every window the
   final watermark closed and no other;
-- `card-velocity` and `vehicle-telemetry`: the alert ids of the detectors' batch forms, every
+- `cards` and `vehicles`: the alert ids of the detectors' batch forms, every
   planted kind among them, on the hand-made incidents of their own integration tests;
 - `shipping`: the alert ids of the batch rules on a seeded shipping run. Its processing-time
   timers keep its alerts query busy, so it runs in micro-batches with `pipeline run --drain`.
@@ -47,13 +47,13 @@ from core.kafka import ensure_topics, producer_config
 from core.kafka.reader import read_topic
 from pipeline.config import PipelineConfig
 from pipeline.jobs.shipping import job as shipping
-from pipeline.jobs.vehicle_telemetry.rules import vehicle_alerts_batch
+from pipeline.jobs.vehicles.rules import vehicle_alerts_batch
 from pipeline.packaging import ZIP_NAME
 from streamsim.evaluate.shipping import TOPIC_COLUMNS, frame_of, run_rules
 from tests.conftest import REPO_ROOT, free_port
-from tests.integration import test_pipeline_card_velocity as cards
+from tests.integration import test_pipeline_cards as cards
 from tests.integration import test_pipeline_shipping as ships
-from tests.integration import test_pipeline_vehicle_telemetry as vehicles
+from tests.integration import test_pipeline_vehicles as vehicles
 from tests.shipping_run import TOPIC, keyed_records, seeded_events
 
 #: A test runs a simulation (300 s at most) and a job (500 s at most): pytest's own timeout
@@ -243,11 +243,11 @@ def by_id(alerts: pd.DataFrame, field: str) -> dict[str, str]:
 
 
 def sensor_records(tmp: Path) -> list[Record]:
-    """4,000 sensor_fleet readings of seed 7, keyed by sensor."""
+    """4,000 sensors readings of seed 7, keyed by sensor."""
     out = tmp / "sim"
     streamsim(
         "simulate",
-        "config/scenarios/sensor_fleet.yaml",
+        "config/scenarios/sensors.yaml",
         "--seed",
         "7",
         "--events",
@@ -265,7 +265,7 @@ def sensor_records(tmp: Path) -> list[Record]:
     return [(orjson.loads(line)["sensor_id"], line) for line in lines]
 
 
-def window_counts_settings(tag: str) -> dict[str, Any]:
+def sensors_settings(tag: str) -> dict[str, Any]:
     return {
         "output_topic": f"aggregates.counts-{tag}",
         "entity_key": "sensor_id",
@@ -274,11 +274,11 @@ def window_counts_settings(tag: str) -> dict[str, Any]:
     }
 
 
-def window_counts_oracle(records: list[Record], tag: str) -> dict[tuple[str, int], int]:
+def sensors_oracle(records: list[Record], tag: str) -> dict[tuple[str, int], int]:
     """Readings per sensor per 1-minute window, for each window the last watermark closes (its
     end at or before the latest event time less the watermark): all are read in one batch, so
     none is late."""
-    cfg = pipeline_config("window-counts", window_counts_settings(tag))
+    cfg = pipeline_config("sensors", sensors_settings(tag))
     assert (cfg.window, cfg.watermark) == ("1 minute", "30 seconds")
     window_ms, watermark_ms = 60_000, 30_000
     readings = [orjson.loads(value) for _, value in records]
@@ -301,7 +301,7 @@ def card_records() -> list[Record]:
 def card_settings(tag: str) -> dict[str, Any]:
     return {
         "watermark": "45 minutes",
-        "card_velocity": {
+        "cards": {
             **ONCE,
             "profiles_topic": None,  # spending from the stream's history, as in its own test
             "features_topic": f"aggregates.card-features-{tag}",
@@ -311,8 +311,8 @@ def card_settings(tag: str) -> dict[str, Any]:
 
 
 def card_oracle() -> dict[str, str]:
-    cfg = pipeline_config("card-velocity", card_settings("oracle"))
-    return by_id(cards.oracle_alerts(cfg.card_velocity), "rule")
+    cfg = pipeline_config("cards", card_settings("oracle"))
+    return by_id(cards.oracle_alerts(cfg.cards), "rule")
 
 
 def vehicle_records() -> list[Record]:
@@ -324,7 +324,7 @@ def vehicle_records() -> list[Record]:
 def vehicle_settings(tag: str) -> dict[str, Any]:
     return {
         "watermark": "2 minutes",
-        "vehicle_telemetry": {
+        "vehicles": {
             **ONCE,
             "stats_topic": f"aggregates.vehicle-stats-{tag}",
             "trips_topic": f"aggregates.vehicle-trips-{tag}",
@@ -336,21 +336,21 @@ def vehicle_settings(tag: str) -> dict[str, Any]:
 def vehicle_oracle() -> dict[str, str]:
     """The vectorised forms over the on-time readings (all of them: none is late here)."""
     phase_1, phase_2, _, clock = vehicles.phases()
-    cfg = pipeline_config("vehicle-telemetry", vehicle_settings("oracle")).vehicle_telemetry
+    cfg = pipeline_config("vehicles", vehicle_settings("oracle")).vehicles
     frame = pd.DataFrame(phase_1 + phase_2 + clock)
     return by_id(vehicle_alerts_batch(frame, cfg.enabled_detectors()), "label")
 
 
 ALERTING = {
-    "card-velocity": Alerting(
-        Case("card-velocity", card_settings),
+    "cards": Alerting(
+        Case("cards", card_settings),
         card_records,
         "rule",
         {rule for rule, _, _ in cards.EXPECTED},
         card_oracle,
     ),
-    "vehicle-telemetry": Alerting(
-        Case("vehicle-telemetry", vehicle_settings),
+    "vehicles": Alerting(
+        Case("vehicles", vehicle_settings),
         vehicle_records,
         "label",
         {label for _, kinds in vehicles.FAULTS.values() for _, label in kinds},
@@ -443,19 +443,19 @@ def assert_ran_on_the_cluster(cluster: Cluster, job: str) -> None:
     assert any(name.startswith("spark-sql-kafka") for name in shipped)
 
 
-def test_window_counts_on_a_standalone_cluster_match_the_oracle(
+def test_sensors_on_a_standalone_cluster_match_the_oracle(
     kafka_stack: StackConfig, cluster: Cluster, tmp_path: Path
 ) -> None:
     records = sensor_records(tmp_path)
     topic = produce(kafka_stack, records)
-    case = Case("window-counts", window_counts_settings)
+    case = Case("sensors", sensors_settings)
     rows = read_topic(kafka_stack, run_job(tmp_path, kafka_stack, case, topic, cluster))
     counts = {(r["entity_id"], r["window_start"]): r["events"] for r in rows}
     assert len(counts) == len(rows)  # each window once
-    expected = window_counts_oracle(records, "oracle")
+    expected = sensors_oracle(records, "oracle")
     assert len(expected) > 100  # windows closed and were written
     assert counts == expected
-    assert_ran_on_the_cluster(cluster, "window-counts")
+    assert_ran_on_the_cluster(cluster, "sensors")
 
 
 @pytest.mark.parametrize("job", list(ALERTING))

@@ -94,12 +94,12 @@ def produce_pipeline_records(
         "event_ids": event_ids,
         "evidence": {"tx_count": 9, "min_count": 5, "window_s": 600.0},
         "source": "pipeline",
-        "job": "card-velocity",
+        "job": "cards",
         "detected_at": now,
     }
     progress = {
         "schema": "pipeline.progress/1",
-        "job": "card-velocity",
+        "job": "cards",
         "mode": "microbatch",
         "query": query,
         "batch_id": 12,
@@ -118,7 +118,7 @@ def produce_pipeline_records(
 
 
 EVALUATION = {
-    "scenario": "card_velocity",
+    "scenario": "cards",
     "run": {"id_prefix": "cv-ui-", "events": 12345, "speed": 60.0},
     "paths": {
         "endpoint": {
@@ -162,12 +162,12 @@ def test_control_panel_in_a_real_browser(
     produce_pipeline_records(kafka_stack, tag, query, event_ids)
 
     # Runs: start the sensor fleet from the form.
-    open_page(browser, f"{ui}/runs?scenario=sensor_fleet", "Scenario runs")
+    open_page(browser, f"{ui}/runs?scenario=sensors", "Scenario runs")
     wait_text(browser, "Start run", "Rate", "Clock skew", "Lateness and delivery faults")
     no_pan(browser)
     click_button(browser, "Start run", lambda d: "Started run" in body_text(d))
     runs = http.get("/v1/runs").json()["runs"]
-    assert [(r["scenario"], r["status"]) for r in runs] == [("sensor_fleet", "running")], runs
+    assert [(r["scenario"], r["status"]) for r in runs] == [("sensors", "running")], runs
     run_id = runs[0]["run_id"]
     wait_text(browser, run_id)
     shoot(browser, "ui-screenshot-runs.png")
@@ -217,10 +217,10 @@ def test_control_panel_in_a_real_browser(
     wait_text(browser, "No evaluation yet")
     folder = servers.data / "evaluations"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "card_velocity-ui-test.json").write_bytes(orjson.dumps(EVALUATION))
+    (folder / "cards-ui-test.json").write_bytes(orjson.dumps(EVALUATION))
     browser.refresh()
     log_in(browser)  # a reload is a new session
-    wait_text(browser, "Detection quality", "card_velocity-ui-test.json", "impossible_travel")
+    wait_text(browser, "Detection quality", "cards-ui-test.json", "impossible_travel")
     WebDriverWait(browser, WAIT_S).until(
         lambda d: len(d.find_elements(By.CSS_SELECTOR, "[data-testid='stVegaLiteChart']")) >= 2
     )

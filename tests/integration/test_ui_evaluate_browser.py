@@ -4,7 +4,7 @@ the run's components are real (simulator, Spark job, fraud endpoint in POS mode)
 evaluation (`streamsim evaluate` on the run's own records, with the batch oracle's parity for
 vehicles).
 
-For each of card_velocity and connected_vehicles the test moves the Runs page's sliders to a
+For each of cards and vehicles the test moves the Runs page's sliders to a
 short run (few entities, a short simulated span, fault or fraud rates up so that every run has
 incidents), presses "Start run", then on the Evaluation page presses "Evaluate": the card run
 while it still runs (it is scored once finished), the vehicle run once it has finished. The
@@ -47,7 +47,7 @@ DURATION = "Duration (simulated s)"
 SCENARIOS: dict[str, dict[str, Any]] = {
     # 2,000 cards for 30 simulated minutes at 60x, in POS mode through the run's endpoint;
     # every fraud type at the slider's top rate: a few incidents each.
-    "card_velocity": {
+    "cards": {
         "sliders": {
             ENTITIES: "2000",
             DURATION: "1800",
@@ -67,7 +67,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     },
     # 100 vehicles for 10 simulated minutes at 30x, the short faults at the slider's top rate
     # (the best-supported type, gps_jump, had 24 incidents at 150 vehicles and 1.5 an hour).
-    "connected_vehicles": {
+    "vehicles": {
         "sliders": {
             ENTITIES: "100",
             SPEED: "30",
@@ -159,9 +159,9 @@ def fmt(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
 
 
-#: ~4 min for connected_vehicles on 2 cores: its run's job drains what the 20 s simulation sent
+#: ~4 min for vehicles on 2 cores: its run's job drains what the 20 s simulation sent
 #: (about 2 min, asked by the run once the simulator has finished), then the batch oracle.
-GREEN = ["card_velocity", "connected_vehicles"]
+GREEN = ["cards", "vehicles"]
 
 
 @pytest.mark.parametrize("scenario", GREEN)
@@ -197,7 +197,7 @@ def test_a_run_started_on_the_panel_is_evaluated_on_the_panel(
     wait_text(browser, *scores, fmt(best["recall"]), fmt(best["f1"]))
     charts = "[data-testid='stVegaLiteChart']"
     assert len(browser.find_elements(By.CSS_SELECTOR, charts)) >= 2  # quality, latency
-    if scenario == "connected_vehicles":
+    if scenario == "vehicles":
         assert report["parity"]["windows"] > 0  # the batch oracle over the run's offsets
 
     # The comparison: the run's row with its knobs and its scores. It renders after the
@@ -210,7 +210,7 @@ def test_a_run_started_on_the_panel_is_evaluated_on_the_panel(
     )
     row = browser.find_element(By.XPATH, row_xpath)
     cells = row.text
-    assert "http" in cells if scenario == "card_velocity" else "30" in cells
+    assert "http" in cells if scenario == "cards" else "30" in cells
     assert fmt(best["recall"]) in cells, cells
     header = browser.find_element(By.XPATH, f"//table[.//th[normalize-space(.)='{run_id}']]")
     assert f"{plan['path']} · {label} · R" in header.text

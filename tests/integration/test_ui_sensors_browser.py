@@ -1,8 +1,8 @@
 """The Sensors page in a real headless Chromium, against a real `streamsim api` and broker.
 
-The test writes a sensor-fleet run of its own (a run id no other writer uses: the topics are
+The test writes a sensors run of its own (a run id no other writer uses: the topics are
 shared) straight to `sensors.readings`: three devices at two sites, six readings each, one of
-them spiking; and four alerts to `alerts` in the pipeline's format (job `window-counts`,
+them spiking; and four alerts to `alerts` in the pipeline's format (job `sensors`,
 evidence a JSON string): spike and silent_device for one device, low_battery for another, and
 one of another run, which the page must not show. The page shows the run's devices, the
 alerting device's series, and the run's three alerts.
@@ -74,7 +74,7 @@ def alert(run: str, label: str, sensor: str, seq: int, **evidence: Any) -> dict[
         "event_ids": [f"{run}-1{seq:03d}"] if label != "silent_device" else [],
         "evidence": orjson.dumps(evidence).decode(),
         "source": "pipeline",
-        "job": "window-counts",
+        "job": "sensors",
         "detected_at": time.time_ns() // 1_000_000,
     }
 

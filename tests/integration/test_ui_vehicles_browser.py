@@ -1,12 +1,12 @@
 """The Vehicles page in a real headless Chromium, against a real `streamsim api`, broker and
-connected-vehicles run.
+vehicles run.
 
-- A short `connected_vehicles` run (50 vehicles, through the control API) produces
+- A short `vehicles` run (50 vehicles, through the control API) produces
   `vehicles.telemetry`;
 - once the API shows a vehicle of the run with no alert (its latest reading one the run
   wrote: the topics also hold earlier runs' vehicles of the same ids and their alerts), one
   overheating alert for it goes to `alerts` in the pipeline's format (evidence a JSON string,
-  job `vehicle-telemetry`), at the event time of that vehicle's latest reading, and a progress
+  job `vehicles`), at the event time of that vehicle's latest reading, and a progress
   report of the job (a query name of its own) to `metrics`;
 - the page shows the fleet (a nonzero count, the vehicle on the map), the alert with its
   evidence, the job's late drops, and the alerting vehicle's telemetry charts;
@@ -97,7 +97,7 @@ def a_moving_vehicle(
 def publish_vehicle_alert(
     kafka_stack: StackConfig, vehicle: dict[str, Any], alert_id: str, query: str
 ) -> dict[str, Any]:
-    """One overheating alert as the vehicle-telemetry job writes it, and one progress report."""
+    """One overheating alert as the vehicles job writes it, and one progress report."""
     ensure_topics(kafka_stack, ["alerts", "metrics"])
     now = time.time_ns() // 1_000_000
     alert = {
@@ -119,12 +119,12 @@ def publish_vehicle_alert(
             }
         ).decode(),
         "source": "pipeline",
-        "job": "vehicle-telemetry",
+        "job": "vehicles",
         "detected_at": now,
     }
     progress = {
         "schema": "pipeline.progress/1",
-        "job": "vehicle-telemetry",
+        "job": "vehicles",
         "mode": "microbatch",
         "query": query,
         "batch_id": 7,
@@ -156,7 +156,7 @@ def test_vehicles_page_in_a_real_browser(
         "/v1/control/runs",
         headers=AUTH,
         json={
-            "scenario": "connected_vehicles",
+            "scenario": "vehicles",
             "speed": 2.0,
             "duration_s": 1800,
             "overrides": {"entities": VEHICLES},
@@ -177,18 +177,18 @@ def test_vehicles_page_in_a_real_browser(
     WebDriverWait(browser, WAIT_S, poll_frequency=0.5).until(lambda d: seen_count(d) > 0)
     text = wait_text(
         browser,
-        "vehicle-telemetry rows/s",
+        "vehicles rows/s",
         "Late events dropped (seen)",
         "Watermark behind newest reading",
         "Behind the topic's end",
     )
     # The metrics topic is shared: the figure is the job's largest over its queries, other
-    # tests' vehicle-telemetry runs' among them. This report's query counts its 3 (not the
+    # tests' vehicles runs' among them. This report's query counts its 3 (not the
     # operators' 6), and the page shows the API's figure for the job.
     late = int(text.split("Late events dropped (seen)\n", 1)[1].split("\n", 1)[0].replace(",", ""))
     pipeline = http.get("/v1/pipeline").json()
     (ours,) = [q for q in pipeline["queries"] if q["query"] == query]
-    (job,) = [j for j in pipeline["jobs"] if j["job"] == "vehicle-telemetry"]
+    (job,) = [j for j in pipeline["jobs"] if j["job"] == "vehicles"]
     assert ours["late_events_seen"] == 3 and 3 <= late <= job["late_events_seen"], (late, job)
     # Lag on the simulated clock (newest reading minus watermark) and in records behind the
     # topic's end; the page's figures are the job's largest, this report's among them.

@@ -9,8 +9,8 @@ import pytest
 
 from core.config import StackConfig, load_model
 from pipeline.config import PipelineConfig
-from pipeline.jobs.vehicle_telemetry.job import VEHICLE_SCHEMA
-from pipeline.jobs.vehicle_telemetry.windows import (
+from pipeline.jobs.vehicles.job import VEHICLE_SCHEMA
+from pipeline.jobs.vehicles.windows import (
     STATS_KEY,
     vehicle_stats,
     vehicle_stats_provisional,
@@ -28,13 +28,11 @@ def test_provisional_stats_equal_the_final_ones_once_complete(
     from scenarios.catalog import ScenarioConfig, run_scenario
     from simulators.sinks.memory import MemorySink
 
-    scenario = load_model(ScenarioConfig, REPO_ROOT / "config/scenarios/connected_vehicles.yaml")
+    scenario = load_model(ScenarioConfig, REPO_ROOT / "config/scenarios/vehicles.yaml")
     sink = MemorySink()
     run_scenario(scenario, sink, events=4000, speed="max", seed=3, stack=kafka_stack)
     lines = spark.sparkContext.parallelize([v.decode() for v in sink.events.values])
-    settings = load_model(
-        PipelineConfig, REPO_ROOT / "config/pipelines/vehicle-telemetry.yaml"
-    ).vehicle_telemetry
+    settings = load_model(PipelineConfig, REPO_ROOT / "config/pipelines/vehicles.yaml").vehicles
     readings = (
         spark.read.schema(VEHICLE_SCHEMA)
         .json(lines)

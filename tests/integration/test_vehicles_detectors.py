@@ -1,5 +1,5 @@
-"""Detector smoke check on a connected-vehicles run: the thresholds proposed in
-docs/connected-vehicles.md find the injected faults (precision, recall over incidents not cut
+"""Detector smoke check on a vehicles run: the thresholds proposed in
+docs/vehicles.md find the injected faults (precision, recall over incidents not cut
 short by the run or the trip), and the hard negatives do fool a naive coolant trend.
 
 Runs the detectors' vectorised forms per vehicle over 200 vehicles x 60 simulated minutes with
@@ -90,7 +90,7 @@ NAIVE_COOLANT_TREND: Detector = lambda ev: trend_alerts(  # noqa: E731
 
 @pytest.fixture(scope="module")
 def stream() -> tuple[pd.DataFrame, pd.DataFrame]:
-    _, example = load_file(REPO / "config" / "scenarios" / "connected_vehicles.yaml")
+    _, example = load_file(REPO / "config" / "scenarios" / "vehicles.yaml")
     assert isinstance(example, ScenarioConfig)
     data = example.model_dump(mode="json")
     data.update(entities=200, duration_s=3600, seed=8, start="2026-03-03T06:30:00Z")

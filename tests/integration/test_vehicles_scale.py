@@ -42,7 +42,7 @@ print(json.dumps({
 
 
 def test_ten_thousand_vehicles_run_in_bounded_memory() -> None:
-    example = REPO / "config" / "scenarios" / "connected_vehicles.yaml"
+    example = REPO / "config" / "scenarios" / "vehicles.yaml"
     done = subprocess.run(
         [sys.executable, "-c", CHILD, str(example)],
         cwd=REPO,

@@ -307,7 +307,7 @@ def test_the_http_sink_scrubs_error_bodies_before_cutting_them() -> None:
     sink = HttpEventSink(
         inner, "http://api.test/v1/transactions", transport=httpx.MockTransport(handler)
     )
-    sink.open(Topics("cards.transactions", "truth.card_velocity"))
+    sink.open(Topics("cards.transactions", "truth.cards"))
     records = Records([b"k"], [orjson.dumps({"transaction_id": "t0", "card_number": PAN})], [0])
     sink.write(records, records)
     report = sink.close()

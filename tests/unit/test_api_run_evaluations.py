@@ -35,7 +35,7 @@ TOKEN = "ctl-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 PREFIX = "sf-1a2b-"
 REPORT = {
-    "scenario": "sensor_fleet",
+    "scenario": "sensors",
     "run": {"id_prefix": PREFIX, "events": 10, "speed": 1.0},
     "paths": {"pipeline": {"spike": {"precision": 1.0, "recall": 0.5, "f1": 0.667, "support": 4}}},
     "late_dropped": 0,
@@ -54,7 +54,7 @@ EVALUATE = r"""
 import json, sys, time
 args = sys.argv[1:]
 if args[0] == "fail":
-    sys.stderr.write("error: no finished run of sensor_fleet\n")
+    sys.stderr.write("error: no finished run of sensors\n")
     sys.exit(1)
 time.sleep(float(args[1]))
 out = args[args.index("--out") + 1]
@@ -85,7 +85,7 @@ def evaluator(
 def scenario_dir(tmp_path: Path) -> Path:
     folder = tmp_path / "scenarios"
     folder.mkdir()
-    shutil.copy(REPO_ROOT / "config/scenarios/sensor_fleet.yaml", folder / "sensor_fleet.yaml")
+    shutil.copy(REPO_ROOT / "config/scenarios/sensors.yaml", folder / "sensors.yaml")
     (folder / "other.yaml").write_text("kind: scenario\nname: other\nentities: 10\n")
     return folder
 
@@ -107,7 +107,7 @@ def wait_for(predicate: Callable[[], bool], timeout_s: float = 20) -> None:
         time.sleep(0.02)
 
 
-def finished(runs: RunManager, scenario: str = "sensor_fleet", **kwargs: object) -> str:
+def finished(runs: RunManager, scenario: str = "sensors", **kwargs: object) -> str:
     run = runs.start(scenario, **kwargs)  # type: ignore[arg-type]
     assert run.done.wait(180) and run.status == "finished", run
     return run.run_id
@@ -128,7 +128,7 @@ def test_a_finished_run_is_scored_and_its_record_kept_with_its_knobs(
     wait_for(lambda: evaluation.status == "done")
     assert evaluation.report is not None and evaluation.report["paths"] == REPORT["paths"]
     (spec,) = seen
-    assert (spec.scenario, spec.id_prefix) == ("sensor_fleet", PREFIX)  # the run's own prefix
+    assert (spec.scenario, spec.id_prefix) == ("sensors", PREFIX)  # the run's own prefix
     assert spec.out.parent == runs.get(run_id).workdir
     assert evaluation.knobs["speed"] == 2.0 and evaluation.knobs["overrides"] == {"entities": 50}
     # The record outlives this manager: a new one (a restarted API) reads it back.
@@ -142,7 +142,7 @@ def test_a_finished_run_is_scored_and_its_record_kept_with_its_knobs(
 def test_a_running_run_is_scored_once_it_has_finished(tmp_path: Path, scenario_dir: Path) -> None:
     runs = manager(tmp_path, scenario_dir, "sleep", seconds=1.0)
     evaluations = RunEvaluations(runs, command=evaluator())
-    run = runs.start("sensor_fleet")
+    run = runs.start("sensors")
     evaluation = evaluations.start(run.run_id)
     assert evaluation.status == "waiting" and run.status == "running"
     wait_for(lambda: evaluation.status == "done")
@@ -153,7 +153,7 @@ def test_a_running_run_is_scored_once_it_has_finished(tmp_path: Path, scenario_d
 def test_a_stopped_run_cannot_be_scored(tmp_path: Path, scenario_dir: Path) -> None:
     runs = manager(tmp_path, scenario_dir, "sleep")
     evaluations = RunEvaluations(runs, command=evaluator())
-    run = runs.start("sensor_fleet")
+    run = runs.start("sensors")
     waiting = evaluations.start(run.run_id)
     runs.stop(run.run_id)
     wait_for(lambda: waiting.status == "failed")  # asked while running, then stopped
@@ -175,7 +175,7 @@ def test_one_evaluation_at_a_time_and_a_failure_says_why(
     failing = RunEvaluations(runs, command=evaluator("fail"))
     failed = failing.start(run_id)
     wait_for(lambda: failed.status == "failed")
-    assert failed.error is not None and "no finished run of sensor_fleet" in failed.error
+    assert failed.error is not None and "no finished run of sensors" in failed.error
     assert failed.report is None
 
 
@@ -183,7 +183,7 @@ def test_unknown_runs_and_scenarios_without_labels(tmp_path: Path, scenario_dir:
     runs = manager(tmp_path, scenario_dir, "ok")
     evaluations = RunEvaluations(runs, command=evaluator())
     with pytest.raises(UnknownRun):
-        evaluations.start("sensor_fleet-nope")
+        evaluations.start("sensors-nope")
     with pytest.raises(UnknownRun):
         evaluations.get("../etc")
     run_id = finished(runs)
@@ -196,14 +196,14 @@ def test_unknown_runs_and_scenarios_without_labels(tmp_path: Path, scenario_dir:
 
 def test_the_command_passes_the_runs_own_files() -> None:
     spec = EvaluationSpec(
-        "connected_vehicles",
+        "vehicles",
         "cv-9f-",
         Path("/r/evaluation-report.json"),
         Path("/r/stack.yaml"),
         Path("/r/pipeline.yaml"),
     )
     assert evaluate_command(spec)[3:] == [
-        "evaluate", "connected_vehicles", "--run", "cv-9f-", "--out", "/r/evaluation-report.json",
+        "evaluate", "vehicles", "--run", "cv-9f-", "--out", "/r/evaluation-report.json",
         "--config", "/r/stack.yaml", "--pipeline", "/r/pipeline.yaml",
     ]  # fmt: skip
 
@@ -254,7 +254,7 @@ def test_routes_score_a_run_and_list_it_for_the_comparison(
 
 def test_routes_refuse_what_cannot_be_scored(api: tuple[TestClient, RunManager]) -> None:
     client, runs = api
-    missing = client.post("/v1/control/runs/sensor_fleet-20260101-000000-abcdef/evaluation",
+    missing = client.post("/v1/control/runs/sensors-20260101-000000-abcdef/evaluation",
                           headers=AUTH)  # fmt: skip
     assert missing.status_code == 404 and "no run" in missing.json()["detail"]
     malformed = client.post("/v1/control/runs/-bad%20id/evaluation", headers=AUTH)

@@ -31,7 +31,7 @@ from api.panel.runs import (
 from scenarios.catalog import ScenarioConfig
 from tests.conftest import REPO_ROOT
 
-SENSOR_FLEET = REPO_ROOT / "config" / "scenarios" / "sensor_fleet.yaml"
+SENSORS_YAML = REPO_ROOT / "config" / "scenarios" / "sensors.yaml"
 TOKEN = "ctl-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
@@ -72,7 +72,7 @@ def fake(mode: str, seen: list[RunSpec] | None = None) -> Callable[[RunSpec], li
 def scenario_dir(tmp_path: Path) -> Path:
     folder = tmp_path / "scenarios"
     folder.mkdir()
-    shutil.copy(SENSOR_FLEET, folder / "sensor_fleet.yaml")
+    shutil.copy(SENSORS_YAML, folder / "sensors.yaml")
     (folder / "broken.yaml").write_text("kind: scenario\nentities: -1\n")
     (folder / "other.yaml").write_text("kind: scenario\nname: other\nentities: 10\n")
     (folder / "unreadable.yaml").write_text("kind: scenario\nentities: [\n")
@@ -105,7 +105,7 @@ def wait_ready(path: Path) -> None:
 
 
 def test_overrides_merge_key_by_key_and_classes_by_name() -> None:
-    data = yaml.safe_load(SENSOR_FLEET.read_text())
+    data = yaml.safe_load(SENSORS_YAML.read_text())
     merged = apply_overrides(
         data,
         {
@@ -134,24 +134,24 @@ def test_overrides_merge_key_by_key_and_classes_by_name() -> None:
 def test_invalid_overrides_name_the_key(tmp_path: Path, scenario_dir: Path) -> None:
     runs = manager(tmp_path, scenario_dir, "ok")
     with pytest.raises(InvalidOverrides) as info:
-        runs.start("sensor_fleet", overrides={"delivery": {"drops": {"probability": 1.5}}})
+        runs.start("sensors", overrides={"delivery": {"drops": {"probability": 1.5}}})
     (problem,) = info.value.problems
     assert problem["loc"] == ["delivery", "drops", "probability"]
     assert "delivery.drops.probability" in problem["msg"] and "1.5" in problem["msg"]
     with pytest.raises(InvalidOverrides) as info:
-        runs.start("sensor_fleet", overrides={"pacing": {"sped": 2}})
+        runs.start("sensors", overrides={"pacing": {"sped": 2}})
     assert info.value.problems[0]["loc"] == ["pacing", "sped"]
     assert info.value.problems[0]["type"] == "not_tunable"  # off the allow-list
     with pytest.raises(InvalidOverrides) as info:
         runs.start(
-            "sensor_fleet",
+            "sensors",
             overrides={"classes": {"env_sensor": {"delivery": {"drops": {"probability": -1}}}}},
         )
     problem = info.value.problems[0]
     assert problem["loc"][:2] == ["classes", "env_sensor"]
     assert "classes.env_sensor.delivery.drops.probability" in problem["msg"]
     with pytest.raises(InvalidOverrides) as info:
-        runs.start("sensor_fleet", overrides={"classes": {"nope": {}}})
+        runs.start("sensors", overrides={"classes": {"nope": {}}})
     assert info.value.problems[0]["loc"] == ["classes", "nope"]
     assert runs.list() == []  # nothing was started
 
@@ -160,12 +160,12 @@ def test_scenarios_are_listed_resolved_or_with_their_error(
     tmp_path: Path, scenario_dir: Path
 ) -> None:
     listed = {s["name"]: s for s in manager(tmp_path, scenario_dir, "ok").scenarios()}
-    assert set(listed) == {"broken", "other", "sensor_fleet", "unreadable"}
+    assert set(listed) == {"broken", "other", "sensors", "unreadable"}
     assert "not valid YAML" in listed["unreadable"]["error"]
-    assert listed["sensor_fleet"]["config"]["entities"] == 20000
+    assert listed["sensors"]["config"]["entities"] == 20000
     assert listed["other"]["config"]["delivery"]["drops"]["probability"] == 0.0  # a default
     assert listed["broken"]["config"] is None and "entities" in listed["broken"]["error"]
-    with pytest.raises(UnknownScenario, match="known: broken, other, sensor_fleet, unreadable"):
+    with pytest.raises(UnknownScenario, match="known: broken, other, sensors, unreadable"):
         manager(tmp_path, scenario_dir, "ok").start("card_nope")
 
 
@@ -175,7 +175,7 @@ def test_scenarios_are_listed_resolved_or_with_their_error(
 def test_a_finished_run_has_its_summary(tmp_path: Path, scenario_dir: Path) -> None:
     seen: list[RunSpec] = []
     runs = manager(tmp_path, scenario_dir, "ok", seen=seen)
-    run = runs.start("sensor_fleet", speed=2.0, duration_s=30, overrides={"entities": 5})
+    run = runs.start("sensors", speed=2.0, duration_s=30, overrides={"entities": 5})
     assert run.status == "running" and run.pid is not None
     assert run.done.wait(180)
     assert run.status == "finished" and run.exit_code == 0
@@ -196,7 +196,7 @@ def test_a_finished_run_has_its_summary(tmp_path: Path, scenario_dir: Path) -> N
 
 
 def test_a_failed_run_keeps_the_tail_of_stderr(tmp_path: Path, scenario_dir: Path) -> None:
-    run = manager(tmp_path, scenario_dir, "fail").start("sensor_fleet")
+    run = manager(tmp_path, scenario_dir, "fail").start("sensors")
     assert run.done.wait(180)
     assert run.status == "failed" and run.exit_code == 3
     assert run.error == "error: the broker is not there"
@@ -205,17 +205,17 @@ def test_a_failed_run_keeps_the_tail_of_stderr(tmp_path: Path, scenario_dir: Pat
 
 def test_stop_sends_sigterm_and_one_run_per_scenario(tmp_path: Path, scenario_dir: Path) -> None:
     runs = manager(tmp_path, scenario_dir, "sleep")
-    run = runs.start("sensor_fleet")
+    run = runs.start("sensors")
     wait_ready(run.workdir / "stdout.log")
     with pytest.raises(RunConflict) as conflict:
-        runs.start("sensor_fleet")
+        runs.start("sensors")
     assert conflict.value.run.run_id == run.run_id
     other = runs.start("other")  # another scenario may run alongside
     wait_ready(other.workdir / "stdout.log")
     stopped = runs.stop(run.run_id)
     assert stopped.status == "stopped" and stopped.exit_code == 130
     assert b"flushed" in (run.workdir / "stdout.log").read_bytes()  # it handled SIGTERM
-    again = runs.start("sensor_fleet")  # the scenario is free again
+    again = runs.start("sensors")  # the scenario is free again
     assert runs.list()[0].run_id == again.run_id  # newest first
     runs.close()
     assert {r.status for r in runs.list()} == {"stopped"}
@@ -226,7 +226,7 @@ def test_stop_sends_sigterm_and_one_run_per_scenario(tmp_path: Path, scenario_di
 
 def test_a_run_that_ignores_sigterm_is_killed(tmp_path: Path, scenario_dir: Path) -> None:
     runs = manager(tmp_path, scenario_dir, "stubborn", stop_timeout_s=0.5)
-    run = runs.start("sensor_fleet")
+    run = runs.start("sensors")
     wait_ready(run.workdir / "stdout.log")
     stopped = runs.stop(run.run_id)
     assert stopped.status == "stopped" and stopped.exit_code == -signal.SIGKILL
@@ -286,7 +286,7 @@ def api(tmp_path: Path, scenario_dir: Path) -> Iterator[tuple[TestClient, RunMan
 
 def test_control_routes_check_the_token(api: tuple[TestClient, RunManager]) -> None:
     client, runs = api
-    body = {"scenario": "sensor_fleet", "speed": 1, "duration_s": 60}
+    body = {"scenario": "sensors", "speed": 1, "duration_s": 60}
     missing = client.post("/v1/control/runs", json=body)
     assert missing.status_code == 401 and missing.headers["www-authenticate"] == "Bearer"
     wrong = client.post("/v1/control/runs", json=body, headers={"Authorization": "Bearer no"})
@@ -296,7 +296,7 @@ def test_control_routes_check_the_token(api: tuple[TestClient, RunManager]) -> N
     started = client.post("/v1/control/runs", json=body, headers=AUTH)
     assert started.status_code == 201, started.text
     info = RunInfo.model_validate(started.json())
-    assert info.status == "running" and info.scenario == "sensor_fleet"
+    assert info.status == "running" and info.scenario == "sensors"
     assert client.delete(f"/v1/control/runs/{info.run_id}").status_code == 401
     stopped = client.delete(f"/v1/control/runs/{info.run_id}", headers=AUTH)
     assert stopped.status_code == 200 and stopped.json()["status"] == "stopped"
@@ -314,7 +314,7 @@ def test_run_routes(api: tuple[TestClient, RunManager]) -> None:
     client, _ = api
     scenarios = ScenarioList.model_validate(client.get("/v1/scenarios").json())
     names = [s.name for s in scenarios.scenarios]
-    assert names == ["broken", "other", "sensor_fleet", "unreadable"]
+    assert names == ["broken", "other", "sensors", "unreadable"]
     unreadable = client.post("/v1/control/runs", json={"scenario": "unreadable"}, headers=AUTH)
     assert unreadable.status_code == 422
     assert unreadable.json()["detail"][0]["loc"] == ["body", "scenario"]
@@ -322,7 +322,7 @@ def test_run_routes(api: tuple[TestClient, RunManager]) -> None:
     assert post("/v1/control/runs", json={"scenario": "nope"}, headers=AUTH).status_code == 404
     bad = post(
         "/v1/control/runs",
-        json={"scenario": "sensor_fleet", "overrides": {"entities": 0}},
+        json={"scenario": "sensors", "overrides": {"entities": 0}},
         headers=AUTH,
     )
     assert bad.status_code == 422

@@ -74,7 +74,7 @@ def alert(alert_id: str, detected_at: int) -> dict:
         "event_ids": ["t1", "t2"],
         "evidence": orjson.dumps({"tx_count": 9, "min_count": 5}).decode(),
         "source": "pipeline",
-        "job": "card-velocity",
+        "job": "cards",
         "detected_at": detected_at,
     }
 
@@ -82,7 +82,7 @@ def alert(alert_id: str, detected_at: int) -> dict:
 def progress(query: str, batch_id: int, at: int, dropped: int = 0, **more: Any) -> dict:
     return {
         "schema": "pipeline.progress/1",
-        "job": "card-velocity",
+        "job": "cards",
         "mode": "microbatch",
         "query": query,
         "batch_id": batch_id,
@@ -206,7 +206,7 @@ def test_lag_on_the_streams_own_clock_and_in_records() -> None:
                 query,
                 1,
                 wall_ms,
-                job="vehicle-telemetry",
+                job="vehicles",
                 newest_event_ms=newest_ms,
                 offsets_behind=behind,
             )
@@ -235,7 +235,7 @@ def test_late_events_are_counted_once_per_job() -> None:
         ("stats", 1, 5, 5),
     ):
         report = progress(query, batch, 1_767_226_260_000 + batch, dropped=dropped)
-        row = progress_row({**report, "late_events": late, "job": "vehicle-telemetry"})
+        row = progress_row({**report, "late_events": late, "job": "vehicles"})
         view.add(row)  # type: ignore[arg-type]
     old = progress_row({**progress("counts", 1, 1_767_226_260_000, dropped=4), "job": "old"})
     view.add(old)  # type: ignore[arg-type]  # a report from before late_events: the operators' sum
@@ -244,7 +244,7 @@ def test_late_events_are_counted_once_per_job() -> None:
     assert queries["alerts"]["dropped_by_watermark_seen"] == 10
     assert queries["counts"]["late_events_seen"] == 4
     jobs = {j["job"]: j for j in job_summaries(list(queries.values()))}
-    vehicle = jobs["vehicle-telemetry"]
+    vehicle = jobs["vehicles"]
     assert vehicle["late_events_seen"] == 5  # the most of one query: not 5 + 5
     assert vehicle["queries"] == 2 and vehicle["modes"] == ["microbatch"]
     assert vehicle["processed_rows_per_s"] == 400.0 and vehicle["watermark_delay_s"] == 60.002
@@ -304,7 +304,7 @@ def test_feed_routes(client: tuple[TestClient, Feeds, Path]) -> None:
     assert pipeline.queries[0].dropped_by_watermark_seen == 7
     assert pipeline.queries[0].watermark_behind_newest_s == 12.0
     assert [(j.job, j.late_events_seen, j.offsets_behind) for j in pipeline.jobs] == [
-        ("card-velocity", 7, 9)
+        ("cards", 7, 9)
     ]
 
     rates = Rates.model_validate(http.get("/v1/rates").json())
@@ -323,13 +323,13 @@ def test_latest_evaluation(client: tuple[TestClient, Feeds, Path]) -> None:
     missing = http.get("/v1/evaluations/latest")
     assert missing.status_code == 404 and "no evaluation yet" in missing.text
     folder.mkdir()
-    old = folder / "sensor_fleet.json"
-    old.write_text('{"scenario": "sensor_fleet", "paths": {}}')
+    old = folder / "sensors.json"
+    old.write_text('{"scenario": "sensors", "paths": {}}')
     os.utime(old, (time.time() - 60, time.time() - 60))
-    (folder / "card_velocity.json").write_text('{"scenario": "card_velocity", "paths": {}}')
+    (folder / "cards.json").write_text('{"scenario": "cards", "paths": {}}')
     (folder / "half-written.json").write_text('{"scenario": ')
     found = Evaluation.model_validate(http.get("/v1/evaluations/latest").json())
-    assert found.file == "card_velocity.json" and found.report["scenario"] == "card_velocity"
+    assert found.file == "cards.json" and found.report["scenario"] == "cards"
 
 
 def test_feed_routes_without_kafka() -> None:

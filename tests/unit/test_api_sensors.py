@@ -20,7 +20,7 @@ from api.main import create_app
 from api.panel.consumers import threads
 from api.panel.consumers.feeds import Feeds
 from api.panel.consumers.sensors import SensorFeed
-from api.panel.models.sensors import SensorAlerts, SensorFleet, SensorSeries
+from api.panel.models.sensors import SensorAlerts, SensorList, SensorSeries
 from api.panel.views.sensors import SensorView, is_sensor_alert, run_alerts, site_position
 from core.config import StackConfig
 
@@ -53,7 +53,7 @@ def alert(alert_id: str, sensor: str, label: str, run: str = RUN, **more: Any) -
         "event_ids": [f"{run}-x1", f"{run}-x2"],
         "evidence": {"readings": 3},
         "source": "pipeline",
-        "job": "window-counts",
+        "job": "sensors",
         "detected_at": 5_000,
         **more,
     }
@@ -120,7 +120,7 @@ def test_run_alerts_pick_the_runs_sensor_alerts() -> None:
         alert("a1", "sensor-000001", "spike"),
         alert("a1", "sensor-000001", "spike"),  # a replay
         alert("a2", "sensor-000002", "stuck_sensor", run=OTHER),
-        alert("a3", "veh-000001", "overheating", job="vehicle-telemetry"),
+        alert("a3", "veh-000001", "overheating", job="vehicles"),
         alert("a4", "sensor-000001", "silent_device", event_ids=[]),
         alert("a5", "sensor-000404", "silent_device", event_ids=[]),  # not a device of RUN
         alert("a6", "sensor-000001", "low_battery", job="other"),
@@ -128,7 +128,7 @@ def test_run_alerts_pick_the_runs_sensor_alerts() -> None:
     mine = run_alerts(rows, RUN, view.has_device)
     assert [a["alert_id"] for a in mine] == ["a1", "a4", "a6"]
     assert run_alerts(rows, None, view.has_device) == []
-    assert not is_sensor_alert({"label": "overheating", "job": "vehicle-telemetry"})
+    assert not is_sensor_alert({"label": "overheating", "job": "vehicles"})
     fleet = view.fleet(RUN, mine)
     assert fleet["devices"][0]["alerts"] == 3 and fleet["sites"][0]["alerts"] == 3
 
@@ -168,7 +168,7 @@ def test_sensor_routes(api: tuple[TestClient, Feeds, SensorFeed]) -> None:
     feeds._on_alert({**alert("al-1", "sensor-000002", "stuck_sensor"), "evidence": '{"n": 3}'})
     feeds._on_alert(alert("al-2", "sensor-000002", "spike", run=OTHER))
 
-    fleet = SensorFleet.model_validate(http.get("/v1/sensors").json())
+    fleet = SensorList.model_validate(http.get("/v1/sensors").json())
     assert fleet.run == RUN and fleet.count == 2 and fleet.source.readings == 6
     assert [(d.sensor_id, d.site, d.alerts) for d in fleet.devices] == [
         ("sensor-000001", "Port Jennifer", 0),

@@ -67,7 +67,7 @@ def vehicle_alert(alert_id: str, vehicle: str, detected_at: int = NOW, **more: A
             {"signal": "coolant_c", "value": 118.4, "readings": 61, "above": 105.0}
         ).decode(),
         "source": "pipeline",
-        "job": "vehicle-telemetry",
+        "job": "vehicles",
         "detected_at": detected_at,
         **more,
     }
@@ -197,7 +197,7 @@ def test_status_moving_parked_alerting() -> None:
     view.add_alert(vehicle_alert("al-1", "veh-alert", detected_at=NOW - 60_000), NOW)
     view.add_alert(vehicle_alert("al-2", "veh-only-alert", detected_at=NOW - 1000), NOW)
     view.add_alert(vehicle_alert("al-3", "veh-old", detected_at=NOW - 700_000), NOW)
-    assert not view.add_alert({**vehicle_alert("c1", "tok_x"), "job": "card-velocity",
+    assert not view.add_alert({**vehicle_alert("c1", "tok_x"), "job": "cards",
                                "label": "card_testing"})  # fmt: skip
     rows, counts = view.vehicles(NOW, limit=100)
     assert [(r["vehicle_id"], r["status"]) for r in rows] == [

@@ -14,15 +14,15 @@ import pytest
 
 from api.fraud.models import TransactionRequest
 from core.config import StackConfig
-from scenarios.cards.config import CardVelocityDomain
-from scenarios.cards.scenario import CardVelocity, endpoint_url
+from scenarios.cards.config import CardsDomain
+from scenarios.cards.scenario import CardsScenario, endpoint_url
 from scenarios.catalog import ScenarioConfig
 from simulators import Engine
 from simulators.sinks import MemorySink, Records, Topics
 from simulators.sinks.http import HttpEventSink
 
 URL = "http://pos.test/v1/transactions"
-TOPICS = Topics("cards.transactions", "truth.card_velocity")
+TOPICS = Topics("cards.transactions", "truth.cards")
 PAN = "4111111111111111"
 SERVER_S = 0.002
 #: How long the first request waits for a second one in flight (generous: it comes at once).
@@ -155,13 +155,13 @@ def test_pos_mode_requests_are_valid_endpoint_bodies(monkeypatch: pytest.MonkeyP
             "duration_s": 3600,
             "tick_s": 30,
             "domain": {
-                "type": "card_velocity",
+                "type": "cards",
                 "delivery": "http",
                 "fraud": {"card_testing": {"rate_per_1k_card_hours": 20}},
             },
         }
     )
-    scenario = CardVelocity(cfg, StackConfig())
+    scenario = CardsScenario(cfg, StackConfig())
     sink = MemorySink()
     engine = Engine(scenario, cfg, sink, speed="max")
     wrapped = engine.sink
@@ -185,10 +185,10 @@ def test_pos_mode_requests_are_valid_endpoint_bodies(monkeypatch: pytest.MonkeyP
 
 
 def test_the_endpoint_url_defaults_to_the_stacks_api_address() -> None:
-    domain = CardVelocityDomain()
+    domain = CardsDomain()
     stack = StackConfig.model_validate({"api": {"host": "0.0.0.0", "port": 8123}})
     assert endpoint_url(domain, stack) == "http://127.0.0.1:8123/v1/transactions"
     stack = StackConfig.model_validate({"api": {"host": "api.internal", "port": 80}})
     assert endpoint_url(domain, stack) == "http://api.internal:80/v1/transactions"
-    chosen = CardVelocityDomain.model_validate({"endpoint": {"url": "https://fraud.example/tx"}})
+    chosen = CardsDomain.model_validate({"endpoint": {"url": "https://fraud.example/tx"}})
     assert endpoint_url(chosen, stack) == "https://fraud.example/tx"

@@ -27,14 +27,14 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         mp.setenv("STREAMSIM_PAN_SECRET", SECRET)
         cfg = ScenarioConfig.model_validate(
             {
-                "name": "card_velocity",
+                "name": "cards",
                 "seed": 5,
                 "entities": 2000,
                 "duration_s": 3600,
                 "tick_s": 30,
                 "classes": [{"name": "pos_terminal"}, {"name": "online_gateway"}],
                 "domain": {
-                    "type": "card_velocity",
+                    "type": "cards",
                     "delivery": "http",
                     "fraud": {"account_takeover": {"rate_per_1k_card_hours": 10.0}},
                 },

@@ -1,4 +1,4 @@
-"""The card-velocity scenario end to end in memory: cards, places, channels, fraud with labels and
+"""The cards scenario end to end in memory: cards, places, channels, fraud with labels and
 incident ids at their rates, hard negatives, no PAN anywhere, determinism."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from core.config import StackConfig
 from core.geo import haversine_km
 from core.pan import PanTokenizer, luhn_valid
 from scenarios.cards.config import CARD_FRAUDS, HARD_NEGATIVES
-from scenarios.cards.scenario import CardVelocity
+from scenarios.cards.scenario import CardsScenario
 from scenarios.cards.world import World
 from scenarios.catalog import ScenarioConfig, build_scenario, run_scenario
 from simulators import Engine
@@ -53,7 +53,7 @@ EVENT_KEYS = [
     "device_id",
 ]
 SCENARIO: dict[str, Any] = {
-    "name": "card_velocity",
+    "name": "cards",
     "seed": 11,
     "entities": CARDS,
     "duration_s": HOURS * 3600,
@@ -73,7 +73,7 @@ SCENARIO: dict[str, Any] = {
         {"name": "online_gateway", "clock": {"offset_s": 0, "drift_ppm": 0}},
     ],
     "domain": {
-        "type": "card_velocity",
+        "type": "cards",
         "travel": {"trips_per_day": 2.0},
         "border": {"share": 0.05},
         "fraud": {
@@ -117,15 +117,15 @@ def truth(run: tuple[Engine, MemorySink]) -> list[dict[str, Any]]:
     return [orjson.loads(v) for v in run[1].truth.values]
 
 
-def scenario_of(run: tuple[Engine, MemorySink]) -> CardVelocity:
+def scenario_of(run: tuple[Engine, MemorySink]) -> CardsScenario:
     scenario = run[0].scenario
-    assert isinstance(scenario, CardVelocity)
+    assert isinstance(scenario, CardsScenario)
     return scenario
 
 
 def test_every_pan_is_luhn_valid_distinct_and_tokenized_like_the_endpoint(tmp_path: Path) -> None:
     cfg = config(domain={**SCENARIO["domain"], "delivery": "http"})
-    scenario = CardVelocity(cfg, StackConfig.model_validate({"dirs": {"data": str(tmp_path)}}))
+    scenario = CardsScenario(cfg, StackConfig.model_validate({"dirs": {"data": str(tmp_path)}}))
     pans = scenario.cards.pans
     assert pans is not None and len(set(pans)) == CARDS
     assert all(len(p) == 16 and luhn_valid(p) for p in pans)
@@ -138,7 +138,7 @@ def test_every_pan_is_luhn_valid_distinct_and_tokenized_like_the_endpoint(tmp_pa
 
 def test_the_stream_never_carries_a_pan(run: tuple[Engine, MemorySink], tmp_path: Path) -> None:
     cfg = config(domain={**SCENARIO["domain"], "delivery": "http"})
-    pans = CardVelocity(cfg, StackConfig()).cards.pans
+    pans = CardsScenario(cfg, StackConfig()).cards.pans
     assert pans is not None
     _, sink = run
     everything = b"\n".join(sink.events.values + sink.events.keys + sink.truth.values)

@@ -114,10 +114,10 @@ def test_tally_counts_each_send_once_and_finds_loss_and_duplicates() -> None:
 
 
 def test_cli_rejects_an_unknown_fault_and_a_non_card_scenario_for_driver_faults() -> None:
-    unknown = CLI.invoke(app, ["chaos", "card_velocity", "--fault", "disk"])
+    unknown = CLI.invoke(app, ["chaos", "cards", "--fault", "disk"])
     assert unknown.exit_code == 2
     assert "one of broker, broker-of-3, driver, endpoint" in unknown.output
     for fault in ("driver", "endpoint"):
-        wrong = CLI.invoke(app, ["chaos", "sensor_fleet", "--fault", fault])
+        wrong = CLI.invoke(app, ["chaos", "sensors", "--fault", fault])
         assert isinstance(wrong.exception, StreamsimError)  # before any broker or process starts
-        assert "needs a card_velocity scenario with domain.delivery: kafka" in str(wrong.exception)
+        assert "needs a cards scenario with domain.delivery: kafka" in str(wrong.exception)

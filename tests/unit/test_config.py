@@ -87,7 +87,7 @@ def test_unknown_kind(tmp_path: Path) -> None:
 def test_kind_is_inferred_from_folder(tmp_path: Path) -> None:
     folder = tmp_path / "pipelines"
     folder.mkdir()
-    path = write(folder, "job: window-counts\ninput_topics: [a]\noutput_topic: b\n", "p.yaml")
+    path = write(folder, "job: sensors\ninput_topics: [a]\noutput_topic: b\n", "p.yaml")
     kind, _ = load_file(path)
     assert kind == "pipeline"
 

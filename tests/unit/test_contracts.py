@@ -188,8 +188,8 @@ def test_topics_are_declared_once_with_their_keys() -> None:
         "aggregates.vehicle-trips",
         "aggregates.sensor-counts",
     ]
-    truth = topics.truth("sensor_fleet")
-    assert truth.name == "truth.sensor_fleet" and truth.key == "event_id"
+    truth = topics.truth("sensors")
+    assert truth.name == "truth.sensors" and truth.key == "event_id"
     assert topics.is_truth(truth.name) and not topics.is_truth("metrics")
 
 
@@ -255,7 +255,7 @@ def test_the_static_literals_match_the_contracts() -> None:
     drift from the contracts."""
     from typing import get_args
 
-    from pipeline.jobs.vehicle_telemetry.config import VehicleSignal
+    from pipeline.jobs.vehicles.config import VehicleSignal
     from scenarios.sensors.config import FaultType as SensorFault
     from scenarios.vehicles.config import FaultType as VehicleFault
     from scenarios.vehicles.config import StuckSignal
@@ -358,7 +358,7 @@ def test_the_alerts_topic_record_is_the_contracts() -> None:
         "event_ids": ["t1"],
         "evidence": '{"n": 5}',
     }
-    record = alert_record(row, "card-velocity", 9)
+    record = alert_record(row, "cards", 9)
     assert tuple(record) == tuple(f.name for f in ALERT.fields if not f.optional)
     parsed = AlertRow.model_validate(record)
     assert parsed.model_dump() == {**record, "late": None, "late_by_ms": None}

@@ -1,4 +1,4 @@
-"""`evaluate sensor-fleet` offline: the stuck-sensor, spike and silent-device rules' batch forms
+"""`evaluate sensors` offline: the stuck-sensor, spike and silent-device rules' batch forms
 over a seeded run of the shipped fleet (smaller), scored against its truth with the shared
 scoring; and a detector that alerts on every reading scoring low."""
 
@@ -18,7 +18,7 @@ from simulators.sinks import JsonlSink
 from streamsim.evaluate import sensors
 from streamsim.evaluate.scoring import Judge, score_path
 
-FLEET = Path(__file__).parents[2] / "config" / "scenarios" / "sensor_fleet.yaml"
+FLEET = Path(__file__).parents[2] / "config" / "scenarios" / "sensors.yaml"
 
 
 def _read(path: Path) -> pd.DataFrame:
@@ -31,7 +31,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFrame, pd.Data
     20 simulated minutes, at full speed: readings (each event once) and truth."""
     data = yaml.safe_load(FLEET.read_text())
     data.update(seed=11, entities=4000, duration_s=1200)
-    out = tmp_path_factory.mktemp("sensor-fleet")
+    out = tmp_path_factory.mktemp("sensors")
     run_scenario(ScenarioConfig.model_validate(data), JsonlSink(out), speed="max")
     readings = _read(out / "events.jsonl").drop_duplicates("event_id", ignore_index=True)
     return readings, _read(out / "truth.jsonl")

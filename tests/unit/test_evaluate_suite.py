@@ -21,9 +21,9 @@ from streamsim.evaluate.suite import (
 SUITES = sorted((Path(__file__).resolve().parents[2] / "config" / "suites").glob("*.yaml"))
 #: Small runs: one seed, few entities, short (the shipped sizes take minutes each).
 SMALL: dict[str, tuple[int, float]] = {  # entities, simulated seconds
-    "card_velocity": (5000, 3600.0),
-    "connected_vehicles": (80, 1500.0),
-    "sensor_fleet": (2000, 600.0),
+    "cards": (5000, 3600.0),
+    "vehicles": (80, 1500.0),
+    "sensors": (2000, 600.0),
 }
 
 
@@ -82,7 +82,7 @@ def test_every_shipped_suite_runs_small(path: Path) -> None:
 
 def test_the_bar_decides_ok() -> None:
     suite = load_suite("config/suites/cards-tuning.yaml")
-    entities, duration_s = SMALL["card_velocity"]
+    entities, duration_s = SMALL["cards"]
     small: dict[str, Any] = {
         "seeds": suite.seeds[:1],
         "entities": entities,
@@ -94,26 +94,26 @@ def test_the_bar_decides_ok() -> None:
                                                                    "incident_precision": 1.0,
                                                                    "hard_negative_rate": 0.0})}
     )  # fmt: skip
-    report = run_suite(impossible, "card-velocity", StackConfig(), **small)
+    report = run_suite(impossible, "cards", StackConfig(), **small)
     assert report["ok"] is False  # a bar of 1.0 everywhere
     lax = impossible.model_copy(
         update={"thresholds": impossible.thresholds.model_copy(
             update={"recall": 0.0, "incident_precision": 0.0, "hard_negative_rate": 1.0})}
     )  # fmt: skip
-    assert run_suite(lax, "card-velocity", StackConfig(), **small)["ok"] is True
+    assert run_suite(lax, "cards", StackConfig(), **small)["ok"] is True
 
 
 def test_an_endpoint_suite_scores_the_settings_it_names(tmp_path: Path) -> None:
     shipped = load_suite("config/suites/cards-tuning.yaml")
     assert shipped.settings == Path("config/api.yaml")
-    entities, duration_s = SMALL["card_velocity"]
+    entities, duration_s = SMALL["cards"]
     off = tmp_path / "api.yaml"
     off.write_text("kind: api\nvelocity: {min_count: 100000, min_small_count: 100000}\n")
     recall = {}
     for settings in (shipped.settings, off):
         suite = shipped.model_copy(update={"variants": shipped.variants[:1], "settings": settings})
         report = run_suite(
-            suite, "card-velocity", StackConfig(), seeds=suite.seeds[:1], entities=entities,
+            suite, "cards", StackConfig(), seeds=suite.seeds[:1], entities=entities,
             duration_s=duration_s,
         )  # fmt: skip
         recall[settings] = report["types"]["card_testing"]["mean"]["recall"]

@@ -87,14 +87,14 @@ def test_each_lab_scenario_gets_a_private_copy_of_its_jobs_config(scenario: str)
     # The update-mode variant runs beside the windowed query, in the lab only.
     assert lab_job.provisional_query is not None
     assert lab_job.provisional_query.startswith(lab_job.windows_query)
-    cards = base.job == "card-velocity"
-    settings = cfg.card_velocity if cards else cfg.vehicle_telemetry
-    shipped = base.card_velocity if cards else base.vehicle_telemetry
+    cards = base.job == "cards"
+    settings = cfg.cards if cards else cfg.vehicles
+    shipped = base.cards if cards else base.vehicles
     flag = "provisional_features" if cards else "provisional_stats"
     assert getattr(settings, flag) and not getattr(shipped, flag)
-    if base.job == "vehicle-telemetry":  # its shipped 30 s batch spacing would idle a replay
-        assert base.vehicle_telemetry.aggregates_interval is not None
-        assert cfg.vehicle_telemetry.aggregates_interval is None
+    if base.job == "vehicles":  # its shipped 30 s batch spacing would idle a replay
+        assert base.vehicles.aggregates_interval is not None
+        assert cfg.vehicles.aggregates_interval is None
 
 
 class _Query:

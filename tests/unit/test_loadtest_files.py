@@ -73,7 +73,7 @@ def test_each_spark_job_has_a_kafka_ingest_file_with_bounded_lag() -> None:
         target = cfg.target
         if isinstance(target, KafkaTarget) and cfg.load.type == "constant" and target.job:
             jobs[target.job] = cfg
-    assert set(jobs) >= {"window-counts", "card-velocity", "vehicle-telemetry"}
+    assert set(jobs) >= {"sensors", "cards", "vehicles"}
     for cfg in jobs.values():  # recovery needs the load to stop: the spike file's part
         assert cfg.slo.lag_max is not None and cfg.slo.lag_recovery_s is None
 

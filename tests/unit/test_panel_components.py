@@ -67,14 +67,14 @@ POS = {"domain": {"delivery": "http"}}
 @pytest.mark.parametrize(
     ("name", "overrides", "components", "job", "inputs"),
     [
-        ("card_velocity", None, ("job", "simulator"), "card-velocity", ("cards.transactions",)),
-        ("card_velocity", POS, ("endpoint", "job", "simulator"), "card-velocity", (ACTIVITY,)),
-        ("sensor_fleet", None, ("job", "simulator"), "window-counts", ("sensors.readings",)),
+        ("cards", None, ("job", "simulator"), "cards", ("cards.transactions",)),
+        ("cards", POS, ("endpoint", "job", "simulator"), "cards", (ACTIVITY,)),
+        ("sensors", None, ("job", "simulator"), "sensors", ("sensors.readings",)),
         (
-            "connected_vehicles",
+            "vehicles",
             None,
             ("job", "simulator"),
-            "vehicle-telemetry",
+            "vehicles",
             ("vehicles.telemetry",),
         ),
         ("shipping", None, ("simulator",), None, ()),
@@ -93,30 +93,30 @@ def test_each_scenario_plans_what_it_needs(
 
 
 def test_the_job_reads_the_run_topic_not_the_pipeline_files() -> None:
-    chosen = plan("sensor_fleet", {"entities": 5}, requested=None)
-    data = scenario("sensor_fleet").model_dump()
+    chosen = plan("sensors", {"entities": 5}, requested=None)
+    data = scenario("sensors").model_dump()
     data["domain"]["topic"] = "sensors.readings-mine"
     mine = plan_components(ScenarioConfig.model_validate(data), PIPELINES, activity_topic=ACTIVITY)
     assert chosen.job_inputs == ("sensors.readings",)
-    assert mine.job == "window-counts" and mine.job_inputs == ("sensors.readings-mine",)
+    assert mine.job == "sensors" and mine.job_inputs == ("sensors.readings-mine",)
 
 
 def test_requested_components_are_checked() -> None:
-    assert plan("card_velocity", POS, requested=["simulator"]).components == ("simulator",)
-    only = plan("card_velocity", POS, requested=["simulator", "endpoint"])
+    assert plan("cards", POS, requested=["simulator"]).components == ("simulator",)
+    only = plan("cards", POS, requested=["simulator", "endpoint"])
     assert only.components == ("endpoint", "simulator") and only.job is None
     with pytest.raises(InvalidComponents, match="must include the simulator"):
-        plan("sensor_fleet", requested=["job"])
+        plan("sensors", requested=["job"])
     with pytest.raises(InvalidComponents, match="has no endpoint"):
-        plan("sensor_fleet", requested=["simulator", "endpoint"])
+        plan("sensors", requested=["simulator", "endpoint"])
     with pytest.raises(InvalidComponents, match="has no job"):
         plan("shipping", requested=["simulator", "job"])
     with pytest.raises(InvalidComponents, match="unknown components"):
         plan("shipping", requested=["simulator", "spark"])
     with pytest.raises(InvalidComponents, match="without a stack"):
-        plan("sensor_fleet", requested=["simulator", "job"], available=["simulator"])
+        plan("sensors", requested=["simulator", "job"], available=["simulator"])
     # Without a stack, the default is what can start: the simulator.
-    assert plan("sensor_fleet", available=["simulator"]).components == ("simulator",)
+    assert plan("sensors", available=["simulator"]).components == ("simulator",)
 
 
 def test_the_job_stops_on_its_ctrl_c_the_others_on_sigterm() -> None:
@@ -131,18 +131,18 @@ def test_start_and_stop_order() -> None:
     assert start_order(COMPONENTS) == ("endpoint", "job", "simulator")
     assert stop_order(["endpoint", "simulator", "job"]) == ("simulator", "job", "endpoint")
     assert stop_order(["job", "simulator"]) == ("simulator", "job")
-    assert plan("card_velocity", POS).stop_order() == ("simulator", "job", "endpoint")
+    assert plan("cards", POS).stop_order() == ("simulator", "job", "endpoint")
 
 
 def test_the_job_pipeline_copy_starts_at_the_topic_ends() -> None:
-    chosen = plan("card_velocity", POS)
+    chosen = plan("cards", POS)
     data = job_pipeline(chosen, {ACTIVITY: {1: 7, 0: 3}})
-    assert data["job"] == "card-velocity" and data["input_topics"] == [ACTIVITY]
+    assert data["job"] == "cards" and data["input_topics"] == [ACTIVITY]
     assert json.loads(data["starting_offsets"]) == {ACTIVITY: {"0": 3, "1": 7}}
     assert data["watermark"] == "2 minutes"  # the rest is the file's
 
 
-def report(query: str, at: int, rows: int = 0, job: str = "window-counts") -> dict[str, Any]:
+def report(query: str, at: int, rows: int = 0, job: str = "sensors") -> dict[str, Any]:
     return {"job": job, "query": query, "at": at, "input_rows": rows, "duration_ms": 100}
 
 
@@ -151,10 +151,10 @@ def test_job_progress_is_the_jobs_reports_since_it_started() -> None:
         report("b", 2_000),
         report("a", 3_000),
         report("old", 500),  # an earlier run's
-        report("x", 3_000, job="card-velocity"),
-        {"job": "window-counts", "query": "no-time"},
+        report("x", 3_000, job="cards"),
+        {"job": "sensors", "query": "no-time"},
     ]
-    assert [q["query"] for q in job_progress(queries, "window-counts", 1_000)] == ["a", "b"]
+    assert [q["query"] for q in job_progress(queries, "sensors", 1_000)] == ["a", "b"]
 
 
 # -- the manager with fake components --------------------------------------------------------
@@ -219,7 +219,7 @@ def fakes(
 def scenario_dir(tmp_path: Path) -> Path:
     folder = tmp_path / "scenarios"
     folder.mkdir()
-    for name in ("card_velocity", "sensor_fleet"):
+    for name in ("cards", "sensors"):
         shutil.copy(SCENARIOS / f"{name}.yaml", folder / f"{name}.yaml")
     return folder
 
@@ -285,8 +285,8 @@ def test_a_pos_run_starts_endpoint_job_simulator_and_stops_them_in_order(
 
     runs = make_manager(tmp_path, scenario_dir, seen, healthy=healthy,
                         job="grandchild")  # fmt: skip
-    runs.progress = Progress("card-velocity")
-    run = runs.start("card_velocity", overrides=POS)
+    runs.progress = Progress("cards")
+    run = runs.start("cards", overrides=POS)
     try:
         assert run.plan.components == ("endpoint", "job", "simulator")
         wait_for(lambda: len(checks) >= 3)  # the simulator waits for the endpoint's health check
@@ -327,7 +327,7 @@ def test_a_pos_run_starts_endpoint_job_simulator_and_stops_them_in_order(
     assert groups_alive(stopped) == []  # the job's SIGTERM-deaf grandchild too
     body = RunInfo.model_validate(stopped.to_dict()).model_dump()
     assert [c["name"] for c in body["components"]] == ["endpoint", "job", "simulator"]
-    assert body["job"] == "card-velocity"
+    assert body["job"] == "cards"
 
 
 def test_a_finished_simulator_stops_the_job_once_drained(
@@ -335,8 +335,8 @@ def test_a_finished_simulator_stops_the_job_once_drained(
 ) -> None:
     seen: list[tuple[str, RunSpec]] = []
     runs = make_manager(tmp_path, scenario_dir, seen, simulator="done")
-    runs.progress = Progress("window-counts")
-    run = runs.start("sensor_fleet")
+    runs.progress = Progress("sensors")
+    run = runs.start("sensors")
     assert run.done.wait(180)
     assert run.status == "finished" and run.error is None and run.summary == {"events": 1}
     assert run.parts["simulator"].state == "exited" and run.parts["simulator"].exit_code == 0
@@ -349,8 +349,8 @@ def test_a_job_that_does_not_drain_in_time_is_stopped(tmp_path: Path, scenario_d
     seen: list[tuple[str, RunSpec]] = []
     runs = make_manager(tmp_path, scenario_dir, seen, simulator="done", job="deaf")
     runs.drain_timeout_s = 0.5
-    runs.progress = Progress("window-counts")
-    run = runs.start("sensor_fleet")
+    runs.progress = Progress("sensors")
+    run = runs.start("sensors")
     assert run.done.wait(180)
     assert run.status == "finished", run.error
     job = run.parts["job"]
@@ -362,8 +362,8 @@ def test_a_job_that_does_not_drain_in_time_is_stopped(tmp_path: Path, scenario_d
 def test_a_job_whose_drain_fails_fails_the_run(tmp_path: Path, scenario_dir: Path) -> None:
     seen: list[tuple[str, RunSpec]] = []
     runs = make_manager(tmp_path, scenario_dir, seen, simulator="done", job="drainfails")
-    runs.progress = Progress("window-counts")
-    run = runs.start("sensor_fleet")
+    runs.progress = Progress("sensors")
+    run = runs.start("sensors")
     assert run.done.wait(180)
     assert run.parts["job"].state == "exited" and run.parts["job"].exit_code == 3
     assert run.status == "failed" and run.error is not None and "the drain broke" in run.error
@@ -374,7 +374,7 @@ def test_a_job_that_exits_fails_the_run_and_stops_the_simulator(
 ) -> None:
     seen: list[tuple[str, RunSpec]] = []
     runs = make_manager(tmp_path, scenario_dir, seen, job="exit3")
-    run = runs.start("sensor_fleet")
+    run = runs.start("sensors")
     assert run.done.wait(180)
     assert run.status == "failed"
     assert run.error is not None and "job exited with code 3" in run.error
@@ -388,7 +388,7 @@ def test_an_endpoint_that_never_answers_fails_the_run(tmp_path: Path, scenario_d
     seen: list[tuple[str, RunSpec]] = []
     runs = make_manager(tmp_path, scenario_dir, seen, healthy=lambda url: False)
     runs.endpoint_timeout_s = 0.5
-    run = runs.start("card_velocity", overrides=POS, components=["simulator", "endpoint"])
+    run = runs.start("cards", overrides=POS, components=["simulator", "endpoint"])
     assert run.done.wait(180)
     assert run.status == "failed" and run.error is not None and "did not answer" in run.error
     assert run.parts["simulator"].pid is None and run.parts["simulator"].state == "stopped"
@@ -421,7 +421,7 @@ def test_components_are_validated(client: tuple[TestClient, RunManager]) -> None
     ]:
         answer = http.post(
             "/v1/control/runs",
-            json={"scenario": "sensor_fleet", "components": components},
+            json={"scenario": "sensors", "components": components},
             headers=AUTH,
         )
         assert answer.status_code == 422, answer.text
@@ -435,7 +435,7 @@ def test_the_simulator_only_and_private_component_fields(
     http, runs = client
     started = http.post(
         "/v1/control/runs",
-        json={"scenario": "sensor_fleet", "components": ["simulator"]},
+        json={"scenario": "sensors", "components": ["simulator"]},
         headers=AUTH,
     )
     assert started.status_code == 201, started.text
@@ -491,8 +491,8 @@ def test_a_job_still_starting_when_the_simulator_finishes_gets_time_to_start(
             first_batch.append(int(time.time() * 1000))
         return ready
 
-    runs.progress = LateProgress("window-counts", late)
-    started.append(run := runs.start("sensor_fleet"))
+    runs.progress = LateProgress("sensors", late)
+    started.append(run := runs.start("sensors"))
     assert run.done.wait(180)
     assert run.status == "finished", run.error
     job = run.parts["job"]
@@ -505,8 +505,8 @@ def test_a_stop_does_not_wait_for_a_starting_job(tmp_path: Path, scenario_dir: P
     runs = make_manager(tmp_path, scenario_dir, seen)
     runs.drain_timeout_s = 0.2
     runs.job_start_timeout_s = 3600  # a stop that waited for the start would outlast its budget
-    runs.progress = LateProgress("window-counts", lambda: False)  # never starts
-    run = runs.start("sensor_fleet")
+    runs.progress = LateProgress("sensors", lambda: False)  # never starts
+    run = runs.start("sensors")
     wait_ready(run.workdir / "stdout.log")
     assert runs.stop(run.run_id).status == "stopped"  # not "stopping": it ended in its budget
 
@@ -515,8 +515,8 @@ def test_a_job_that_dies_while_it_drains_fails_the_run(tmp_path: Path, scenario_
     seen: list[tuple[str, RunSpec]] = []
     runs = make_manager(tmp_path, scenario_dir, seen, simulator="done", job="exit3late")
     # no batch yet: the run waits for the job to drain, and it dies (4 s) while it waits
-    runs.progress = LateProgress("window-counts", lambda: False)
-    run = runs.start("sensor_fleet")
+    runs.progress = LateProgress("sensors", lambda: False)
+    run = runs.start("sensors")
     assert run.done.wait(180)
     assert run.parts["simulator"].exit_code == 0
     assert run.parts["job"].state == "exited" and run.parts["job"].exit_code == 3

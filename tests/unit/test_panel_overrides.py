@@ -56,7 +56,7 @@ def locs(name: str, overrides: dict[str, Any]) -> list[list[str]]:
     [
         ({"domain": {"endpoint": {"url": "http://evil.example/"}}}, ["domain", "endpoint", "url"]),
         ({"domain": {"topic": "alerts"}}, ["domain", "topic"]),
-        ({"name": "connected_vehicles"}, ["name"]),
+        ({"name": "vehicles"}, ["name"]),
         ({"run_id": "someone-elses"}, ["run_id"]),
         ({"kind": "scenario"}, ["kind"]),
         ({"tick_s": 0.001}, ["tick_s"]),
@@ -76,21 +76,21 @@ def locs(name: str, overrides: dict[str, Any]) -> list[list[str]]:
 def test_a_key_off_the_list_is_refused_by_its_exact_path(
     overrides: dict[str, Any], loc: list[str]
 ) -> None:
-    (problem,) = problems("card_velocity", overrides)
+    (problem,) = problems("cards", overrides)
     assert problem["loc"] == loc and problem["type"] == "not_tunable"
     assert f"'{'.'.join(loc)}'" in problem["msg"]
 
 
 def test_the_message_lists_what_is_tunable_there() -> None:
-    (problem,) = problems("card_velocity", {"domain": {"endpoint": {"url": "http://x/"}}})
+    (problem,) = problems("cards", {"domain": {"endpoint": {"url": "http://x/"}}})
     assert problem["msg"].endswith("under 'domain' are: delivery, fraud, hard_negatives")
-    (problem,) = problems("card_velocity", {"classes": [{"name": "x"}]})
+    (problem,) = problems("cards", {"classes": [{"name": "x"}]})
     assert "takes a mapping" in problem["msg"] and "pos_terminal" in problem["msg"]
 
 
 def test_entities_have_a_panel_bound() -> None:
-    assert problems("sensor_fleet", {"entities": PANEL_MAX_ENTITIES}) == []
-    (problem,) = problems("sensor_fleet", {"entities": 10_000_000})
+    assert problems("sensors", {"entities": PANEL_MAX_ENTITIES}) == []
+    (problem,) = problems("sensors", {"entities": 10_000_000})
     assert problem["loc"] == ["entities"] and problem["type"] == "less_than_equal"
     assert problem["ctx"] == {"le": PANEL_MAX_ENTITIES} and "10000000" in problem["msg"]
     # Shipping's class shares are its counts: its entities are not tunable at all.
@@ -99,7 +99,7 @@ def test_entities_have_a_panel_bound() -> None:
 
 def test_every_refused_key_is_named_at_once() -> None:
     assert locs(
-        "connected_vehicles",
+        "vehicles",
         {
             "seed": 3,
             "run_id": "x",
@@ -127,20 +127,20 @@ def test_the_tunable_keys_of_a_run() -> None:
         "classes": {"env_sensor": {"delivery": {"outages": {"flush_duplicates": 0.1}}}},
         "domain": {"faults": {"rate_per_hour": 1.0, "mix": {"spike": 0.9, "stuck_sensor": 0.1}}},
     }
-    assert problems("sensor_fleet", overrides) == []
+    assert problems("sensors", overrides) == []
 
 
 def test_each_entry_of_a_rate_keyed_by_type_is_tunable() -> None:
     every = {fault: 0.5 for fault in VEHICLE_FAULTS}
-    assert problems("connected_vehicles", {"domain": {"faults": {"rate_per_hour": every}}}) == []
-    assert locs(
-        "connected_vehicles", {"domain": {"faults": {"rate_per_hour": {"flat_tyre": 1}}}}
-    ) == [["domain", "faults", "rate_per_hour", "flat_tyre"]]
+    assert problems("vehicles", {"domain": {"faults": {"rate_per_hour": every}}}) == []
+    assert locs("vehicles", {"domain": {"faults": {"rate_per_hour": {"flat_tyre": 1}}}}) == [
+        ["domain", "faults", "rate_per_hour", "flat_tyre"]
+    ]
     # The fault's own parameters are not rates: refused.
-    assert locs("connected_vehicles", {"domain": {"faults": {"speeding": {"duration_s": 1}}}}) == [
+    assert locs("vehicles", {"domain": {"faults": {"speeding": {"duration_s": 1}}}}) == [
         ["domain", "faults", "speeding", "duration_s"]
     ]
-    assert locs("sensor_fleet", {"domain": {"faults": {"mix": {"drift": 1}}}}) == [
+    assert locs("sensors", {"domain": {"faults": {"mix": {"drift": 1}}}}) == [
         ["domain", "faults", "mix", "drift"]
     ]
 
@@ -194,7 +194,7 @@ def test_every_rate_of_every_scenario_has_a_slider(path: Path) -> None:
 
 
 def test_the_vehicles_get_a_slider_per_fault_type() -> None:
-    config = resolved(raw("connected_vehicles"))
+    config = resolved(raw("vehicles"))
     del config["domain"]["faults"]["rate_per_hour"]["speeding"]  # left out: 0
     knobs = {k.key: k for k in knobs_for(config, TunableKeys.of(config).dotted())}
     for fault in VEHICLE_FAULTS:
@@ -240,24 +240,24 @@ def runs(tmp_path: Path) -> RunManager:
 
 def test_a_refused_key_starts_nothing_and_an_allowed_one_starts(runs: RunManager) -> None:
     with pytest.raises(InvalidOverrides) as info:
-        runs.start("card_velocity", overrides={"domain": {"endpoint": {"url": "http://x/"}}})
+        runs.start("cards", overrides={"domain": {"endpoint": {"url": "http://x/"}}})
     assert [p["loc"] for p in info.value.problems] == [["domain", "endpoint", "url"]]
     assert runs.list() == []
     over = {"domain": {"faults": {"rate_per_hour": {"gps_jump": 0.3}}}}
-    run = runs.start("connected_vehicles", overrides=over)
+    run = runs.start("vehicles", overrides=over)
     written = yaml.safe_load((run.workdir / "scenario.yaml").read_text())
     assert written["domain"]["faults"]["rate_per_hour"]["gps_jump"] == 0.3
     assert written["domain"]["faults"]["rate_per_hour"]["speeding"] == 0.05  # merged
-    assert written == apply_overrides({**raw("connected_vehicles"), "run_id": run.run_id}, over)
+    assert written == apply_overrides({**raw("vehicles"), "run_id": run.run_id}, over)
     assert run.done.wait(180)
 
 
 def test_scenarios_list_their_tunable_keys(runs: RunManager) -> None:
     listed = {s["name"]: s["tunable"] for s in runs.scenarios()}
-    assert "domain.faults.rate_per_hour.battery_failure" in listed["connected_vehicles"]
-    assert "classes.truck.delivery.outages.rate_per_hour" in listed["connected_vehicles"]
+    assert "domain.faults.rate_per_hour.battery_failure" in listed["vehicles"]
+    assert "classes.truck.delivery.outages.rate_per_hour" in listed["vehicles"]
     assert "entities" not in listed["shipping"]
-    assert not any("endpoint" in k or "topic" in k for k in listed["card_velocity"])
+    assert not any("endpoint" in k or "topic" in k for k in listed["cards"])
 
 
 @pytest.fixture
@@ -275,29 +275,29 @@ def client(runs: RunManager) -> Iterator[TestClient]:
 #: `api.panel.models.overrides`), each sent to the route of a scenario that has the key.
 REFUSED: list[tuple[str, dict[str, Any], list[str]]] = [
     # where card numbers go, where events land, whose ids and truth they are
-    ("card_velocity", {"domain": {"endpoint": {"url": "http://evil.example/"}}},
+    ("cards", {"domain": {"endpoint": {"url": "http://evil.example/"}}},
      ["domain", "endpoint", "url"]),
-    ("card_velocity", {"domain": {"topic": "alerts"}}, ["domain", "topic"]),
-    ("sensor_fleet", {"domain": {"topic": "truth.card_velocity"}}, ["domain", "topic"]),
-    ("card_velocity", {"name": "shipping"}, ["name"]),
-    ("connected_vehicles", {"name": "card_velocity"}, ["name"]),
-    ("card_velocity", {"run_id": "r1"}, ["run_id"]),
+    ("cards", {"domain": {"topic": "alerts"}}, ["domain", "topic"]),
+    ("sensors", {"domain": {"topic": "truth.cards"}}, ["domain", "topic"]),
+    ("cards", {"name": "shipping"}, ["name"]),
+    ("vehicles", {"name": "cards"}, ["name"]),
+    ("cards", {"run_id": "r1"}, ["run_id"]),
     # entities above the panel's cap, and where they are not tunable at all
-    ("card_velocity", {"entities": 10_000_000}, ["entities"]),
-    ("sensor_fleet", {"entities": PANEL_MAX_ENTITIES + 1}, ["entities"]),
+    ("cards", {"entities": 10_000_000}, ["entities"]),
+    ("sensors", {"entities": PANEL_MAX_ENTITIES + 1}, ["entities"]),
     ("shipping", {"entities": 10}, ["entities"]),
     # unknown keys, at the top and nested under allowed parents
-    ("card_velocity", {"bogus": 1}, ["bogus"]),
-    ("card_velocity", {"pacing": {"warp": 9}}, ["pacing", "warp"]),
-    ("card_velocity", {"delivery": {"drops": {"probability": 0.1, "when": "now"}}},
+    ("cards", {"bogus": 1}, ["bogus"]),
+    ("cards", {"pacing": {"warp": 9}}, ["pacing", "warp"]),
+    ("cards", {"delivery": {"drops": {"probability": 0.1, "when": "now"}}},
      ["delivery", "drops", "when"]),
-    ("card_velocity", {"domain": {"fraud": {"nope": {"rate_per_1k_card_hours": 1}}}},
+    ("cards", {"domain": {"fraud": {"nope": {"rate_per_1k_card_hours": 1}}}},
      ["domain", "fraud", "nope", "rate_per_1k_card_hours"]),
-    ("connected_vehicles", {"domain": {"faults": {"rate_per_hour": {"teleport": 1.0}}}},
+    ("vehicles", {"domain": {"faults": {"rate_per_hour": {"teleport": 1.0}}}},
      ["domain", "faults", "rate_per_hour", "teleport"]),
-    ("sensor_fleet", {"domain": {"faults": {"mix": {"melted": 1.0}}}},
+    ("sensors", {"domain": {"faults": {"mix": {"melted": 1.0}}}},
      ["domain", "faults", "mix", "melted"]),
-    ("sensor_fleet", {"classes": {"smart_meter": {"delivery": {"drops": {"x": 1}}}}},
+    ("sensors", {"classes": {"smart_meter": {"delivery": {"drops": {"x": 1}}}}},
      ["classes", "smart_meter", "delivery", "drops", "x"]),
 ]  # fmt: skip
 

@@ -34,7 +34,7 @@ from tests.unit.test_ui_pages import page_script, texts
 from ui.client import ApiClient
 
 START = 1_767_225_600_000
-SENSOR_FLEET = REPO_ROOT / "config" / "scenarios" / "sensor_fleet.yaml"
+SENSORS_YAML = REPO_ROOT / "config" / "scenarios" / "sensors.yaml"
 TOKEN = "ctl-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
@@ -165,7 +165,7 @@ def test_a_bad_control_file_is_skipped_and_logged(
 
 
 def test_the_engine_takes_a_retune(tmp_path: Path) -> None:
-    data = yaml.safe_load(SENSOR_FLEET.read_text())
+    data = yaml.safe_load(SENSORS_YAML.read_text())
     data.update(entities=20, duration_s=120)
     config = ScenarioConfig.model_validate(data)
     path = tmp_path / CONTROL_FILE
@@ -191,7 +191,7 @@ SLEEPER = "import signal, sys, time; signal.signal(signal.SIGTERM, lambda *_: sy
 def runs(tmp_path: Path) -> Iterator[RunManager]:
     folder = tmp_path / "scenarios"
     folder.mkdir()
-    shutil.copy(SENSOR_FLEET, folder / "sensor_fleet.yaml")
+    shutil.copy(SENSORS_YAML, folder / "sensors.yaml")
     seen: list[RunSpec] = []
 
     def command(spec: RunSpec) -> list[str]:
@@ -211,7 +211,7 @@ def test_the_run_gets_a_control_file(tmp_path: Path) -> None:
 
 
 def test_retune_writes_every_value_set_so_far(runs: RunManager) -> None:
-    run = runs.start("sensor_fleet")
+    run = runs.start("sensors")
     (spec,) = runs.seen  # type: ignore[attr-defined]
     assert spec.control_file == run.workdir / CONTROL_FILE
     runs.retune(run.run_id, {"max_rate": 500.0})
@@ -237,7 +237,7 @@ def client(runs: RunManager) -> Iterator[TestClient]:
 
 
 def test_patch_retunes_a_running_run(client: TestClient, runs: RunManager) -> None:
-    run_id = client.post("/v1/control/runs", json={"scenario": "sensor_fleet"}, headers=AUTH)
+    run_id = client.post("/v1/control/runs", json={"scenario": "sensors"}, headers=AUTH)
     run_id = run_id.json()["run_id"]
     url = f"/v1/control/runs/{run_id}/pacing"
     assert client.patch(url, json={"speed": 5}).status_code == 401
@@ -261,8 +261,8 @@ def test_patch_retunes_a_running_run(client: TestClient, runs: RunManager) -> No
 
 
 RUNNING = {
-    "run_id": "sensor_fleet-1",
-    "scenario": "sensor_fleet",
+    "run_id": "sensors-1",
+    "scenario": "sensors",
     "status": "running",
     "pid": 42,
     "speed": 2.0,
@@ -293,12 +293,12 @@ def test_the_runs_page_sends_a_moved_speed_live() -> None:
     test = AppTest.from_function(page_script, args=("runs", client), default_timeout=30)
     test.run()
     assert not test.exception, test.exception
-    assert test.select_slider(key="live-speed-sensor_fleet-1").value == 2.0
-    test.select_slider(key="live-speed-sensor_fleet-1").set_value(30.0)
+    assert test.select_slider(key="live-speed-sensors-1").value == 2.0
+    test.select_slider(key="live-speed-sensors-1").set_value(30.0)
     next(b for b in test.button if b.label == "Apply").click().run()
     assert not test.exception, test.exception
     (patch,) = [r for r in requests if r.method == "PATCH"]
-    assert patch.url.path == "/v1/control/runs/sensor_fleet-1/pacing"
+    assert patch.url.path == "/v1/control/runs/sensors-1/pacing"
     assert patch.headers["authorization"] == "Bearer t0k"
     assert json.loads(patch.content) == {"speed": 30.0}  # the cap was not moved: not sent
     assert "Could not" not in texts(test)

@@ -49,7 +49,7 @@ def make_sink(tmp_path: Path, query_id: str = QUERY_ID) -> tuple[AlertSink, list
     checkpoint = tmp_path / "checkpoints" / query_id
     checkpoint.mkdir(parents=True, exist_ok=True)
     (checkpoint / "metadata").write_text(json.dumps({"id": query_id}) + "\n")
-    sink = AlertSink(StackConfig(), "alerts", "card-velocity", checkpoint, tmp_path / "lake")
+    sink = AlertSink(StackConfig(), "alerts", "cards", checkpoint, tmp_path / "lake")
     published: list[dict] = []
     sink._publish = published.extend  # type: ignore[method-assign,assignment]  # no broker
     return sink, published
@@ -59,7 +59,7 @@ A1, A2, A3 = alert("c1", 5, "t1", "t2"), alert("c2", 6, "t3"), alert("c3", 7, "t
 
 
 def test_alert_record_shape() -> None:
-    record = alert_record(A1.to_row(), "card-velocity", 123)
+    record = alert_record(A1.to_row(), "cards", 123)
     assert record == {
         "alert_id": A1.alert_id,
         "rule": "velocity",
@@ -69,7 +69,7 @@ def test_alert_record_shape() -> None:
         "event_ids": ["t1", "t2"],
         "evidence": {"tx_count": 2},
         "source": "pipeline",
-        "job": "card-velocity",
+        "job": "cards",
         "detected_at": 123,
     }
 
@@ -93,7 +93,7 @@ def test_batches_go_to_kafka_then_the_lake_once(tmp_path: Path) -> None:
     assert json.loads(lake.loc[lake["alert_id"] == A1.alert_id, "evidence"].item()) == {
         "tx_count": 2
     }
-    folder = tmp_path / "lake" / "alerts" / "card-velocity" / QUERY_ID
+    folder = tmp_path / "lake" / "alerts" / "cards" / QUERY_ID
     assert sorted(p.name for p in folder.iterdir()) == [
         "batch-000000000.parquet",
         "batch-000000002.parquet",
@@ -164,10 +164,10 @@ def test_an_unwritable_lake_holds_the_batch_says_so_and_writes_once_it_clears(
     sink(FakeBatch([A2]), 1)  # type: ignore[arg-type]
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 2, err
-    folder = lake / "alerts" / "card-velocity" / QUERY_ID
-    assert err[0].startswith(f"card-velocity: alerts lake unwritable: {folder}: ENOTDIR")
+    folder = lake / "alerts" / "cards" / QUERY_ID
+    assert err[0].startswith(f"cards: alerts lake unwritable: {folder}: ENOTDIR")
     assert "batch 1 holds its 1 alerts" in err[0]
-    assert err[1].startswith("card-velocity: alerts lake writable again after")
+    assert err[1].startswith("cards: alerts lake writable again after")
     assert err[1].endswith(f"batch 1 written to {folder / 'batch-000000001.parquet'}")
     assert [r["alert_id"] for r in published] == [A1.alert_id, A2.alert_id]  # once each
     assert sorted(read_lake(lake)["alert_id"]) == sorted([A1.alert_id, A2.alert_id])

@@ -1,4 +1,4 @@
-"""The card-velocity job's Spark-free helpers: docstring examples and window intervals."""
+"""The cards job's Spark-free helpers: docstring examples and window intervals."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import pytest
 
 from pipeline.event_windows import spark_interval
 
-#: Modules of card-velocity whose docstrings carry examples (pipeline.config and
-#: card_velocity.windows have none: tests/unit/test_doctests.py walks every module).
+#: Modules of cards whose docstrings carry examples (pipeline.config and
+#: cards.windows have none: tests/unit/test_doctests.py walks every module).
 MODULES = [
     "pipeline.alerts_sink",
-    "pipeline.jobs.card_velocity.state",
+    "pipeline.jobs.cards.state",
     "pipeline.triggers",
 ]
 

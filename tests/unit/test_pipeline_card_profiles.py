@@ -18,8 +18,8 @@ from api.fraud.settings import ApiSettings, load_settings
 from core.config import load_model
 from detectors import Alert, SpendingParams, TravelParams
 from pipeline.config import PipelineConfig
-from pipeline.jobs.card_velocity.config import CardVelocitySettings
-from pipeline.jobs.card_velocity.state import (
+from pipeline.jobs.cards.config import CardsSettings
+from pipeline.jobs.cards.state import (
     INPUT_COLUMNS,
     BucketState,
     CardRuleParams,
@@ -207,21 +207,21 @@ def test_profile_features_refuse_what_is_not_a_profile(bad: Any) -> None:
 
 
 def test_the_job_reads_profiles_by_default_with_the_endpoints_thresholds() -> None:
-    settings = CardVelocitySettings()
+    settings = CardsSettings()
     assert settings.profiles_topic == "cards.profiles"
     assert settings.profiles_starting_offsets == "earliest"
     endpoint = load_settings(REPO / "config" / "api.yaml").spending  # the shipped endpoint's
     assert settings.spending == ApiSettings().spending == endpoint
-    shipped = load_model(PipelineConfig, REPO / "config" / "pipelines" / "card-velocity.yaml")
-    assert shipped.card_velocity.spending == endpoint
-    assert shipped.card_velocity.profiles_topic == "cards.profiles"
-    assert CardVelocitySettings(profiles_topic=None).profiles_topic is None
+    shipped = load_model(PipelineConfig, REPO / "config" / "pipelines" / "cards.yaml")
+    assert shipped.cards.spending == endpoint
+    assert shipped.cards.profiles_topic == "cards.profiles"
+    assert CardsSettings(profiles_topic=None).profiles_topic is None
 
 
 @pytest.mark.parametrize("offsets", ["nowhere", "[1]", "{"])
 def test_profiles_starting_offsets_are_checked(offsets: str) -> None:
     with pytest.raises(ValueError, match="use earliest, latest, or JSON"):
-        CardVelocitySettings(profiles_starting_offsets=offsets)
+        CardsSettings(profiles_starting_offsets=offsets)
 
 
 def test_state_from_before_devices_still_judges() -> None:

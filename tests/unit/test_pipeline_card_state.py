@@ -1,4 +1,4 @@
-"""BucketState: the compact per-bucket state behind card-velocity's one stateful operator.
+"""BucketState: the compact per-bucket state behind cards's one stateful operator.
 
 Fed in arrival order and released by a rising watermark, it must raise exactly the alerts (ids
 included) of the detectors' batch forms over the same transactions."""
@@ -23,7 +23,7 @@ from detectors import (
     velocity_window_alerts,
     velocity_window_features,
 )
-from pipeline.jobs.card_velocity.state import BucketState, CardRuleParams, _emit
+from pipeline.jobs.cards.state import BucketState, CardRuleParams, _emit
 
 PARIS = (48.8566, 2.3522)
 NEW_YORK = (40.7128, -74.0060)

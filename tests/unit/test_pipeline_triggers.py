@@ -1,4 +1,4 @@
-"""Which trigger each card-velocity query can run with."""
+"""Which trigger each cards query can run with."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""vehicle-telemetry without Spark: its config section, the per-vehicle rule state behind the
+"""vehicles without Spark: its config section, the per-vehicle rule state behind the
 transformWithStateInPandas operator, and the doctests of its modules."""
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from pydantic import ValidationError
 
 from detectors import Alert, frame_to_alerts
 from pipeline.config import PipelineConfig
-from pipeline.jobs.vehicle_telemetry.config import (
+from pipeline.jobs.vehicles.config import (
     DEFAULT_VEHICLE_DETECTORS,
     ThresholdDetector,
-    VehicleTelemetrySettings,
+    VehiclesSettings,
 )
-from pipeline.jobs.vehicle_telemetry.rules import (
+from pipeline.jobs.vehicles.rules import (
     VehicleRules,
     VehicleRulesProcessor,
     input_fields,
@@ -28,11 +28,11 @@ from pipeline.jobs.vehicle_telemetry.rules import (
 
 MODULES = [
     "pipeline.event_windows",
-    "pipeline.jobs.vehicle_telemetry.parity",
+    "pipeline.jobs.vehicles.parity",
     "pipeline.progress",
     "pipeline.series_processor",
-    "pipeline.jobs.vehicle_telemetry.rules",
-    "pipeline.jobs.vehicle_telemetry.windows",
+    "pipeline.jobs.vehicles.rules",
+    "pipeline.jobs.vehicles.windows",
 ]
 T0 = 1_772_524_800_000
 
@@ -72,14 +72,14 @@ def readings(n: int = 400) -> pd.DataFrame:
 
 
 def stream(rules: VehicleRules, frame: pd.DataFrame, watermark_ms: int | None) -> list[Alert]:
-    fields = list(input_fields(VehicleTelemetrySettings().enabled_detectors()))
+    fields = list(input_fields(VehiclesSettings().enabled_detectors()))
     for row in frame.to_dict("records"):
         rules.push(row["event_id"], row["event_time"], [row[f] for f in fields])
     return rules.release(watermark_ms)
 
 
 def new_rules() -> VehicleRules:
-    detectors = VehicleTelemetrySettings().enabled_detectors()
+    detectors = VehiclesSettings().enabled_detectors()
     return VehicleRules("veh-1", detectors, input_fields(detectors))
 
 
@@ -89,9 +89,7 @@ def ids(alerts: list[Alert]) -> list[str]:
 
 def test_rules_give_the_vectorised_forms_alerts_whatever_the_arrival_order() -> None:
     frame = readings()
-    expected = frame_to_alerts(
-        vehicle_alerts_batch(frame, VehicleTelemetrySettings().enabled_detectors())
-    )
+    expected = frame_to_alerts(vehicle_alerts_batch(frame, VehiclesSettings().enabled_detectors()))
     assert {a.rule for a in expected} == {
         "threshold",
         "flatline",
@@ -105,7 +103,7 @@ def test_rules_give_the_vectorised_forms_alerts_whatever_the_arrival_order() -> 
 
 
 def test_the_processor_reads_spark_shaped_frames_into_the_same_alerts() -> None:
-    detectors = VehicleTelemetrySettings().enabled_detectors()
+    detectors = VehiclesSettings().enabled_detectors()
     processor = VehicleRulesProcessor(detectors)
     frame = readings()
     frame["speed_limit_kmh"] = 100  # an integer column
@@ -161,7 +159,7 @@ def test_readings_behind_what_was_released_are_refused() -> None:
     rules = new_rules()
     frame = readings(20)
     stream(rules, frame, T0 + 20_000)
-    fields = input_fields(VehicleTelemetrySettings().enabled_detectors())
+    fields = input_fields(VehiclesSettings().enabled_detectors())
     assert not rules.push("old", T0 + 5_000, [None] * len(fields))
     assert rules.push("new", T0 + 30_000, [None] * len(fields))
 
@@ -178,7 +176,7 @@ def test_a_quiet_vehicle_asks_for_a_timer_at_its_earliest_buffered_reading() -> 
 
 
 def test_config_defaults_are_the_documented_proposal() -> None:
-    settings = VehicleTelemetrySettings()
+    settings = VehiclesSettings()
     enabled = settings.enabled_detectors()
     assert list(enabled) == [n for n, d in DEFAULT_VEHICLE_DETECTORS.items() if d.get("enabled", 1)]
     assert "battery_zscore" in settings.detectors and "battery_zscore" not in enabled
@@ -200,10 +198,10 @@ def test_config_defaults_are_the_documented_proposal() -> None:
 def pipeline(**vehicle: Any) -> PipelineConfig:
     return PipelineConfig.model_validate(
         {
-            "job": "vehicle-telemetry",
+            "job": "vehicles",
             "input_topics": ["vehicles.telemetry"],
             "output_topic": "alerts",
-            "vehicle_telemetry": vehicle,
+            "vehicles": vehicle,
         }
     )
 
@@ -216,7 +214,7 @@ def test_detector_entries_merge_onto_the_defaults_by_name() -> None:
             "coolant_trend": {"rule": "trend", "signal": "coolant_c", "rising_above": 2.0},
             "speeding": {"enabled": False},
         }
-    ).vehicle_telemetry
+    ).vehicles
     hot = settings.detectors["overheating"]
     assert isinstance(hot, ThresholdDetector)
     assert (hot.above, hot.min_duration_s, hot.label) == (110.0, 60.0, "overheating")
@@ -242,13 +240,13 @@ def test_bad_settings_name_the_key(vehicle: dict[str, Any], message: str) -> Non
 
 
 def test_the_section_belongs_to_its_job() -> None:
-    with pytest.raises(ValidationError, match="vehicle_telemetry configures"):
+    with pytest.raises(ValidationError, match="vehicles configures"):
         PipelineConfig.model_validate(
             {
-                "job": "card-velocity",
+                "job": "cards",
                 "input_topics": ["t"],
                 "output_topic": "a",
-                "vehicle_telemetry": {},
+                "vehicles": {},
             }
         )
 
@@ -265,7 +263,7 @@ def tyres(leak_kpa_per_min: float, common_kpa_per_min: float, n: int = 400) -> p
 
 def leaks(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
     """The tyre-leak alerts' signals, and whether both forms agree on the alert ids."""
-    detectors = VehicleTelemetrySettings().enabled_detectors()
+    detectors = VehiclesSettings().enabled_detectors()
     batch = frame_to_alerts(vehicle_alerts_batch(frame, detectors))
     streamed = stream(new_rules(), frame.sample(frac=1.0, random_state=5), None)
     assert ids(streamed) == ids(batch)

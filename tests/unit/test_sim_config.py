@@ -67,10 +67,10 @@ def test_class_counts_add_up() -> None:
         ({"delivery": {"drops": {"probability": 1.5}}}, "key 'delivery.drops.probability'"),
         ({"delivery": {"outages": {"drop_policy": "fifo"}}}, "'drop_oldest' or 'drop_newest'"),
         ({"domain": {"topic": "x"}}, "key 'domain' has bad value {'topic': 'x'}: needs a 'type'"),
-        ({"domain": {"type": "spaceships"}}, "expected tags: 'sensor_fleet'"),
+        ({"domain": {"type": "spaceships"}}, "expected tags: 'sensors'"),
         ({"surprise": 1}, "key 'surprise' is not a known setting"),
         (
-            {"domain": {"type": "sensor_fleet", "interval_s_by_class": {"nope": 3}}},
+            {"domain": {"type": "sensors", "interval_s_by_class": {"nope": 3}}},
             "interval_s_by_class names unknown classes ['nope']",
         ),
     ],
@@ -85,9 +85,9 @@ def test_a_top_level_error_is_reported_once() -> None:
 
 
 def test_the_example_scenario_is_valid_and_uses_every_section() -> None:
-    kind, cfg = load_file(REPO / "config/scenarios/sensor_fleet.yaml")
+    kind, cfg = load_file(REPO / "config/scenarios/sensors.yaml")
     assert kind == "scenario" and isinstance(cfg, ScenarioConfig)
-    assert cfg.name == "sensor_fleet" and len(cfg.classes) == 3
+    assert cfg.name == "sensors" and len(cfg.classes) == 3
     env = next(c for c in cfg.classes if c.name == "env_sensor")
     assert env.delivery.outages.drop_policy == "drop_newest"
     assert env.delivery.outages.flush == "shuffled"

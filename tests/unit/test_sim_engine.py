@@ -29,7 +29,7 @@ DISORDERLY: dict[str, Any] = {
         "duplicates": {"probability": 0.1},
         "drops": {"probability": 0.05},
     },
-    "domain": {"type": "sensor_fleet", "interval_s": 1, "faults": {"rate_per_hour": 60}},
+    "domain": {"type": "sensors", "interval_s": 1, "faults": {"rate_per_hour": 60}},
 }
 
 
@@ -191,7 +191,7 @@ def test_reporting_interval_sets_the_event_rate() -> None:
         "duration_s": 100,
         "clock": {"offset_s": 0, "drift_ppm": 0},
         "delivery": {"delay_s": 0},
-        "domain": {"type": "sensor_fleet", "interval_s": 2, "jitter_s": 0.5},
+        "domain": {"type": "sensors", "interval_s": 2, "jitter_s": 0.5},
     }
     sink = MemorySink()
     run_scenario(ScenarioConfig.model_validate(quiet), sink, speed="max")

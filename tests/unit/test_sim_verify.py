@@ -23,7 +23,7 @@ BASE: dict[str, Any] = {
     "entities": 1000,
     "duration_s": 120,
     "seed": 11,
-    "domain": {"type": "sensor_fleet", "interval_s": 2},
+    "domain": {"type": "sensors", "interval_s": 2},
 }
 
 NO_DISORDER: dict[str, Any] = {

@@ -94,7 +94,7 @@ def test_demo(
     monkeypatch.setattr(demo, "local_broker", lambda _stack: nullcontext())
     monkeypatch.setattr(demo, "_run", fake_run)
     with pytest.raises(Started):
-        demo.run_demo(stack, "sensor-fleet", 1.0, None)
+        demo.run_demo(stack, "sensors", 1.0, None)
     _check(seen)
 
 
@@ -114,7 +114,7 @@ def test_demo_endpoint(
     monkeypatch.setattr(demo, "port_in_use", lambda *_: False)
     monkeypatch.setattr(demo.subprocess, "Popen", fake_popen)
     with pytest.raises(Started):
-        demo.run_demo(stack, "card-velocity", 1.0, None)
+        demo.run_demo(stack, "cards", 1.0, None)
     _check(seen)
 
 
@@ -132,7 +132,7 @@ def test_bench_simulator(
 
     monkeypatch.setattr(simulator, "simulate", fake_simulate)
     with pytest.raises(Started):
-        simulator.bench_simulator(stack, Path("config/scenarios/sensor_fleet.yaml"), 10)
+        simulator.bench_simulator(stack, Path("config/scenarios/sensors.yaml"), 10)
     _check(seen)
 
 

@@ -40,7 +40,7 @@ def test_the_token_goes_to_control_routes_and_the_run_list_only() -> None:
     )
     client = ApiClient("http://api", token="sekret", transport=transport)
     assert client.can_control
-    assert client.start_run("sensor_fleet", speed=2.0, overrides={"entities": 5}) == run
+    assert client.start_run("sensors", speed=2.0, overrides={"entities": 5}) == run
     assert client.stop_run("r1")["status"] == "stopped"
     assert client.runs() == [run]
     assert client.decide({"transaction_id": "t1"}) == {"decision": "approve"}
@@ -52,7 +52,7 @@ def test_the_token_goes_to_control_routes_and_the_run_list_only() -> None:
         ("POST", "/v1/transactions", None),
     ]
     body = json.loads(seen[0].content)
-    assert body == {"scenario": "sensor_fleet", "overrides": {"entities": 5}, "speed": 2.0}
+    assert body == {"scenario": "sensors", "overrides": {"entities": 5}, "speed": 2.0}
 
 
 def test_token_and_url_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -86,7 +86,7 @@ def test_errors_are_readable() -> None:
     )
     client = ApiClient("http://api", token="t", transport=transport)
     with pytest.raises(ApiError) as info:
-        client.start_run("sensor_fleet")
+        client.start_run("sensors")
     assert info.value.status == 422
     assert str(info.value) == (
         "key 'delivery.drops.probability' has bad value 2: must be <= 1; "

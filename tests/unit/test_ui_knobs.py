@@ -16,11 +16,11 @@ from tests.conftest import REPO_ROOT
 from ui.knobs import NO_CAP, Knob, knobs_for, run_request, spread_of
 
 SCENARIOS = REPO_ROOT / "config" / "scenarios"
-SENSOR_FLEET = SCENARIOS / "sensor_fleet.yaml"
+SENSORS_YAML = SCENARIOS / "sensors.yaml"
 
 
 def raw() -> dict[str, Any]:
-    return dict(yaml.safe_load(SENSOR_FLEET.read_text()))
+    return dict(yaml.safe_load(SENSORS_YAML.read_text()))
 
 
 def resolved() -> dict[str, Any]:
@@ -32,7 +32,7 @@ def knobs_of(config: dict[str, Any]) -> list[Knob]:
     return knobs_for(config, TunableKeys.of(config).dotted())
 
 
-def test_the_sensor_fleet_gets_rate_mix_skew_and_lateness_knobs() -> None:
+def test_the_sensors_gets_rate_mix_skew_and_lateness_knobs() -> None:
     knobs = {k.key: k for k in knobs_of(resolved())}
     assert {"entities", "speed", "max_rate", "duration_s"} <= set(knobs)
     assert knobs["entities"].default == 20000 and 20000 in knobs["entities"].options
@@ -100,7 +100,7 @@ def test_moved_sliders_become_overrides_that_validate() -> None:
 def test_a_fraud_domain_gets_its_rates_and_delivery_mode() -> None:
     config = resolved()
     config["domain"] = {
-        "type": "card_velocity",
+        "type": "cards",
         "delivery": "kafka",
         "fraud": {
             "impossible_travel": {"rate_per_1k_card_hours": 0.5, "uses": {"type": "uniform"}},

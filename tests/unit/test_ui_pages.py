@@ -56,8 +56,8 @@ APPROVE = {**DECLINE, "transaction_id": "t1", "decision": "approve", "score": 0.
 SOURCE = {"topic": "x", "status": "live", "partitions": 3, "error": None}
 
 
-def sensor_fleet() -> dict[str, Any]:
-    data = yaml.safe_load((REPO_ROOT / "config/scenarios/sensor_fleet.yaml").read_text())
+def sensors() -> dict[str, Any]:
+    data = yaml.safe_load((REPO_ROOT / "config/scenarios/sensors.yaml").read_text())
     return ScenarioConfig.model_validate(data).model_dump(mode="json")
 
 
@@ -67,16 +67,16 @@ def canned(requests: list[httpx.Request]) -> Callable[[httpx.Request], httpx.Res
         ("GET", "/v1/scenarios"): {
             "scenarios": [
                 {
-                    "name": "sensor_fleet",
+                    "name": "sensors",
                     "file": "s.yaml",
-                    "config": sensor_fleet(),
+                    "config": sensors(),
                     "error": None,
-                    "tunable": TunableKeys.of(sensor_fleet()).dotted(),
+                    "tunable": TunableKeys.of(sensors()).dotted(),
                 }
             ]
         },
         ("GET", "/v1/runs"): {"runs": []},
-        ("POST", "/v1/control/runs"): {"run_id": "sensor_fleet-1", "pid": 42, "status": "running"},
+        ("POST", "/v1/control/runs"): {"run_id": "sensors-1", "pid": 42, "status": "running"},
         ("GET", "/v1/activity/recent"): {
             "activity": [DECLINE, APPROVE],
             "count": 2,
@@ -93,7 +93,7 @@ def canned(requests: list[httpx.Request]) -> Callable[[httpx.Request], httpx.Res
                     "event_ids": ["e1", "e2"],
                     "evidence": {"tx_count": 9, "min_count": 5},
                     "source": "pipeline",
-                    "job": "card-velocity",
+                    "job": "cards",
                     "detected_at": NOW + 5,
                 }
             ],
@@ -172,17 +172,17 @@ def test_every_page_says_when_the_api_is_down(section: str) -> None:
 def test_runs_page_starts_a_run_with_the_moved_sliders() -> None:
     client, requests = fake_api()
     test = app("runs", client)
-    assert test.selectbox(key="run-scenario").value == "sensor_fleet"
-    assert test.select_slider(key="knob:sensor_fleet:entities").value == 20000
-    test.select_slider(key="knob:sensor_fleet:entities").set_value(500)
-    test.slider(key="knob:sensor_fleet:delivery.drops.probability").set_value(0.05)
+    assert test.selectbox(key="run-scenario").value == "sensors"
+    assert test.select_slider(key="knob:sensors:entities").value == 20000
+    test.select_slider(key="knob:sensors:entities").set_value(500)
+    test.slider(key="knob:sensors:delivery.drops.probability").set_value(0.05)
     test.button[0].click().run()
     assert not test.exception
-    assert "Started run `sensor_fleet-1` (pid 42)." in texts(test)
+    assert "Started run `sensors-1` (pid 42)." in texts(test)
     (post,) = [r for r in requests if r.method == "POST"]
     assert post.headers["authorization"] == "Bearer t0k"
     body = json.loads(post.content)
-    assert body["scenario"] == "sensor_fleet" and body["overrides"]["entities"] == 500
+    assert body["scenario"] == "sensors" and body["overrides"]["entities"] == 500
     assert body["overrides"]["delivery"] == {"drops": {"probability": 0.05}}
     assert body["overrides"]["classes"]["legacy_logger"]["delivery"]["drops"]["probability"] == 0.05
     assert "No runs yet" in texts(test)
@@ -242,11 +242,11 @@ def test_live_and_evaluation_pages() -> None:
 def test_live_page_shows_the_lag_on_the_streams_own_clock() -> None:
     """A simulated stream's watermark trails wall clock by months: the page shows how far it
     trails the newest event read, and the records behind the topic's end."""
-    query = {"query": "alerts", "job": "card-velocity", "mode": "append", "batch_id": 4,
+    query = {"query": "alerts", "job": "cards", "mode": "append", "batch_id": 4,
              "watermark_ms": NOW - 327 * 86_400_000, "watermark_delay_s": 327 * 86_400.0,
              "watermark_behind_newest_s": 125.0, "offsets_behind": 1_500,
              "late_events_seen": 3}  # fmt: skip
-    pipeline = {"queries": [query], "jobs": [{"job": "card-velocity", "late_events_seen": 3}],
+    pipeline = {"queries": [query], "jobs": [{"job": "cards", "late_events_seen": 3}],
                 "source": SOURCE}  # fmt: skip
     fallback = canned([])
 
@@ -284,7 +284,7 @@ def test_evidence_and_frames() -> None:
     assert list(alerts.fired_evidence(DECLINE)) == ["travel"]
     assert list(alerts.fired_evidence({**DECLINE, "reasons": []})) == ["travel", "velocity"]
     report = {
-        "scenario": "card_velocity",
+        "scenario": "cards",
         "paths": {
             "endpoint": {
                 "impossible_travel": {

@@ -11,14 +11,14 @@ from streamlit.testing.v1 import AppTest
 from ui.client import ApiClient
 from ui.sections import evaluation
 
-RUN = "card_velocity-20261124-180000-a1b2c3"
-OLDER = "card_velocity-20261124-170000-d4e5f6"
+RUN = "cards-20261124-180000-a1b2c3"
+OLDER = "cards-20261124-170000-d4e5f6"
 
 
 def scored(run_id: str, recall: float, overrides: dict[str, Any], speed: Any = None) -> dict:
     return {
         "run_id": run_id,
-        "scenario": "card_velocity",
+        "scenario": "cards",
         "status": "done",
         "requested_at": 1,
         "started_at": 2,
@@ -31,7 +31,7 @@ def scored(run_id: str, recall: float, overrides: dict[str, Any], speed: Any = N
             "live": None,
         },
         "report": {
-            "scenario": "card_velocity",
+            "scenario": "cards",
             "run": {"id_prefix": "cv-1-", "events": 900},
             "paths": {
                 "pipeline": {
@@ -79,7 +79,7 @@ def test_knobs_flatten_to_dotted_keys_without_the_class_copies() -> None:
 
 def test_the_comparison_has_a_row_per_scored_run_with_its_knobs_and_scores() -> None:
     failed = {**scored("x", 0.0, {}), "status": "failed", "report": None}
-    other = {**scored("sensor_fleet-1", 0.5, {}), "scenario": "sensor_fleet"}
+    other = {**scored("sensors-1", 0.5, {}), "scenario": "sensors"}
     frames = evaluation.comparison_frames(
         [
             scored(RUN, 0.75, {"entities": 500, "domain": {"delivery": "http"}}, speed=60.0),
@@ -88,8 +88,8 @@ def test_the_comparison_has_a_row_per_scored_run_with_its_knobs_and_scores() -> 
             other,
         ]
     )
-    assert set(frames) == {"card_velocity", "sensor_fleet"}
-    cards = frames["card_velocity"]
+    assert set(frames) == {"cards", "sensors"}
+    cards = frames["cards"]
     assert list(cards.index) == [RUN, OLDER]  # as listed: newest first; the failed one left out
     figures = [f"pipeline · card_testing · {f}" for f in ("P", "R", "F1")]
     assert list(cards.columns) == [
@@ -112,7 +112,7 @@ def canned(state: dict[str, Any], seen: list[httpx.Request]) -> httpx.MockTransp
     def handle(request: httpx.Request) -> httpx.Response:
         seen.append(request)
         path, method = request.url.path, request.method
-        run = {"run_id": RUN, "scenario": "card_velocity", "status": "finished"}
+        run = {"run_id": RUN, "scenario": "cards", "status": "finished"}
         if (method, path) == ("GET", "/v1/runs"):
             older = {**run, "run_id": OLDER}
             return httpx.Response(200, json={"runs": [run, older]})

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 from streamlit.testing.v1 import AppTest
 
-from tests.unit.test_ui_pages import NOW, page_script, sensor_fleet, texts
+from tests.unit.test_ui_pages import NOW, page_script, sensors, texts
 from ui.client import ApiClient
 from ui.sections.runs import component_line, progress_rows
 
@@ -19,14 +19,14 @@ def component(name: str, state: str, **extra: Any) -> dict[str, Any]:
             **extra}  # fmt: skip
 
 
-QUERY = {"query": "window_counts", "batch_id": 3, "input_rows": 1200, "at": NOW,
+QUERY = {"query": "sensors", "batch_id": 3, "input_rows": 1200, "at": NOW,
          "processed_rows_per_s": 800.0, "watermark": "2026-01-01T00:01:00.000Z",
          "watermark_delay_s": 28_000_000.0, "watermark_behind_newest_s": 31.5,
          "offsets_behind": 640, "late_events": 2, "report_age_s": 0.4}  # fmt: skip
 RUN = {
-    "run_id": "sensor_fleet-1", "scenario": "sensor_fleet", "status": "running", "pid": 41,
+    "run_id": "sensors-1", "scenario": "sensors", "status": "running", "pid": 41,
     "started_at": NOW, "ended_at": None, "exit_code": None, "speed": None, "duration_s": None,
-    "seed": None, "live": None, "job": "window-counts", "overrides": None, "summary": None,
+    "seed": None, "live": None, "job": "sensors", "overrides": None, "summary": None,
     "error": None, "workdir": None,
     "components": [
         component("job", "running", pid=40, progress=[QUERY], log_tail="started 1 queries"),
@@ -52,10 +52,10 @@ def runs_page(runs: list[dict[str, Any]]) -> AppTest:
 def test_the_runs_page_shows_components_progress_and_logs() -> None:
     test = runs_page([RUN])
     shown = texts(test)
-    assert "Spark job `window-counts`: **running** · pid 40" in shown
+    assert "Spark job `sensors`: **running** · pid 40" in shown
     assert "Simulator: **exited** (code 0) · pid 41" in shown
     (table,) = test.dataframe
-    assert list(table.value["query"]) == ["window_counts"]
+    assert list(table.value["query"]) == ["sensors"]
     assert list(table.value["late dropped"]) == [2]
     # The lag on the stream's own clock, not wall clock against simulated event time.
     assert list(table.value["watermark behind newest s"]) == [31.5]
@@ -80,7 +80,7 @@ def test_component_helpers() -> None:
 
 
 def test_starting_a_run_names_its_components() -> None:
-    scenario: dict[str, Any] = {"name": "sensor_fleet", "file": "s.yaml", "config": sensor_fleet(),
+    scenario: dict[str, Any] = {"name": "sensors", "file": "s.yaml", "config": sensors(),
                 "error": None, "tunable": []}  # fmt: skip
     started = {**RUN, "pid": None}
     routes: dict[tuple[str, str], Any] = {

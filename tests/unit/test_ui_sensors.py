@@ -44,7 +44,7 @@ STUCK = {
     "event_ids": [f"{RUN}-x"],
     "evidence": {"readings": 3, "spread": 0.0},
     "source": "pipeline",
-    "job": "window-counts",
+    "job": "sensors",
     "detected_at": 1_767_225_700_000,
 }
 

@@ -13,10 +13,9 @@ from streamlit.testing.v1 import AppTest
 
 from api.main import create_app
 from api.panel.owners import OwnerTokens
-from api.panel.views.fleet import FleetView
+from api.panel.views.ships import ShipsView
 from core.config import StackConfig
 from tests.conftest import free_port
-from tests.unit.test_api_fleet import SHIP, Feeds, voyage
 from tests.unit.test_api_shipping import (
     BOX_A,
     BOX_B,
@@ -30,6 +29,7 @@ from tests.unit.test_api_shipping import (
     reading,
     service,
 )
+from tests.unit.test_api_ships import SHIP, Feeds, voyage
 from tests.unit.test_ui_pages import page_script
 from ui.client import ApiClient
 from ui.sections.shipping import unwrap
@@ -111,7 +111,7 @@ def test_the_page_says_what_is_down() -> None:
 
 
 def test_no_ship_yet_says_how_to_start_a_run() -> None:
-    empty = HandFed(StackConfig.model_validate({}), fleet=FleetView())
+    empty = HandFed(StackConfig.model_validate({}), fleet=ShipsView())
     with TestClient(create_app(service(), shipping=empty)) as http:
 
         def forward(request: httpx.Request) -> httpx.Response:

@@ -33,7 +33,7 @@ ALERT = {
     "event_ids": ["cv-1", "cv-2"],
     "evidence": {"signal": "coolant_c", "value": 118.4, "readings": 61, "above": 105.0},
     "source": "pipeline",
-    "job": "vehicle-telemetry",
+    "job": "vehicles",
     "detected_at": NOW,
 }
 
@@ -96,8 +96,8 @@ def readings(n: int = 60) -> list[dict[str, Any]]:
     ]
 
 
-def connected_vehicles() -> dict[str, Any]:
-    path = REPO_ROOT / "config/scenarios/connected_vehicles.yaml"
+def vehicles_scenario() -> dict[str, Any]:
+    path = REPO_ROOT / "config/scenarios/vehicles.yaml"
     return ScenarioConfig.model_validate(yaml.safe_load(path.read_text())).model_dump(mode="json")
 
 
@@ -110,19 +110,19 @@ def canned(
         ("GET", "/v1/scenarios"): {
             "scenarios": [
                 {
-                    "name": "connected_vehicles",
-                    "file": "config/scenarios/connected_vehicles.yaml",
-                    "config": connected_vehicles(),
+                    "name": "vehicles",
+                    "file": "config/scenarios/vehicles.yaml",
+                    "config": vehicles_scenario(),
                     "error": None,
-                    "tunable": TunableKeys.of(connected_vehicles()).dotted(),
+                    "tunable": TunableKeys.of(vehicles_scenario()).dotted(),
                 }
             ]
         },
         ("GET", "/v1/runs"): {
             "runs": [
                 {
-                    "run_id": "connected_vehicles-1",
-                    "scenario": "connected_vehicles",
+                    "run_id": "vehicles-1",
+                    "scenario": "vehicles",
                     "status": "running",
                     "pid": 42,
                     "speed": 5.0,
@@ -136,7 +136,7 @@ def canned(
             ]
         },
         ("POST", "/v1/control/runs"): {
-            "run_id": "connected_vehicles-2",
+            "run_id": "vehicles-2",
             "pid": 43,
             "status": "running",
         },
@@ -168,7 +168,7 @@ def canned(
             "queries": [
                 {
                     "query": "vehicle-alerts",
-                    "job": "vehicle-telemetry",
+                    "job": "vehicles",
                     "mode": "microbatch",
                     "processed_rows_per_s": 950.0,
                     "watermark_ms": T0,
@@ -180,7 +180,7 @@ def canned(
                 },
                 {
                     "query": "card-alerts",
-                    "job": "card-velocity",
+                    "job": "cards",
                     "mode": "realtime",
                     "processed_rows_per_s": 5.0,
                     "watermark_delay_s": 900.0,
@@ -190,7 +190,7 @@ def canned(
             ],
             "jobs": [
                 {
-                    "job": "card-velocity",
+                    "job": "cards",
                     "queries": 1,
                     "modes": ["realtime"],
                     "input_rows_per_s": 5.0,
@@ -199,7 +199,7 @@ def canned(
                     "late_events_seen": 1000,
                 },
                 {
-                    "job": "vehicle-telemetry",
+                    "job": "vehicles",
                     "queries": 1,
                     "modes": ["microbatch"],
                     "input_rows_per_s": 40.0,
@@ -281,7 +281,7 @@ def test_page_shows_the_fleet_the_alert_and_the_alerting_vehicles_charts() -> No
     assert metrics["Vehicles seen"] == "4" and metrics["Alerting"] == "1"
     assert metrics["Moving"] == "2" and metrics["Parked"] == "1"
     assert metrics["Telemetry (topic)"] == "48.0/s"
-    assert metrics["vehicle-telemetry rows/s"] == "950/s"  # the card job's queries left out
+    assert metrics["vehicles rows/s"] == "950/s"  # the card job's queries left out
     assert metrics["Late events dropped (seen)"] == "17"  # counted once, not 30
     # Lag on the run's simulated clock and in records, not wall clock against event time.
     assert metrics["Watermark behind newest reading"] == "12.5 s"
@@ -311,23 +311,23 @@ def test_page_shows_the_fleet_the_alert_and_the_alerting_vehicles_charts() -> No
     asked = [r for r in requests if r.url.path.endswith("/telemetry")]
     assert asked and asked[-1].url.path == "/v1/vehicles/veh-000007/telemetry"
     # The scenario: its run with a Stop button, the runs page's sliders to start another.
-    assert "run `connected_vehicles-1` **running**" in shown
+    assert "run `vehicles-1` **running**" in shown
     assert [b.label for b in test.button if b.label == "Stop"] == ["Stop"]
-    assert test.select_slider(key="knob:connected_vehicles:entities").value == 2000
+    assert test.select_slider(key="knob:vehicles:entities").value == 2000
 
 
 def test_page_starts_a_run_with_the_moved_sliders() -> None:
     client, requests = fake_api()
     test = app(client)
-    test.select_slider(key="knob:connected_vehicles:entities").set_value(50)
-    test.select_slider(key="knob:connected_vehicles:speed").set_value(5.0)
+    test.select_slider(key="knob:vehicles:entities").set_value(50)
+    test.select_slider(key="knob:vehicles:speed").set_value(5.0)
     next(b for b in test.button if b.label == "Start run").click().run()
     assert not test.exception
     (post,) = [r for r in requests if r.method == "POST"]
     body = json.loads(post.content)
-    assert body["scenario"] == "connected_vehicles" and body["overrides"] == {"entities": 50}
+    assert body["scenario"] == "vehicles" and body["overrides"] == {"entities": 50}
     assert body["speed"] == 5.0 and post.headers["authorization"] == "Bearer t0k"
-    assert "Started run `connected_vehicles-2` (pid 43)." in texts(test)
+    assert "Started run `vehicles-2` (pid 43)." in texts(test)
 
 
 def test_picking_a_vehicle_charts_it_and_the_url_can_name_one() -> None:
@@ -347,7 +347,7 @@ def test_without_alerts_the_first_moving_vehicle_is_charted() -> None:
     client, _ = fake_api(alerts=False)
     test = app(client)
     assert test.selectbox(key=vehicles.PICK_KEY).value == "veh-000001"
-    assert "None yet: the `vehicle-telemetry` job writes them" in texts(test)
+    assert "None yet: the `vehicles` job writes them" in texts(test)
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -396,5 +396,5 @@ def test_default_vehicle_and_job_filters() -> None:
     assert vehicles.default_vehicle(VEHICLES[1:]) == "veh-000001"
     assert vehicles.default_vehicle([]) is None
     assert vehicles.topic_rate({"topics": []}) is None
-    queries = [{"job": "vehicle-telemetry", "query": "a"}, {"job": "card-velocity", "query": "b"}]
+    queries = [{"job": "vehicles", "query": "a"}, {"job": "cards", "query": "b"}]
     assert [q["query"] for q in vehicles.job_queries(queries)] == ["a"]

@@ -1,4 +1,4 @@
-"""The connected-vehicles domain section: the example file, defaults, and errors naming keys."""
+"""The vehicles domain section: the example file, defaults, and errors naming keys."""
 
 from __future__ import annotations
 
@@ -10,18 +10,16 @@ import pytest
 from core.config import ConfigError
 from core.config.loader import validate
 from scenarios.catalog import ScenarioConfig
-from scenarios.vehicles.config import VEHICLE_FAULTS, ConnectedVehiclesDomain
+from scenarios.vehicles.config import VEHICLE_FAULTS, VehiclesDomain
 from streamsim.config.kinds import load_file
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLE = REPO / "config" / "scenarios" / "connected_vehicles.yaml"
+EXAMPLE = REPO / "config" / "scenarios" / "vehicles.yaml"
 
 
 def errors_for(domain: dict[str, Any], **top: Any) -> str:
     with pytest.raises(ConfigError) as info:
-        validate(
-            ScenarioConfig, {**top, "domain": {"type": "connected_vehicles", **domain}}, "s.yaml"
-        )
+        validate(ScenarioConfig, {**top, "domain": {"type": "vehicles", **domain}}, "s.yaml")
     return str(info.value)
 
 
@@ -29,8 +27,8 @@ def test_the_example_file_is_valid() -> None:
     kind, cfg = load_file(EXAMPLE)
     assert kind == "scenario" and isinstance(cfg, ScenarioConfig)
     d = cfg.domain
-    assert isinstance(d, ConnectedVehiclesDomain)
-    assert cfg.name == "connected_vehicles" and cfg.entities == 2000
+    assert isinstance(d, VehiclesDomain)
+    assert cfg.name == "vehicles" and cfg.entities == 2000
     assert d.topic == "vehicles.telemetry" and d.interval_s == 1.0
     assert set(d.vehicle_types) == {"van", "truck"} <= {c.name for c in cfg.classes}
     assert set(d.faults.rate_per_hour) == set(VEHICLE_FAULTS)
@@ -40,10 +38,10 @@ def test_the_example_file_is_valid() -> None:
 
 
 def test_defaults_name_the_truth_topic_after_the_domain() -> None:
-    cfg = ScenarioConfig.model_validate({"domain": {"type": "connected_vehicles"}})
-    assert cfg.name == "connected_vehicles"
+    cfg = ScenarioConfig.model_validate({"domain": {"type": "vehicles"}})
+    assert cfg.name == "vehicles"
     d = cfg.domain
-    assert isinstance(d, ConnectedVehiclesDomain)
+    assert isinstance(d, VehiclesDomain)
     assert d.region.countries == ["DE"] and d.trips.min_km == 20 and d.trips.max_km == 400
     assert all(d.faults.rate_per_hour[k] > 0 for k in VEHICLE_FAULTS)
 

@@ -100,7 +100,7 @@ def config(seed: int = 11) -> ScenarioConfig:
                 "outages": {"rate_per_hour": 20, "duration_s": 15, "flush_duplicates": 0.1},
                 "duplicates": {"probability": 0.01},
             },
-            "domain": {"type": "connected_vehicles", "faults": {"rate_per_hour": {"gps_jump": 30}}},
+            "domain": {"type": "vehicles", "faults": {"rate_per_hour": {"gps_jump": 30}}},
         }
     )
 

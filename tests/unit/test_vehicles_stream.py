@@ -1,4 +1,4 @@
-"""The connected-vehicles stream end to end (in memory): envelope, physical consistency, faults
+"""The vehicles stream end to end (in memory): envelope, physical consistency, faults
 with their labels, incident ids and signatures, hard negatives, tunnels and their outages.
 
 One module-scoped run of the example config with 200 vehicles for 30 simulated minutes from
@@ -18,7 +18,7 @@ import pytest
 
 from core.geo import haversine_km
 from scenarios.catalog import ScenarioConfig, run_scenario
-from scenarios.vehicles.config import HARD_NEGATIVES, TYRES, VEHICLE_FAULTS, ConnectedVehiclesDomain
+from scenarios.vehicles.config import HARD_NEGATIVES, TYRES, VEHICLE_FAULTS, VehiclesDomain
 from simulators.sinks import MemorySink
 from streamsim.config.kinds import load_file
 
@@ -51,7 +51,7 @@ KEYS = [
 
 
 def example(**changes: Any) -> ScenarioConfig:
-    _, cfg = load_file(REPO / "config" / "scenarios" / "connected_vehicles.yaml")
+    _, cfg = load_file(REPO / "config" / "scenarios" / "vehicles.yaml")
     assert isinstance(cfg, ScenarioConfig)
     data = cfg.model_dump(mode="json")
     domain = changes.pop("domain", {})
@@ -107,7 +107,7 @@ def test_events_have_the_envelope_and_stay_compact(run: dict[str, Any]) -> None:
     assert list(events.columns) == KEYS
     assert (events["schema"] == "vehicle.telemetry/1").all()
     assert sink.topics.events == "vehicles.telemetry"
-    assert sink.topics.truth == "truth.connected_vehicles"
+    assert sink.topics.truth == "truth.vehicles"
     assert [k.decode() for k in sink.events.keys[:1000]] == events["vehicle_id"][:1000].tolist()
     sizes = np.array([len(v) for v in sink.events.values])
     assert 380 <= np.median(sizes) <= 480
@@ -144,7 +144,7 @@ def test_acceleration_is_the_derivative_of_speed(run: dict[str, Any]) -> None:
 def test_rpm_is_speed_times_a_gear_ratio(run: dict[str, Any]) -> None:
     cfg = run["cfg"]
     domain = cfg.domain
-    assert isinstance(domain, ConnectedVehiclesDomain)
+    assert isinstance(domain, VehiclesDomain)
     rows = run["rows"]
     counts = np.cumsum(cfg.class_counts())
     index = rows["vehicle_id"].str[4:].astype(int).to_numpy()

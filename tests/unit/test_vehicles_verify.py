@@ -1,4 +1,4 @@
-"""verify-stream on a connected-vehicles run: the example's clocks and delivery pass their checks,
+"""verify-stream on a vehicles run: the example's clocks and delivery pass their checks,
 with tunnel and dead-zone outages on top of the configured ones and reconnect duplicates."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_a_vehicle_run_passes_verify_stream_against_its_config(tmp_path: Path) -> None:
-    _, example = load_file(REPO / "config" / "scenarios" / "connected_vehicles.yaml")
+    _, example = load_file(REPO / "config" / "scenarios" / "vehicles.yaml")
     assert isinstance(example, ScenarioConfig)
     data = example.model_dump(mode="json")
     data.update(entities=300, duration_s=600)

@@ -20,7 +20,7 @@ FLAKY: dict[str, Any] = {
     "entities": 2000,
     "duration_s": 600,
     "seed": 11,
-    "domain": {"type": "sensor_fleet", "interval_s": 2},
+    "domain": {"type": "sensors", "interval_s": 2},
     "delivery": {
         "delay_s": {"type": "lognormal", "median": 0.25, "sigma": 0.8},
         "outages": {
@@ -63,11 +63,11 @@ def test_a_short_correct_run_passes(
 
 #: The shipped sensor fleet, as issue 12 ran it: 100,000 events cover about 25 simulated s,
 #: where env_sensor's steady outage share (0.0396) has no time to show.
-SENSOR_FLEET = Path(__file__).parents[2] / "config" / "scenarios" / "sensor_fleet.yaml"
+SENSORS_YAML = Path(__file__).parents[2] / "config" / "scenarios" / "sensors.yaml"
 
 
 def _fleet(env_outages_per_hour: float | None = None) -> ScenarioConfig:
-    data = yaml.safe_load(SENSOR_FLEET.read_text())
+    data = yaml.safe_load(SENSORS_YAML.read_text())
     data["seed"] = 11
     if env_outages_per_hour is not None:
         (env,) = (c for c in data["classes"] if c["name"] == "env_sensor")

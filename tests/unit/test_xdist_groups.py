@@ -14,7 +14,7 @@ def test_its_examples_hold() -> None:
 
 
 def test_the_spark_modules_share_one_unit_and_the_others_keep_their_own() -> None:
-    spark = "tests/integration/test_pipeline_card_velocity.py::test_queries_and_modes"
+    spark = "tests/integration/test_pipeline_cards.py::test_queries_and_modes"
     browser = "tests/integration/test_ui_browser.py::test_control_panel_in_a_real_browser"
     assert xdist_groups.unit_of_work(spark, REPO_ROOT) == xdist_groups.SPARK_GROUP
     assert xdist_groups.unit_of_work(browser, REPO_ROOT) == "tests/integration/test_ui_browser.py"

@@ -16,7 +16,7 @@ from ui.client import ApiClient, ApiError, ApiUnavailable
 from ui.knobs import GROUP_TITLES, NO_CAP, Knob, knobs_for, run_request
 from ui.view import REFRESH_S, STATUS_ICONS, api_errors, compact, fmt_ms, fmt_num
 
-PREFERRED = ("card_velocity", "sensor_fleet")
+PREFERRED = ("cards", "sensors")
 LIVE_SPEEDS: list[Any] = [0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, "max"]
 LIVE_CAPS: list[Any] = [NO_CAP, 10.0, 50.0, 100.0, 500.0, 1000.0, 5000.0, 10_000.0, 50_000.0]
 COMPONENT_ICONS = {
@@ -57,7 +57,7 @@ def _start_form(client: ApiClient, scenarios: list[dict[str, Any]]) -> None:
 
 def start_form(client: ApiClient, scenario: dict[str, Any]) -> None:
     """The sliders of one scenario (a `GET /v1/scenarios` item) and its "Start run" button;
-    other pages embed it too (the Vehicles page, for connected_vehicles)."""
+    other pages embed it too (the Vehicles page, for vehicles)."""
     name = scenario["name"]
     if scenario["error"]:
         st.error(f"This scenario file does not validate: {scenario['error']}")
@@ -199,7 +199,7 @@ def _runs_list(client: ApiClient) -> None:
 
 
 def component_line(run: dict[str, Any], component: dict[str, Any]) -> str:
-    """`● Spark job card-velocity: running · pid 42` (exit code once it ended)."""
+    """`● Spark job cards: running · pid 42` (exit code once it ended)."""
     name = component.get("name", "?")
     title = COMPONENT_TITLES.get(name, name)
     if name == "job" and run.get("job"):

@@ -1,4 +1,4 @@
-"""Sensors page: one sensor-fleet run's devices, a device's series and the run's sensor alerts.
+"""Sensors page: one sensors run's devices, a device's series and the run's sensor alerts.
 
 - figures: devices and sites seen, devices reporting low battery, the run's alerts;
 - a site map: the scenario names its sites and gives them no coordinates, so each site sits at
@@ -25,8 +25,8 @@ from ui.sections.alerts import evidence_lines
 from ui.view import REFRESH_S, api_errors, fmt_ms, fmt_num, run_picker
 
 TOPIC = topics.SENSORS_READINGS.name
-JOB = "window-counts"
-START_RUN = "streamsim simulate config/scenarios/sensor_fleet.yaml"
+JOB = "sensors"
+START_RUN = "streamsim simulate config/scenarios/sensors.yaml"
 RUN_KEY = "sensors-run"
 PICK_KEY = "sensors-device"
 MAP_LABELS = 40  # sites named on the map, at most
@@ -37,8 +37,8 @@ SIGNALS = (("temperature_c", "°C"), ("humidity_pct", "%"), ("battery_v", "V"))
 def render(client: ApiClient) -> None:
     st.header("Sensors")
     st.caption(
-        f"A sensor-fleet run's devices (`{TOPIC}`) and the alerts of its job (`{JOB}`). "
-        f"Start a run: `{START_RUN}` or the [Runs page](runs?scenario=sensor_fleet); "
+        f"A sensors run's devices (`{TOPIC}`) and the alerts of its job (`{JOB}`). "
+        f"Start a run: `{START_RUN}` or the [Runs page](runs?scenario=sensors); "
         f"detection: `streamsim pipeline run {JOB}`."
     )
     _fleet(client)

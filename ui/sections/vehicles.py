@@ -1,7 +1,7 @@
-"""Vehicles page: the connected-vehicles fleet live.
+"""Vehicles page: the vehicles fleet live.
 
-- the `connected_vehicles` scenario: its runs (stop), and the runs page's sliders to start one;
-- figures: vehicles per status, the telemetry topic's records/s, and the `vehicle-telemetry`
+- the `vehicles` scenario: its runs (stop), and the runs page's sliders to start one;
+- figures: vehicles per status, the telemetry topic's records/s, and the `vehicles`
   job's rows/s, late drops, how far its watermark trails the newest reading (simulated time)
   and how many records it is behind the topic's end (from the `metrics` topic);
 - a map of the vehicles' last GPS fixes (no tiles: a plain lon/lat plane with a 1° graticule
@@ -34,9 +34,9 @@ from ui.sections.alerts import evidence_lines
 from ui.sections.runs import STATUS_ICONS, start_form, stop_run
 from ui.view import REFRESH_S, api_errors, fmt_duration, fmt_ms, fmt_num, fmt_rate
 
-SCENARIO = "connected_vehicles"
+SCENARIO = "vehicles"
 TOPIC = topics.VEHICLES_TELEMETRY.name
-JOB = "vehicle-telemetry"
+JOB = "vehicles"
 MAP_LIMIT = 2000
 COLORS = {
     "moving": [30, 120, 220, 200],
@@ -76,7 +76,7 @@ def render(client: ApiClient) -> None:
 
 
 def _scenario(client: ApiClient) -> None:
-    with st.expander("Connected-vehicles runs: start, parameterize, stop", expanded=False):
+    with st.expander("Vehicles runs: start, parameterize, stop", expanded=False):
         with api_errors("Listing scenarios"):
             scenarios = {s["name"]: s for s in client.scenarios()}
             if SCENARIO in scenarios:
@@ -128,12 +128,12 @@ def _overrides(value: Any) -> str:
 
 
 def job_queries(queries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The vehicle-telemetry job's queries among the pipeline's."""
+    """The vehicles job's queries among the pipeline's."""
     return [q for q in queries if q.get("job") == JOB]
 
 
 def job_summary(view: dict[str, Any]) -> dict[str, Any] | None:
-    """The vehicle-telemetry job's figures (`GET /v1/pipeline` `jobs`)."""
+    """The vehicles job's figures (`GET /v1/pipeline` `jobs`)."""
     return next((j for j in view.get("jobs") or [] if j["job"] == JOB), None)
 
 
@@ -465,7 +465,7 @@ def _telemetry(client: ApiClient) -> None:
             "Readings", [60, 120, 300, 600], value=300, key="vehicle-readings"
         )
         try:
-            data = client.vehicle_telemetry(str(vehicle_id), limit=int(limit))
+            data = client.vehicle_readings(str(vehicle_id), limit=int(limit))
         except ApiError as exc:
             if exc.status != 404:
                 raise

@@ -1,6 +1,6 @@
 """`ShippingTail`: the consumer thread that reads `shipping.containers` and
 `shipping.port-events` into a `ContainerView` (`api.panel.views.shipping`), and with a
-`FleetView` (`api.panel.views.fleet`) `shipping.positions` too, feeding it all three: one read
+`ShipsView` (`api.panel.views.ships`) `shipping.positions` too, feeding it all three: one read
 of the topics for both views.
 
 Unlike the vehicle tail it never skips: an owner's container history must be whole, and a
@@ -29,9 +29,9 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPar
 from api.kafkalog import kafka_logger
 from api.panel.consumers.pacing import DEFAULT_SHARE, CpuPacer
 from api.panel.consumers.threads import TailThread
-from api.panel.views.fleet import POSITIONS_TOPIC, FleetView
 from api.panel.views.records import json_object
 from api.panel.views.shipping import CONTAINERS_TOPIC, PORT_EVENTS_TOPIC, ContainerView
+from api.panel.views.ships import POSITIONS_TOPIC, ShipsView
 from core.config import StackConfig
 from core.kafka import consumer_config
 
@@ -47,7 +47,7 @@ class ShippingTail(TailThread):
         stack: StackConfig,
         view: ContainerView | None = None,
         *,
-        fleet: FleetView | None = None,
+        fleet: ShipsView | None = None,
         topics: tuple[str, ...] | None = None,
         read_cap_per_s: int = 50_000,
         cycle_s: float = 0.5,

@@ -27,7 +27,7 @@ from core.contracts.labels import CARD_FRAUDS, SENSOR_FAULTS, SHIPPING_FAULTS, V
 
 #: Any entity class of the scenario, by its name.
 CLASS = "<class>"
-#: At most this many entities from the panel: the largest shipped scenario (card_velocity).
+#: At most this many entities from the panel: the largest shipped scenario (cards).
 PANEL_MAX_ENTITIES = 100_000
 
 Part = str | tuple[str, ...]  # a key, or any one of several keys
@@ -71,14 +71,14 @@ _COMMON = (*_RUN, *_disorder(), *_disorder("classes", CLASS))
 
 #: The allow-list: per scenario domain type (`domain.type`), every key the panel may set.
 TUNABLE: dict[str, tuple[Tunable, ...]] = {
-    "sensor_fleet": (
+    "sensors": (
         _ENTITIES,
         *_COMMON,
         Tunable(("domain", "faults", "rate_per_hour")),
         Tunable(("domain", "faults", "duration_s")),
         Tunable(("domain", "faults", "mix", SENSOR_FAULTS)),
     ),
-    "card_velocity": (
+    "cards": (
         _ENTITIES,
         *_COMMON,
         Tunable(("domain", "delivery")),  # POS mode posts to the stack's own endpoint only
@@ -92,7 +92,7 @@ TUNABLE: dict[str, tuple[Tunable, ...]] = {
             )
         ),
     ),
-    "connected_vehicles": (
+    "vehicles": (
         _ENTITIES,
         *_COMMON,
         Tunable(("domain", "faults", "rate_per_hour", VEHICLE_FAULTS)),
@@ -144,7 +144,7 @@ class TunableKeys:
             for c in (classes if isinstance(classes, list) else [{}])
             if isinstance(c, Mapping)
         ]
-        return cls(kind if isinstance(kind, str) else "sensor_fleet", names)
+        return cls(kind if isinstance(kind, str) else "sensors", names)
 
     def dotted(self) -> list[str]:
         """Every key, dotted (`classes.truck.delivery.drops.probability`), in declared order."""

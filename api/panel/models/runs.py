@@ -23,7 +23,7 @@ class RunRequest(BaseModel):
         json_schema_extra={
             "examples": [
                 {
-                    "scenario": "sensor_fleet",
+                    "scenario": "sensors",
                     "speed": 2.0,
                     "duration_s": 300,
                     "overrides": {

@@ -59,7 +59,7 @@ class SensorFeedSource(BaseModel):
     evicted: int
 
 
-class SensorFleet(BaseModel):
+class SensorList(BaseModel):
     run: str | None = Field(description="The run shown: the one asked for, else the newest.")
     runs: list[RunRow] = Field(description="Runs kept, newest first.")
     devices: list[SensorRow] = Field(description="By sensor id.")

@@ -3,11 +3,11 @@
 from api.panel.routes import (
     evaluations,
     feeds,
-    fleet,
     runs,
     scenarios,
     sensors,
     shipping,
+    ships,
     vehicles,
 )
 
@@ -19,6 +19,6 @@ ROUTERS = (
     evaluations.router,
     vehicles.router,
     shipping.router,
-    fleet.router,
+    ships.router,
     sensors.router,
 )

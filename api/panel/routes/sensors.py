@@ -1,4 +1,4 @@
-"""Read routes for the Sensors page (open, like the Vehicles page's): one sensor-fleet run's
+"""Read routes for the Sensors page (open, like the Vehicles page's): one sensors run's
 devices on the site map with their latest reading, a device's recent series, and the run's
 sensor alerts (from `sensors.readings` and `alerts`; see `api.panel.views.sensors`)."""
 
@@ -12,7 +12,7 @@ from api.errors import ErrorBody
 from api.panel.consumers.feeds import Feeds
 from api.panel.consumers.sensors import SensorFeed
 from api.panel.deps import UNAVAILABLE, feeds_of
-from api.panel.models.sensors import SensorAlerts, SensorFleet, SensorSeries
+from api.panel.models.sensors import SensorAlerts, SensorList, SensorSeries
 from api.panel.views.sensors import run_alerts
 from api.responses import OrjsonResponse
 from core.pan import scrub_text
@@ -49,7 +49,7 @@ def _alerts(feeds: Feeds, feed: SensorFeed, run: str | None) -> list[dict[str, A
 @router.get(
     "",
     response_class=OrjsonResponse,
-    responses={200: {"model": SensorFleet}, **UNAVAILABLE},
+    responses={200: {"model": SensorList}, **UNAVAILABLE},
 )
 def sensors(
     request: Request,

@@ -8,7 +8,7 @@ read budget, skipping ahead and CPU pacing as the vehicle feed).
   (`sf-<run>`, as the Shipping page's `run`); a rerun reuses the sensor ids, so runs are apart.
 - Sites: the scenario names its sites (`site`) and gives them no coordinates, so the map places
   each at a fixed point derived from its name (`site_position`): a layout, not geography.
-- Alerts: not kept here: `run_alerts` picks a run's sensor alerts (job `window-counts` or a
+- Alerts: not kept here: `run_alerts` picks a run's sensor alerts (job `sensors` or a
   sensor label) from the alerts feed's newest rows, by the run part of the first event id.
 
 Memory: a reading kept is a 5-tuple (~0.2 KB); 5,000 devices x 60 readings ~ 60 MB at most, and
@@ -30,7 +30,7 @@ from core.contracts import labels, topics
 from core.contracts.events import SENSOR_READING
 
 SENSORS_TOPIC = topics.SENSORS_READINGS.name
-SENSOR_JOB = "window-counts"
+SENSOR_JOB = "sensors"
 #: What the sensor detectors name: the scenario's faults and the job's own checks.
 SENSOR_LABELS = frozenset((*labels.SENSOR_FAULTS, "low_battery", "silent_device"))
 #: A reading kept: its fields in storage order.

@@ -5,7 +5,7 @@ Two parts:
 - `VehicleView` (pure, no Kafka): the latest reading of each vehicle, LRU-bounded to
   `max_vehicles`, and a ring of recent readings (16 numeric signals, see `SIGNALS`) for at most
   `history_vehicles` of them, `history_len` readings each. Vehicle alerts (job
-  `vehicle-telemetry`, or a vehicle label) are kept per vehicle (the last `alerts_per_vehicle`).
+  `vehicles`, or a vehicle label) are kept per vehicle (the last `alerts_per_vehicle`).
 - `VehicleTail` (`api.panel.consumers.vehicles`): one consumer thread that feeds the view
   under a read budget.
 
@@ -58,7 +58,7 @@ from core.contracts import VEHICLE_TELEMETRY, labels, topics
 from core.contracts.events import TYRES
 
 VEHICLES_TOPIC = topics.VEHICLES_TELEMETRY.name
-VEHICLE_JOB = "vehicle-telemetry"
+VEHICLE_JOB = "vehicles"
 VEHICLE_LABELS = frozenset(labels.VEHICLE_FAULTS)
 #: What a telemetry request returns without `signal=`: what the page charts.
 DEFAULT_SIGNALS: tuple[str, ...] = (

@@ -53,7 +53,7 @@ from detectors import ALERT_COLUMNS, ALERT_SPARK_DDL, alerts_to_frame
 from pipeline.config import PipelineConfig
 from pipeline.jobs.shipping.config import offsets_by_topic, per_topic_cap, topics_by_kind
 from pipeline.jobs.shipping.logs import KINDS, EntityLog, Scored
-from pipeline.jobs.vehicle_telemetry.job import FIRST_BATCH_WAIT_S, first_batch
+from pipeline.jobs.vehicles.job import FIRST_BATCH_WAIT_S, first_batch
 from pipeline.kafka_io import deadletter_records, parse_events, read_kafka, write_kafka
 from pipeline.late_drops import DROPPED, QUERY_SUFFIX, counting_sink, with_drops
 from pipeline.progress import source_offsets

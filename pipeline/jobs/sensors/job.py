@@ -1,0 +1,127 @@
+"""Events per entity per tumbling event-time window, with a watermark; malformed records
+go to the dead-letter topic; optionally the sensors alerts.
+
+source (Kafka JSON events) -> parse; malformed records -> dead-letter topic
+  -> watermark -> tumbling window count                   -> `output_topic` (Kafka)
+  -> with `sensors.sensor_alerts`: watermark, each event id once within it -> per
+     entity in event-time order, the sensor rules of `pipeline.jobs.sensors.rules`
+     (stuck sensor, spike, low battery, silent device; `transformWithStateInPandas`)
+                                                           -> `alerts_topic` + `<lake>/alerts/`
+
+Queries: `sensors.counts`, `.deadletter`, and `.alerts` (state per sensor, micro-batch,
+`AlertSink`: Kafka + lake, once per alert id).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+from core.config import StackConfig
+from core.contracts import SENSOR_READING
+from core.kafka import ensure_topics
+from detectors import ALERT_SPARK_DDL
+from pipeline.alerts_sink import AlertSink
+from pipeline.config import PipelineConfig
+from pipeline.jobs.sensors.config import SensorsSettings
+from pipeline.jobs.sensors.rules import FIELDS, SensorRulesProcessor
+from pipeline.jobs.vehicles.job import FIRST_BATCH_WAIT_S, first_batch
+from pipeline.kafka_io import (
+    as_kafka_record,
+    deadletter_records,
+    parse_events,
+    read_kafka,
+    write_kafka,
+)
+from pipeline.session import use_rocksdb_state
+from pipeline.settings import duration_ms
+from pipeline.triggers import query_trigger, with_trigger
+
+NAME = "sensors"
+ALERTS_QUERY = f"{NAME}.alerts"
+
+
+def event_schema(entity_key: str, sensor_fields: bool = False) -> StructType:
+    """The fields the job reads: id, entity and time; plus the sensor rules' `FIELDS` (as the
+    `sensor.reading/1` contract types them) when the alerts query runs."""
+    extra = [f for f in SENSOR_READING.spark_schema().fields if f.name in FIELDS]
+    return StructType(
+        [
+            StructField("event_id", StringType()),
+            StructField(entity_key, StringType()),
+            StructField("event_time", LongType()),
+            *(extra if sensor_fields else []),
+        ]
+    )
+
+
+def alerts_stream(events: DataFrame, cfg: PipelineConfig) -> DataFrame:
+    """Alert rows (`ALERT_SPARK_DDL`) of the sensor rules, per entity in event-time order."""
+    settings: SensorsSettings = cfg.sensors
+    ttl = settings.sensor_state_ttl
+    processor = SensorRulesProcessor(
+        None if ttl is None else duration_ms(ttl), settings.max_buffered
+    )
+    return (
+        events.withWatermark("event_ts", cfg.watermark)
+        .dropDuplicatesWithinWatermark(["event_id"])
+        .select(cfg.entity_key, *processor.input_columns, "event_ts")
+        .groupBy(cfg.entity_key)
+        .transformWithStateInPandas(processor, ALERT_SPARK_DDL, "Append", "EventTime")
+    )
+
+
+def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[StreamingQuery]:
+    checkpoints = stack.dirs.checkpoints / NAME
+    alerting = cfg.sensors.sensor_alerts
+    raw = read_kafka(
+        spark, stack, cfg.input_topics, cfg.starting_offsets, cfg.max_offsets_per_trigger
+    )
+    events, rejects = parse_events(raw, event_schema(cfg.entity_key, alerting))
+
+    counts = (
+        events.withWatermark("event_ts", cfg.watermark)
+        .groupBy(F.col(cfg.entity_key).alias("entity_id"), F.window("event_ts", cfg.window))
+        .agg(F.count(F.lit(1)).alias("events"))
+        .select(
+            "entity_id",
+            F.unix_millis(F.col("window.start")).alias("window_start"),
+            F.unix_millis(F.col("window.end")).alias("window_end"),
+            "events",
+        )
+    )
+    counts_writer = write_kafka(
+        as_kafka_record(F.col("entity_id"), counts),
+        stack,
+        cfg.output_topic,
+        str(checkpoints / "counts"),
+    )
+    deadletter_writer = write_kafka(
+        deadletter_records(rejects, NAME),
+        stack,
+        cfg.deadletter_topic,
+        str(checkpoints / "deadletter"),
+    )
+    queries: list[StreamingQuery] = []
+    if alerting:
+        topic = cfg.sensors.alerts_topic
+        ensure_topics(stack, [topic])
+        use_rocksdb_state(spark)
+        alerts_checkpoint = checkpoints / "alerts"
+        sink = AlertSink(stack, topic, NAME, alerts_checkpoint, stack.dirs.lake)
+        alerts_writer = (
+            alerts_stream(events, cfg)
+            .writeStream.foreachBatch(sink)
+            .option("checkpointLocation", str(alerts_checkpoint))
+            .outputMode("append")
+        )
+        stateful = query_trigger(cfg.trigger, stateful=True)
+        queries.append(with_trigger(alerts_writer, stateful).queryName(ALERTS_QUERY).start())
+        first_batch(queries[0], FIRST_BATCH_WAIT_S)
+    return [
+        with_trigger(counts_writer, cfg.trigger).queryName(f"{NAME}.counts").start(),
+        with_trigger(deadletter_writer, cfg.trigger).queryName(f"{NAME}.deadletter").start(),
+        *queries,
+    ]
