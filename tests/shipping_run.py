@@ -8,9 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from confluent_kafka import Producer
 
+from core.config import StackConfig
 from core.config.loader import load_model
 from core.contracts import topics
+from core.kafka import producer_config
+from core.kafka.offsets import end_offsets
 from scenarios.catalog import ScenarioConfig, run_scenario
 from simulators.sinks import JsonlSink
 
@@ -73,3 +77,19 @@ def seeded_events(
 def keyed_records(events: list[dict[str, Any]]) -> list[tuple[str, str, bytes]]:
     """(topic, key, value) of each event, as the simulator's Kafka sink writes them."""
     return [(TOPIC[e["schema"]][0], str(e[TOPIC[e["schema"]][1]]), orjson.dumps(e)) for e in events]
+
+
+def starting_after(stack: StackConfig, names: list[str]) -> str:
+    """Spark's JSON form of the topics' end offsets now: the job reads what comes after."""
+    return orjson.dumps(
+        {t: {str(p): o for p, o in end_offsets(stack, t).items()} for t in names}
+    ).decode()
+
+
+def produce(stack: StackConfig, records: list[tuple[str, str, bytes]]) -> None:
+    """(topic, key, value) records into their topics, in order."""
+    producer = Producer(producer_config(stack))
+    for topic, key, value in records:
+        producer.produce(topic, value, key.encode())
+        producer.poll(0)
+    assert producer.flush(60) == 0

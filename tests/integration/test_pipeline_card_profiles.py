@@ -32,17 +32,15 @@ from pipeline.alerts_sink import sink_of
 from pipeline.config import PipelineConfig
 from pipeline.triggers import query_mode
 from tests.integration.test_pipeline_cards import (
-    PARIS,
-    T0,
     alerts_query,
     process,
     produce,
     read_topic,
     stop,
-    tx,
     wait_until,
     with_dirs,
 )
+from tests.oracles.cards import PARIS, T0, tx
 
 pytestmark = pytest.mark.integration
 

@@ -21,40 +21,23 @@ from typing import Any
 
 import orjson
 import pytest
-from confluent_kafka import Producer
 
 from core.config import StackConfig
 from core.contracts import topics
 from core.contracts.events import PIPELINE_PROGRESS
-from core.kafka import ensure_topics, producer_config
-from core.kafka.offsets import end_offsets
+from core.kafka import ensure_topics
 from core.kafka.reader import read_topic
 from pipeline.config import PipelineConfig
 from pipeline.jobs.shipping import job
 from pipeline.metrics import MetricsPublisher
 from pipeline.progress import ProgressTotals, source_offsets
 from streamsim.evaluate.shipping import TOPIC_COLUMNS, frame_of, run_rules
-from tests.shipping_run import TOPIC, keyed_records, seeded_events
+from tests.shipping_run import TOPIC, keyed_records, produce, seeded_events, starting_after
 
 pytestmark = pytest.mark.integration
 
 DAY_MS = 86_400_000
 SETTLE_S = 2
-
-
-def starting_after(stack: StackConfig, names: list[str]) -> str:
-    """Spark's JSON form of the topics' end offsets now: the job reads what comes after."""
-    return orjson.dumps(
-        {t: {str(p): o for p, o in end_offsets(stack, t).items()} for t in names}
-    ).decode()
-
-
-def produce(stack: StackConfig, records: list[tuple[str, str, bytes]]) -> None:
-    producer = Producer(producer_config(stack))
-    for topic, key, value in records:
-        producer.produce(topic, value, key.encode())
-        producer.poll(0)
-    assert producer.flush(60) == 0
 
 
 def records_read(starting: str, progress: dict[str, Any] | None) -> int:

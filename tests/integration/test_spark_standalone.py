@@ -2,7 +2,7 @@
 `spark-class` (separate JVMs, 1 core, 1g), one for the module, and each Spark job run against
 `spark://` as a `streamsim pipeline run` process (trigger available_now: it ends when it has read
 its input), giving the output a pure-Python oracle computes from the same input (the oracles
-the jobs' own integration tests hold against `local[2]`):
+the jobs' own integration tests hold against `local[2]`, from `tests.oracles`):
 - `sensors`: the window counts of the sensors scenario (seed 7), every window the
   final watermark closed and no other;
 - `cards` and `vehicles`: the alert ids of the detectors' batch forms, every
@@ -47,14 +47,12 @@ from core.kafka import ensure_topics, producer_config
 from core.kafka.reader import read_topic
 from pipeline.config import PipelineConfig
 from pipeline.jobs.shipping import job as shipping
-from pipeline.jobs.vehicles.rules import vehicle_alerts_batch
 from pipeline.packaging import ZIP_NAME
 from streamsim.evaluate.shipping import TOPIC_COLUMNS, frame_of, run_rules
 from tests.conftest import REPO_ROOT, free_port
-from tests.integration import test_pipeline_cards as cards
-from tests.integration import test_pipeline_shipping as ships
-from tests.integration import test_pipeline_vehicles as vehicles
-from tests.shipping_run import TOPIC, keyed_records, seeded_events
+from tests.oracles import cards, vehicles
+from tests.shipping_run import TOPIC, keyed_records, seeded_events, starting_after
+from tests.shipping_run import produce as produce_shipping
 
 #: A test runs a simulation (300 s at most) and a job (500 s at most): pytest's own timeout
 #: comes after theirs, so a stuck command fails with its stderr.
@@ -335,10 +333,8 @@ def vehicle_settings(tag: str) -> dict[str, Any]:
 
 def vehicle_oracle() -> dict[str, str]:
     """The vectorised forms over the on-time readings (all of them: none is late here)."""
-    phase_1, phase_2, _, clock = vehicles.phases()
     cfg = pipeline_config("vehicles", vehicle_settings("oracle")).vehicles
-    frame = pd.DataFrame(phase_1 + phase_2 + clock)
-    return by_id(vehicle_alerts_batch(frame, cfg.enabled_detectors()), "label")
+    return by_id(vehicles.oracle_alerts(cfg.enabled_detectors()), "label")
 
 
 ALERTING = {
@@ -482,9 +478,9 @@ def test_shipping_on_a_standalone_cluster_matches_the_oracle(
     """The job reads the shipping topics themselves, from their end offsets before the run."""
     inputs = list(shipping.SOURCES)
     ensure_topics(kafka_stack, inputs)
-    offsets = ships.starting_after(kafka_stack, inputs)
+    offsets = starting_after(kafka_stack, inputs)
     events = seeded_events(tmp_path / "run", boxes=80, days=3)
-    ships.produce(kafka_stack, keyed_records(events))
+    produce_shipping(kafka_stack, keyed_records(events))
     settings = {
         "input_topics": inputs,
         "starting_offsets": offsets,
