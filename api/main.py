@@ -39,20 +39,20 @@ from api.errors import validation_error_handler
 from api.fraud.routes import ROUTERS as FRAUD_ROUTERS
 from api.fraud.routes.transactions import TransactionLane
 from api.fraud.service import FraudService
-from api.fraud.settings import load_secrets, load_settings
+from api.fraud.settings import load_secrets, load_settings, run_settings
 from api.fraud.stats import LatencyMiddleware
 from api.panel.consumers.feeds import Feeds
 from api.panel.consumers.sensors import SensorFeed
 from api.panel.consumers.shipping import ShippingTail
-from api.panel.loadtests import LoadTestManager
 from api.panel.owners import OwnerTokens, load_owner_tokens
 from api.panel.routes import ROUTERS as PANEL_ROUTERS
 from api.panel.routes import loadtests as loadtest_routes
-from api.panel.run_evaluations import RunEvaluations
-from api.panel.runs import RunManager
 from api.panel.views.ships import ShipsView
 from api.responses import OrjsonResponse
 from core.config import StackConfig
+from runs.evaluations import RunEvaluations
+from runs.loadtests import LoadTestManager
+from runs.manager import RunManager
 
 
 def create_app(
@@ -77,7 +77,7 @@ def create_app(
     if sensors is None and stack is not None:
         sensors = SensorFeed(stack)
     if stack is not None:
-        run_manager = run_manager or RunManager.for_stack(stack)
+        run_manager = run_manager or RunManager.for_stack(stack, endpoint_settings=run_settings)
         feed = feed or Feeds(stack, service.settings.topic)
         evaluations_dir = evaluations_dir or Path(stack.dirs.data) / "evaluations"
         loadtests = loadtests or LoadTestManager.for_stack(stack)

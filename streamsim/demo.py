@@ -180,11 +180,10 @@ def _endpoint(
             f"port {port} on {host} is taken, so the demo cannot start the fraud endpoint "
             "there: stop what holds it, or set api.port (or STREAMSIM_API_PORT)"
         )
-    from api.fraud.settings import load_settings
+    from api.fraud.settings import run_settings
 
-    settings = load_settings().model_copy(update={"rebuild_lookback_s": 0.0})
     settings_file = work / "api.yaml"
-    settings_file.write_text(yaml.safe_dump(settings.model_dump(mode="json")))
+    settings_file.write_text(yaml.safe_dump(run_settings()[0]))
     log_path = stack.dirs.data / "logs" / f"{run_id}-api.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log = log_path.open("wb")
@@ -226,7 +225,7 @@ def _scenario_file(
     path: Path, overrides: dict[str, Any], speed: float | None, work: Path
 ) -> tuple[Path, float]:
     """The scenario with the demo's overrides, and the speed it will run at."""
-    from api.panel.runs import apply_overrides
+    from runs.manager import apply_overrides
 
     data = apply_overrides(read_yaml(path), overrides)
     chosen = speed or float(data.get("pacing", {}).get("speed") or 1.0)

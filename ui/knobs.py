@@ -1,7 +1,7 @@
 """Which sliders a scenario gets, and how their values become a run request.
 
 `knobs_for(config, tunable)` reads a resolved scenario config and the keys its run requests
-may set (both from GET /v1/scenarios: the API's allow-list, `api.panel.models.overrides`) and
+may set (both from GET /v1/scenarios: the API's allow-list, `runs.tunable`) and
 returns a knob for each tunable key it can show, and for no other key:
 - rate: entities, speed, a cap on events/s, the simulated duration;
 - fraud or fault mix: every tunable number under `domain`, each entry of a rate keyed by type

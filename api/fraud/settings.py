@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -192,6 +192,13 @@ def load_settings(path: str | Path | None = None) -> ApiSettings:
     """`path`, else $STREAMSIM_API_SETTINGS, else defaults."""
     chosen = path or os.environ.get(SETTINGS_ENV) or None
     return load_model(ApiSettings, chosen) if chosen else ApiSettings()
+
+
+def run_settings() -> tuple[dict[str, Any], str]:
+    """The settings of an endpoint a run or the demo starts (these, with no state rebuilt from
+    earlier runs: each run has ids of its own) and the topic it publishes decisions to."""
+    settings = load_settings().model_copy(update={"rebuild_lookback_s": 0.0})
+    return settings.model_dump(mode="json"), settings.topic
 
 
 def load_secrets(stack: StackConfig) -> ApiSecrets:

@@ -9,9 +9,9 @@ from fastapi import HTTPException, Request, status
 
 from api.errors import ErrorBody
 from api.panel.consumers.feeds import Feeds
-from api.panel.loadtests import LoadTestManager
-from api.panel.run_evaluations import RunEvaluations
-from api.panel.runs import RunManager
+from runs.evaluations import RunEvaluations
+from runs.loadtests import LoadTestManager
+from runs.manager import RunManager
 
 
 def feeds_of(request: Request) -> Feeds:

@@ -18,10 +18,10 @@ from typing import Any
 import httpx
 import pytest
 
-from api.panel.runs import apply_overrides
 from core.config import StackConfig
 from core.config.loader import read_yaml
 from pipeline.progress import BatchReport
+from runs.manager import apply_overrides
 from scenarios.cards.scenario import CardsScenario
 from scenarios.catalog import ScenarioConfig
 from streamsim.demo import SCENARIOS, run_demo

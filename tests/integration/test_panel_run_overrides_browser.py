@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from api.panel.runs import CONTROL_FILE
+from runs.manager import CONTROL_FILE
 from tests.integration.ui_stack import (
     TOKEN,
     WAIT_S,

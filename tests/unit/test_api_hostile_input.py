@@ -21,10 +21,10 @@ from api.fraud.service import FraudService
 from api.fraud.settings import ApiSecrets, ApiSettings
 from api.logscrub import PanScrubFilter
 from api.main import create_app
-from api.panel.runs import RunManager, RunSpec
 from core.config import ConfigError, StackConfig, load_stack
 from core.config.stack import KAFKA_CLIENT_ENV
 from core.pan import find_pan, scrub, scrub_text
+from runs.manager import RunManager, RunSpec
 from simulators.sinks.base import Records, Topics
 from simulators.sinks.http import HttpEventSink
 from simulators.sinks.memory import MemorySink

@@ -16,14 +16,14 @@ from api.fraud.publisher import MemoryPublisher
 from api.fraud.service import FraudService
 from api.fraud.settings import ApiSecrets, ApiSettings
 from api.main import create_app
-from api.panel.loadtests import (
+from api.panel.models.loadtests import LoadTestFiles, LoadTestInfo, LoadTestList
+from runs.loadtests import (
     PROGRESS_FILE,
     LoadTestManager,
     check_command,
     config_problems,
     editable,
 )
-from api.panel.models.loadtests import LoadTestFiles, LoadTestInfo, LoadTestList
 from tests.conftest import REPO_ROOT
 
 TOKEN = "ctl-token"

@@ -18,7 +18,7 @@ from api.fraud.service import FraudService
 from api.fraud.settings import ApiSecrets, ApiSettings
 from api.main import create_app
 from api.panel.models.evaluations import RunEvaluation, RunEvaluationList
-from api.panel.run_evaluations import (
+from runs.evaluations import (
     RECORD_FILE,
     EvaluationBusy,
     EvaluationSpec,
@@ -28,7 +28,7 @@ from api.panel.run_evaluations import (
     UnknownEvaluation,
     evaluate_command,
 )
-from api.panel.runs import RunManager, RunSpec, UnknownRun
+from runs.manager import RunManager, RunSpec, UnknownRun
 from tests.conftest import REPO_ROOT
 
 TOKEN = "ctl-token"

@@ -18,7 +18,7 @@ from api.fraud.service import FraudService
 from api.fraud.settings import ApiSecrets, ApiSettings
 from api.main import create_app
 from api.panel.models.runs import RunInfo, RunList, ScenarioList
-from api.panel.runs import (
+from runs.manager import (
     InvalidOverrides,
     RunConflict,
     RunManager,

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("core", "detectors", "simulators", "scenarios", "pipeline", "api", "ui", "streamsim")
+PACKAGES = (
+    "core", "detectors", "simulators", "scenarios", "pipeline", "runs", "api", "ui", "streamsim",
+)  # fmt: skip
 
 
 def imports_of(package: str, modules: bool = False) -> dict[str, set[str]]:
@@ -56,6 +58,11 @@ def test_the_contracts_import_only_the_standard_library() -> None:
         "assert new <= {'core'} | set(sys.stdlib_module_names), new"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_running_things_imports_no_http_nor_ui() -> None:
+    """`runs/` supervises child processes for `api/` and `streamsim/`; it imports neither."""
+    assert not {"api", "ui", "streamsim"} & set(GRAPH["runs"]), GRAPH["runs"]
 
 
 @pytest.mark.parametrize("package", [p for p in PACKAGES if p != "streamsim"])

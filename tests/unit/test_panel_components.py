@@ -24,7 +24,10 @@ from api.fraud.publisher import MemoryPublisher
 from api.fraud.service import FraudService
 from api.fraud.settings import ApiSecrets, ApiSettings
 from api.main import create_app
-from api.panel.components import (
+from api.panel.models.runs import RunInfo
+from core.config import StackConfig
+from core.config.loader import read_yaml
+from runs.components import (
     COMPONENTS,
     STOP_SIGNALS,
     InvalidComponents,
@@ -36,10 +39,7 @@ from api.panel.components import (
     start_order,
     stop_order,
 )
-from api.panel.models.runs import RunInfo
-from api.panel.runs import Part, Run, RunManager, RunSpec, apply_overrides
-from core.config import StackConfig
-from core.config.loader import read_yaml
+from runs.manager import Part, Run, RunManager, RunSpec, apply_overrides
 from scenarios.catalog import ScenarioConfig
 from tests.conftest import REPO_ROOT
 

@@ -18,9 +18,9 @@ from api.fraud.publisher import MemoryPublisher
 from api.fraud.service import FraudService
 from api.fraud.settings import ApiSecrets, ApiSettings
 from api.main import create_app
-from api.panel.models.overrides import PANEL_MAX_ENTITIES, TunableKeys
-from api.panel.runs import InvalidOverrides, RunManager, RunSpec, apply_overrides
 from core.contracts.labels import VEHICLE_FAULTS
+from runs.manager import InvalidOverrides, RunManager, RunSpec, apply_overrides
+from runs.tunable import PANEL_MAX_ENTITIES, TunableKeys
 from scenarios.catalog import ScenarioConfig
 from tests.conftest import REPO_ROOT
 from ui.knobs import knobs_for, run_request
@@ -272,7 +272,7 @@ def client(runs: RunManager) -> Iterator[TestClient]:
 
 
 #: Every class of refused key the allow-list exists for (module docstring of
-#: `api.panel.models.overrides`), each sent to the route of a scenario that has the key.
+#: `runs.tunable`), each sent to the route of a scenario that has the key.
 REFUSED: list[tuple[str, dict[str, Any], list[str]]] = [
     # where card numbers go, where events land, whose ids and truth they are
     ("cards", {"domain": {"endpoint": {"url": "http://evil.example/"}}},

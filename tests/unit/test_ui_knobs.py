@@ -9,8 +9,8 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from api.panel.models.overrides import TunableKeys
-from api.panel.runs import apply_overrides, validate_scenario
+from runs.manager import apply_overrides, validate_scenario
+from runs.tunable import TunableKeys
 from scenarios.catalog import ScenarioConfig
 from tests.conftest import REPO_ROOT
 from ui.knobs import NO_CAP, Knob, knobs_for, run_request, spread_of

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from streamlit.testing.v1 import AppTest
 
-from api.panel.models.overrides import TunableKeys
+from runs.tunable import TunableKeys
 from scenarios.catalog import ScenarioConfig
 from tests.conftest import REPO_ROOT, free_port
 from ui.client import ApiClient

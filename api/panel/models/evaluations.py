@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from api.panel.run_evaluations import EvaluationStatus
+from runs.evaluations import EvaluationStatus
 
 
 class RunKnobs(BaseModel):

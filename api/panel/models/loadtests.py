@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from api.panel.loadtests import LoadTestStatus
+from runs.loadtests import LoadTestStatus
 
 
 class LoadTestFile(BaseModel):

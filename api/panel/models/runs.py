@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from api.errors import ErrorBody
-from api.panel.components import Component, ComponentState
-from api.panel.runs import RunStatus
+from runs.components import Component, ComponentState
+from runs.manager import RunStatus
 
 Speed = Annotated[float, Field(gt=0, le=1e6)] | Literal["max"]
 

@@ -25,15 +25,15 @@ from api.panel.deps import RUNS_UNAVAILABLE, evaluations_of
 from api.panel.models.evaluations import RunEvaluation, RunEvaluationList
 from api.panel.models.feeds import Evaluation
 from api.panel.models.runs import ErrorBody
-from api.panel.run_evaluations import (
+from api.panel.views.evaluations import latest_evaluation
+from api.responses import OrjsonResponse
+from runs.evaluations import (
     EvaluationBusy,
     NotEvaluable,
     RunNotScorable,
     UnknownEvaluation,
     UnknownRun,
 )
-from api.panel.views.evaluations import latest_evaluation
-from api.responses import OrjsonResponse
 
 router = APIRouter(prefix="/v1", tags=["read"])
 

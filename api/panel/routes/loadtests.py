@@ -18,9 +18,9 @@ from fastapi import APIRouter, Depends, HTTPException, Request, status
 from api.auth import TOKEN_RESPONSES, has_token, require_token
 from api.errors import BAD_BODY, ErrorBody, safe_errors
 from api.panel.deps import LOADTESTS_UNAVAILABLE, loadtests_of
-from api.panel.loadtests import InvalidEdits, LoadTestConflict, UnknownLoadTest
 from api.panel.models.loadtests import LoadTestFiles, LoadTestInfo, LoadTestList, LoadTestRequest
 from api.responses import OrjsonResponse
+from runs.loadtests import InvalidEdits, LoadTestConflict, UnknownLoadTest
 
 router = APIRouter(tags=["loadtests"])
 

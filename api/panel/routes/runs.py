@@ -18,11 +18,13 @@ from fastapi import APIRouter, Depends, HTTPException, Request, status
 
 from api.auth import TOKEN_RESPONSES, has_token, require_token
 from api.errors import BAD_BODY, safe_errors
-from api.panel.components import InvalidComponents
 from api.panel.deps import RUNS_UNAVAILABLE
 from api.panel.deps import runs_of as _runs_of
 from api.panel.models.runs import ErrorBody, RunInfo, RunList, RunRequest, RunTuning
-from api.panel.runs import (
+from api.responses import OrjsonResponse
+from core.config import ConfigError
+from runs.components import InvalidComponents
+from runs.manager import (
     InvalidOverrides,
     RunConflict,
     RunManager,
@@ -31,8 +33,6 @@ from api.panel.runs import (
     UnknownRun,
     UnknownScenario,
 )
-from api.responses import OrjsonResponse
-from core.config import ConfigError
 
 router = APIRouter(tags=["runs"])
 

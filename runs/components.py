@@ -1,6 +1,6 @@
 """What one run starts besides the simulator, and in which order it starts and stops them.
 
-A run is the whole scenario (`api.panel.runs.RunManager`):
+A run is the whole scenario (`runs.manager.RunManager`):
 - `simulator`: `streamsim simulate` into Kafka, or in POS mode posting to the endpoint;
 - `job`: the Spark job reading the scenario's events, `streamsim pipeline run JOB` on the run's
   own checkpoints and its own copy of the pipeline config: the pipeline file (under
@@ -12,7 +12,7 @@ A run is the whole scenario (`api.panel.runs.RunManager`):
 Start order: endpoint (the simulator waits for its health check), job, simulator. Stop order:
 simulator (no new events), job (once it drained what was sent, or after a timeout), endpoint
 (last: the simulator may still post while it stops). This module is pure logic: the plan, the
-commands and the order; `api.panel.runs` runs the processes.
+commands and the order; `runs.manager` runs the processes.
 """
 
 from __future__ import annotations

@@ -37,12 +37,12 @@ from typing import Any, Literal
 import orjson
 import yaml
 
-from api.panel.models.overrides import Tunable, TunableKeys
-from api.panel.runs import REPO_ROOT, SECRET_ENV, _group_alive, _kill_group, _tail
 from core.config import ConfigError, StackConfig
 from core.config.loader import read_yaml
 from core.config.stack import KAFKA_CLIENT_ENV, split_client_secrets
 from core.pan import scrub_text
+from runs.manager import REPO_ROOT, SECRET_ENV, _group_alive, _kill_group, _tail
+from runs.tunable import Tunable, TunableKeys
 from scenarios.catalog import deep_merge
 
 LoadTestStatus = Literal["running", "stopping", "finished", "failed", "stopped"]

@@ -1,10 +1,10 @@
 """Scenario runs started and stopped from the API: each run is the whole scenario, its
-components child processes (`api.panel.components`: the simulator, the scenario's Spark job,
+components child processes (`runs.components`: the simulator, the scenario's Spark job,
 and the fraud endpoint in POS mode).
 
 `RunManager.start(scenario, ...)`:
 - reads `<scenario_dir>/<scenario>.yaml`, checks the `overrides` against the scenario's
-  allow-list (`api.panel.models.overrides`), deep-merges them over the file and validates the
+  allow-list (`runs.tunable`), deep-merges them over the file and validates the
   result as a `ScenarioConfig` (a key off the list or a bad value raises `InvalidOverrides`,
   naming the key);
 - plans the components (`components`: all the scenario needs by default, or a subset holding
@@ -63,7 +63,15 @@ import orjson
 import yaml
 from pydantic import ValidationError
 
-from api.panel.components import (
+from core.config import ConfigError, StackConfig
+from core.config.errors import key_path
+from core.config.loader import read_yaml
+from core.config.stack import KAFKA_CLIENT_ENV, split_client_secrets
+from core.contracts import topics
+from core.pan import scrub_text
+from core.ports import free_port
+from pipeline.signals import DRAIN_SIGNAL
+from runs.components import (
     COMPONENTS,
     STOP_SIGNALS,
     Component,
@@ -77,14 +85,7 @@ from api.panel.components import (
     plan_components,
     pos_mode,
 )
-from api.panel.models.overrides import TunableKeys
-from core.config import ConfigError, StackConfig
-from core.config.errors import key_path
-from core.config.loader import read_yaml
-from core.config.stack import KAFKA_CLIENT_ENV, split_client_secrets
-from core.pan import scrub_text
-from core.ports import free_port
-from pipeline.signals import DRAIN_SIGNAL
+from runs.tunable import TunableKeys
 from scenarios.catalog import ScenarioConfig, deep_merge
 
 RunStatus = Literal["running", "stopping", "finished", "failed", "stopped"]
@@ -107,7 +108,7 @@ LOGS: dict[Component, str] = {
 }
 #: Progress fields that count since the API started, not since the run's job did.
 API_TOTALS = ("batches_seen", "input_rows_seen", "dropped_by_watermark_seen", "late_events_seen")
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 class UnknownScenario(LookupError):
@@ -389,6 +390,16 @@ def endpoint_healthy(url: str) -> bool:
         return False
 
 
+#: A run endpoint's settings file body and the topic it publishes decisions to.
+EndpointSettings = Callable[[], tuple[dict[str, Any], str]]
+
+
+def default_endpoint_settings() -> tuple[dict[str, Any], str]:
+    """The endpoint's defaults with no state rebuilt from earlier runs (each run has ids of its
+    own), publishing to `cards.activity`."""
+    return {"rebuild_lookback_s": 0.0}, topics.CARDS_ACTIVITY.name
+
+
 class RunManager:
     def __init__(
         self,
@@ -411,11 +422,13 @@ class RunManager:
         healthy: Callable[[str], bool] = endpoint_healthy,
         poll_s: float = 0.2,
         starts: Sequence[Component] = ("simulator",),
+        endpoint_settings: EndpointSettings = default_endpoint_settings,
     ) -> None:
         """`command` (the simulator's) and `commands` (any component's) replace the real ones
         (tests); `offsets` replaces the Kafka lookup of the job's starting offsets and
         `healthy` the endpoint's health check. `starts`: the components this manager may
-        start (`for_stack`: all); the job and the endpoint need a `stack`."""
+        start (`for_stack`: all); the job and the endpoint need a `stack`.
+        `endpoint_settings`: the run endpoints' settings (the API passes its own)."""
         self.runs_dir = Path(runs_dir)
         self.stack = stack
         self.scenario_dir = Path(scenario_dir) if scenario_dir else default_scenario_dir()
@@ -437,6 +450,7 @@ class RunManager:
         self.healthy = healthy
         self.poll_s = poll_s
         self.starts = tuple(starts)
+        self.endpoint_settings = endpoint_settings
         #: The jobs' batch reports (the panel's `metrics` feed), if the API reads them.
         self.progress: ProgressSource | None = None
         self._runs: dict[str, Run] = {}
@@ -582,12 +596,8 @@ class RunManager:
                     raise RunConflict(run)
 
     def _endpoint_settings(self) -> tuple[dict[str, Any], str]:
-        """The run endpoints' settings (the API's, with no state rebuilt from earlier runs:
-        each run has ids of its own) and the topic they publish decisions to."""
-        from api.fraud.settings import load_settings
-
-        settings = load_settings().model_copy(update={"rebuild_lookback_s": 0.0})
-        return settings.model_dump(mode="json"), settings.topic
+        """The run endpoints' settings and the topic they publish decisions to."""
+        return self.endpoint_settings()
 
     def _write_files(
         self,

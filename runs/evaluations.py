@@ -32,10 +32,10 @@ from typing import Any, Literal
 
 import orjson
 
-from api.panel.runs import Run, RunManager, UnknownRun, _kill_group, _now_ms, _tail
 from core.config.loader import read_yaml
 from core.contracts.labels import LABELS
 from core.pan import scrub_text
+from runs.manager import Run, RunManager, UnknownRun, _kill_group, _now_ms, _tail
 
 EvaluationStatus = Literal["waiting", "running", "done", "failed"]
 PENDING: tuple[EvaluationStatus, ...] = ("waiting", "running")
