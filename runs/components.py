@@ -11,15 +11,14 @@ A run is the whole scenario (`runs.manager.RunManager`):
 
 Start order: endpoint (the simulator waits for its health check), job, simulator. Stop order:
 simulator (no new events), job (once it drained what was sent, or after a timeout), endpoint
-(last: the simulator may still post while it stops). This module is pure logic: the plan, the
-commands and the order; `runs.manager` runs the processes.
+(last: the simulator may still post while it stops). This module is pure logic: the plan and
+the order; `runs.commands` holds the command lines, `runs.manager` runs the processes.
 """
 
 from __future__ import annotations
 
 import json
 import signal
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,22 +177,6 @@ def job_pipeline(plan: Plan, starting_offsets: Mapping[str, Mapping[int, int]]) 
     return data
 
 
-def job_command(job: str, pipeline_file: Path, stack_file: Path) -> list[str]:
-    """`streamsim pipeline run JOB` on the run's pipeline copy and stack (its checkpoints)."""
-    return [
-        sys.executable, "-m", "streamsim", "pipeline", "run", job,
-        "--pipeline", str(pipeline_file), "--config", str(stack_file), "--json",
-    ]  # fmt: skip
-
-
-def endpoint_command(stack_file: Path, settings_file: Path) -> list[str]:
-    """`streamsim api` on the port of the run's stack file."""
-    return [
-        sys.executable, "-m", "streamsim", "api", "--config", str(stack_file),
-        "--settings", str(settings_file), "--no-access-log",
-    ]  # fmt: skip
-
-
 def job_progress(
     queries: Iterable[Mapping[str, Any]], job: str, since_ms: int
 ) -> list[dict[str, Any]]:
@@ -215,8 +198,6 @@ __all__ = [
     "InvalidComponents",
     "Pipeline",
     "Plan",
-    "endpoint_command",
-    "job_command",
     "job_pipeline",
     "job_progress",
     "load_pipelines",

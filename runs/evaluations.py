@@ -23,7 +23,6 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,7 +34,10 @@ import orjson
 from core.config.loader import read_yaml
 from core.contracts.labels import LABELS
 from core.pan import scrub_text
-from runs.manager import Run, RunManager, UnknownRun, _kill_group, _now_ms, _tail
+from runs import commands
+from runs.logs import tail
+from runs.manager import Run, RunManager, UnknownRun
+from runs.process import kill_group, now_ms, spawn
 
 EvaluationStatus = Literal["waiting", "running", "done", "failed"]
 PENDING: tuple[EvaluationStatus, ...] = ("waiting", "running")
@@ -77,16 +79,14 @@ class EvaluationSpec:
 
 
 def evaluate_command(spec: EvaluationSpec) -> list[str]:
-    cmd = [sys.executable, "-m", "streamsim", "evaluate", spec.scenario]
-    cmd += ["--run", spec.id_prefix, "--out", str(spec.out)]
-    for option, path in (
-        ("--config", spec.stack_file),
-        ("--pipeline", spec.pipeline_file),
-        ("--settings", spec.settings_file),
-    ):
-        if path is not None:
-            cmd += [option, str(path)]
-    return cmd
+    return commands.evaluate(
+        spec.scenario,
+        spec.id_prefix,
+        spec.out,
+        stack_file=spec.stack_file,
+        pipeline_file=spec.pipeline_file,
+        settings_file=spec.settings_file,
+    )
 
 
 @dataclass
@@ -191,7 +191,7 @@ class RunEvaluations:
             current = self._evaluations.get(run.run_id)
             if current is not None and current.status in PENDING:
                 raise EvaluationBusy(f"run {run.run_id} is being evaluated ({current.status})")
-            evaluation = Evaluation(run.run_id, run.scenario, knobs_of(run), _now_ms())
+            evaluation = Evaluation(run.run_id, run.scenario, knobs_of(run), now_ms())
             self._evaluations[run.run_id] = evaluation
         threading.Thread(
             target=self._evaluate,
@@ -237,7 +237,7 @@ class RunEvaluations:
             running = [e for e in self._evaluations.values() if e.proc is not None]
         for evaluation in running:
             if evaluation.proc is not None and evaluation.proc.poll() is None:
-                _kill_group(evaluation.pid, signal.SIGKILL)
+                kill_group(evaluation.pid, signal.SIGKILL)
 
     # -- the worker ------------------------------------------------------------------------
 
@@ -270,31 +270,29 @@ class RunEvaluations:
         )
         log = run.workdir / LOG_FILE
         with log.open("wb") as handle:
-            proc = subprocess.Popen(
+            proc = spawn(
                 command,
-                stdin=subprocess.DEVNULL,
                 stdout=handle,
                 stderr=subprocess.STDOUT,
                 env=self.runs.child_env(),
                 cwd=self.runs.cwd,
-                start_new_session=True,
             )
         with self._lock:
             evaluation.proc, evaluation.pid = proc, proc.pid
-            evaluation.status, evaluation.started_at = "running", _now_ms()
+            evaluation.status, evaluation.started_at = "running", now_ms()
         try:
             code = proc.wait(self.timeout_s)
         except subprocess.TimeoutExpired:
-            _kill_group(proc.pid, signal.SIGKILL)
+            kill_group(proc.pid, signal.SIGKILL)
             proc.wait()
             self._end(
                 evaluation, run, error=f"did not finish within {self.timeout_s:.0f} s:\n"
-                f"{_tail(log)}",
+                f"{tail(log)}",
             )  # fmt: skip
             return
-        _kill_group(proc.pid, signal.SIGKILL)  # e.g. a JVM its Spark session left behind
+        kill_group(proc.pid, signal.SIGKILL)  # e.g. a JVM its Spark session left behind
         if code != 0:
-            self._end(evaluation, run, error=f"exited with code {code}:\n{_tail(log)}")
+            self._end(evaluation, run, error=f"exited with code {code}:\n{tail(log)}")
             return
         try:
             report = orjson.loads(out.read_bytes())
@@ -317,7 +315,7 @@ class RunEvaluations:
             evaluation.report = report
             evaluation.error = error
             evaluation.status = "failed" if error is not None else "done"
-            evaluation.ended_at = _now_ms()
+            evaluation.ended_at = now_ms()
             evaluation.proc = None
             body = orjson.dumps(evaluation.to_dict(), option=orjson.OPT_INDENT_2)
         path = run.workdir / RECORD_FILE

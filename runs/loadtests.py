@@ -26,9 +26,7 @@ import re
 import secrets
 import signal
 import subprocess
-import sys
 import threading
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +39,10 @@ from core.config import ConfigError, StackConfig
 from core.config.loader import read_yaml
 from core.config.stack import KAFKA_CLIENT_ENV, split_client_secrets
 from core.pan import scrub_text
-from runs.manager import REPO_ROOT, SECRET_ENV, _group_alive, _kill_group, _tail
+from runs import commands
+from runs.logs import tail
+from runs.manager import REPO_ROOT, SECRET_ENV
+from runs.process import kill_group, now_ms, spawn, wait_group_gone
 from runs.tunable import Tunable, TunableKeys
 from scenarios.catalog import deep_merge
 
@@ -126,15 +127,11 @@ def config_problems(message: str, path: Path) -> list[dict[str, Any]]:
 
 
 def check_command(file: Path) -> list[str]:
-    return [sys.executable, "-m", "streamsim", "config", "check", str(file), "--json"]
+    return commands.config_check(file)
 
 
 def loadtest_command(file: Path, stack_file: Path | None, folder: Path) -> list[str]:
-    cmd = [sys.executable, "-m", "streamsim", "loadtest", str(file), "--out", str(folder)]
-    cmd += ["--progress", str(folder / PROGRESS_FILE), "--json"]
-    if stack_file is not None:
-        cmd += ["--config", str(stack_file)]
-    return cmd
+    return commands.loadtest(file, stack_file, folder, folder / PROGRESS_FILE)
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -312,16 +309,14 @@ class LoadTestManager:
         with self._lock:
             self._check_conflict(locked=True)
             run = LoadTestRun(run_id, folder, file=file, name=name, status="running")
-            run.started_at, run.edits = _now_ms(), edits
+            run.started_at, run.edits = now_ms(), edits
             with (folder / STDOUT).open("ab") as out, (folder / STDERR).open("ab") as err:
-                run.proc = subprocess.Popen(
+                run.proc = spawn(
                     self.command(merged, stack_file, folder),
-                    stdin=subprocess.DEVNULL,
                     stdout=out,
                     stderr=err,
                     env=env,
                     cwd=self.cwd,
-                    start_new_session=True,  # its own group: stopping kills all of it
                 )
             run.pid = run.proc.pid
             self._active[run_id] = run
@@ -374,16 +369,16 @@ class LoadTestManager:
         `stopped`."""
         assert run.proc is not None
         code = run.proc.wait()
-        _kill_group(run.pid, signal.SIGKILL)  # whatever it left in its group
+        kill_group(run.pid, signal.SIGKILL)  # whatever it left in its group
         with self._lock:
-            run.exit_code, run.ended_at = code, _now_ms()
+            run.exit_code, run.ended_at = code, now_ms()
             if run.stop_requested:
                 run.status = "stopped"
             elif (run.folder / "report.json").is_file() and code in (0, 1):
                 run.status = "finished"
             else:
                 run.status = "failed"
-                run.error = _tail(run.folder / STDERR) or f"exited with code {code}"
+                run.error = tail(run.folder / STDERR) or f"exited with code {code}"
             self._save(run)
         run.done.set()
 
@@ -394,13 +389,11 @@ class LoadTestManager:
             if run.status not in ACTIVE or run.proc is None:
                 return run
             run.stop_requested, run.status = True, "stopping"
-        _kill_group(run.pid, signal.SIGINT)
+        kill_group(run.pid, signal.SIGINT)
         if not run.done.wait(self.stop_timeout_s):
-            _kill_group(run.pid, signal.SIGKILL)
+            kill_group(run.pid, signal.SIGKILL)
             run.done.wait(10.0)
-        deadline = time.monotonic() + 5.0
-        while _group_alive(run.pid) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_group_gone(run.pid, 5.0)
         return run
 
     def get(self, run_id: str) -> LoadTestRun:
@@ -433,7 +426,3 @@ class LoadTestManager:
         """Stop what is running (on API shutdown)."""
         for run in [r for r in self._active.values() if r.status in ACTIVE]:
             self.stop(run.run_id)
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000

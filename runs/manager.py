@@ -50,7 +50,6 @@ import os
 import secrets
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -58,7 +57,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-import httpx
 import orjson
 import yaml
 from pydantic import ValidationError
@@ -71,20 +69,22 @@ from core.contracts import topics
 from core.pan import scrub_text
 from core.ports import free_port
 from pipeline.signals import DRAIN_SIGNAL
+from runs import commands
 from runs.components import (
     COMPONENTS,
     STOP_SIGNALS,
     Component,
     ComponentState,
     Plan,
-    endpoint_command,
-    job_command,
     job_pipeline,
     job_progress,
     load_pipelines,
     plan_components,
     pos_mode,
 )
+from runs.health import endpoint_healthy
+from runs.logs import last_json_line, tail
+from runs.process import kill_group, now_ms, spawn, stop_group
 from runs.tunable import TunableKeys
 from scenarios.catalog import ScenarioConfig, deep_merge
 
@@ -94,7 +94,6 @@ ACTIVE: tuple[RunStatus, ...] = ("running", "stopping")
 #: The environment a run does not get. The PAN secret it keeps: the card scenario tokenizes
 #: cards with the endpoint's key, so both streams join on tokens.
 SECRET_ENV = ("STREAMSIM_API_TOKEN",)
-STDERR_TAIL_CHARS = 4000
 #: The run's pacing control file in its working directory (`streamsim simulate --control`).
 CONTROL_FILE = "pacing.json"
 #: What `Run.to_dict(private=False)` shows of the fields only the control token may read.
@@ -167,29 +166,24 @@ class RunSpec:
 
 def simulate_command(spec: RunSpec) -> list[str]:
     """`streamsim simulate` for a run, with SIGTERM as a clean stop."""
-    cmd = [sys.executable, "-m", "streamsim", "simulate", str(spec.scenario_file)]
-    cmd += ["--sink", "kafka", "--json"]
-    if spec.control_file is not None:
-        cmd += ["--control", str(spec.control_file)]
-    if spec.stack_file is not None:
-        cmd += ["--config", str(spec.stack_file)]
-    if spec.speed is not None:
-        cmd += ["--speed", str(spec.speed)]
-    if spec.duration_s is not None:
-        cmd += ["--duration", repr(float(spec.duration_s))]
-    if spec.seed is not None:
-        cmd += ["--seed", str(spec.seed)]
-    return cmd
+    return commands.simulate(
+        spec.scenario_file,
+        stack_file=spec.stack_file,
+        control_file=spec.control_file,
+        speed=spec.speed,
+        duration_s=spec.duration_s,
+        seed=spec.seed,
+    )
 
 
 def pipeline_run_command(spec: RunSpec) -> list[str]:
     assert spec.job and spec.pipeline_file and spec.stack_file
-    return job_command(spec.job, spec.pipeline_file, spec.stack_file)
+    return commands.pipeline_run(spec.job, spec.pipeline_file, spec.stack_file)
 
 
 def api_command(spec: RunSpec) -> list[str]:
     assert spec.stack_file and spec.endpoint_settings
-    return endpoint_command(spec.stack_file, spec.endpoint_settings)
+    return commands.api(spec.stack_file, spec.endpoint_settings)
 
 
 CommandOf = Callable[[RunSpec], list[str]]
@@ -234,7 +228,7 @@ class Part:
             "progress": self.progress,
             "url": self.url if private else None,
             "log": str(self.log) if private else None,
-            "log_tail": _tail(self.log, 2000) if private else None,
+            "log_tail": tail(self.log, 2000) if private else None,
         }
         return body
 
@@ -380,14 +374,6 @@ def topic_ends(stack: StackConfig, names: Sequence[str]) -> dict[str, dict[int, 
         raise ConnectionError(f"Kafka at {stack.kafka.bootstrap_servers} does not answer")
     ensure_topics(stack, list(names))
     return {name: end_offsets(stack, name, timeout_s=15.0) for name in names}
-
-
-def endpoint_healthy(url: str) -> bool:
-    """Whether the endpoint at `url` (its base) answers `/v1/health` with 200."""
-    try:
-        return httpx.get(f"{url}/v1/health", timeout=1.0).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 #: A run endpoint's settings file body and the topic it publishes decisions to.
@@ -571,7 +557,7 @@ class RunManager:
                 overrides=overrides,
                 workdir=workdir,
                 command=self.commands["simulator"](spec),
-                started_at=_now_ms(),
+                started_at=now_ms(),
                 plan=plan,
                 spec=spec,
             )
@@ -657,17 +643,9 @@ class RunManager:
         part.command = run.command if name == "simulator" else self.commands[name](run.spec)
         out_path = run.workdir / ("stdout.log" if name == "simulator" else LOGS[name])
         with out_path.open("ab") as out, part.log.open("ab") as err:
-            part.proc = subprocess.Popen(
-                part.command,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-                env=dict(env),
-                cwd=self.cwd,
-                start_new_session=True,  # its own group; Ctrl-C on the API's terminal is the API's
-            )
+            part.proc = spawn(part.command, stdout=out, stderr=err, env=env, cwd=self.cwd)
         part.pid = part.proc.pid
-        part.started_at = _now_ms()
+        part.started_at = now_ms()
         # The simulator runs once spawned; the endpoint once healthy, the job at its first
         # batch (when the API reads the metrics feed; else once spawned).
         ready = name == "simulator" or (name == "job" and self.progress is None)
@@ -712,13 +690,13 @@ class RunManager:
                     endpoint.state = "running"
                     if run.parts["simulator"].proc is None:
                         self._spawn(run, "simulator", env)
-            elif endpoint.started_at and _now_ms() - endpoint.started_at > (
+            elif endpoint.started_at and now_ms() - endpoint.started_at > (
                 self.endpoint_timeout_s * 1000
             ):
                 with self._lock:
                     run.error = (
                         f"the endpoint did not answer {endpoint.url}/v1/health within "
-                        f"{self.endpoint_timeout_s:.0f}s:\n{_tail(endpoint.log)}"
+                        f"{self.endpoint_timeout_s:.0f}s:\n{tail(endpoint.log)}"
                     )
                 if self._begin_ending(run):
                     self._stop_parts(run)
@@ -729,17 +707,17 @@ class RunManager:
 
     def _failure(self, run: Run, name: Component) -> str:
         part = run.parts[name]
-        tail = _tail(part.log)
+        end = tail(part.log)
         if name == "simulator":
-            return tail or f"exited with code {part.exit_code}"
-        return f"the {name} exited with code {part.exit_code} while the run went on:\n{tail}"
+            return end or f"exited with code {part.exit_code}"
+        return f"the {name} exited with code {part.exit_code} while the run went on:\n{end}"
 
     def _update_progress(self, run: Run) -> None:
         job = run.parts.get("job")
         if job is None or self.progress is None or job.started_at is None or not run.plan.job:
             return
         try:
-            queries = self.progress.queries(_now_ms())
+            queries = self.progress.queries(now_ms())
         except Exception:  # a feed hiccup must not end the supervisor
             return
         rows = [
@@ -760,10 +738,10 @@ class RunManager:
             code = part.proc.poll()
             if code is None:
                 continue
-            _kill_group(part.pid, signal.SIGKILL)  # e.g. a JVM its driver left behind
+            kill_group(part.pid, signal.SIGKILL)  # e.g. a JVM its driver left behind
             with self._lock:
                 part.exit_code = code
-                part.ended_at = _now_ms()
+                part.ended_at = now_ms()
                 drained = part.draining and code == 0
                 part.state = "stopped" if part.signalled or drained else "exited"
 
@@ -783,7 +761,7 @@ class RunManager:
             part = run.parts[name]
             if part.proc is None:
                 with self._lock:
-                    part.state, part.ended_at = "stopped", _now_ms()
+                    part.state, part.ended_at = "stopped", now_ms()
                 continue
             if name == "job":
                 self._wait_drained(run, part)
@@ -827,21 +805,11 @@ class RunManager:
             if part.exit_code is not None or part.proc.poll() is not None:
                 return  # it ended by itself (a job dying while it drains): `_reap` says how
             part.signalled = True
-        _kill_group(part.pid, STOP_SIGNALS[part.name])
-        try:
-            part.proc.wait(grace_s)
-        except subprocess.TimeoutExpired:
-            _kill_group(part.pid, signal.SIGKILL)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                part.proc.wait(5.0)
-        deadline = time.monotonic() + grace_s
-        while _group_alive(part.pid) and time.monotonic() < deadline:
-            time.sleep(0.1)  # the leader is gone; let the rest of its group end too
-        _kill_group(part.pid, signal.SIGKILL)
+        stop_group(part.proc, STOP_SIGNALS[part.name], grace_s)
 
     def _finish(self, run: Run) -> None:
         simulator = run.parts.get("simulator")
-        summary = _last_json_line(run.workdir / "stdout.log")
+        summary = last_json_line(run.workdir / "stdout.log")
         crashed = next(
             (p.name for p in run.parts.values()
              if p.name != "simulator" and p.state == "exited" and p.exit_code != 0),
@@ -849,7 +817,7 @@ class RunManager:
         )  # fmt: skip
         with self._lock:
             run.exit_code = simulator.exit_code if simulator else None
-            run.ended_at = _now_ms()
+            run.ended_at = now_ms()
             run.summary = summary
             if crashed is not None and run.error is None and not run.stop_requested:
                 run.error = self._failure(run, crashed)  # its results are partial: not finished
@@ -919,52 +887,5 @@ class RunManager:
             t.join()
 
 
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 def _alive(part: Part) -> bool:
     return part.proc is not None and part.proc.poll() is None
-
-
-def _kill_group(pgid: int | None, sig: signal.Signals) -> None:
-    if pgid is None:
-        return
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-def _group_alive(pgid: int | None) -> bool:
-    if pgid is None:
-        return False
-    try:
-        os.killpg(pgid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
-
-
-def _last_json_line(path: Path) -> dict[str, Any] | None:
-    try:
-        lines = path.read_bytes().strip().splitlines()
-    except OSError:
-        return None
-    if not lines:
-        return None
-    try:
-        value = orjson.loads(lines[-1])
-    except orjson.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _tail(path: Path, chars: int = STDERR_TAIL_CHARS) -> str:
-    """The last `chars` bytes of a log, read from its end (a Spark job's log grows large)."""
-    try:
-        with path.open("rb") as handle:
-            size = handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, size - chars))
-            data = handle.read(chars)
-    except OSError:
-        return ""
-    return data.decode("utf-8", "replace").strip()

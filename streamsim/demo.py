@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import json
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -32,7 +31,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import orjson
 import yaml
 
@@ -46,6 +44,8 @@ from core.kafka.offsets import end_offsets, records_since
 from core.ports import port_in_use
 from pipeline.config import PipelineConfig
 from pipeline.progress import BatchReport, ProgressTotals
+from runs import commands
+from runs.health import HEALTH_PATH, wait_healthy
 from streamsim.kafka.broker import local_broker
 from streamsim.stackfile import write_stack_file
 
@@ -187,14 +187,11 @@ def _endpoint(
     log_path = stack.dirs.data / "logs" / f"{run_id}-api.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log = log_path.open("wb")
-    command = [
-        sys.executable, "-m", "streamsim", "api", "--config", str(stack_file),
-        "--settings", str(settings_file), "--no-access-log",
-    ]  # fmt: skip
+    command = commands.api(stack_file, settings_file)
     proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
     base = f"http://{host}:{port}"
     try:
-        _wait_healthy(proc, f"{base}/v1/health", log_path)
+        wait_healthy(proc, f"{base}{HEALTH_PATH}", log_path)
         yield f"{base}/v1/transactions"
     finally:
         proc.terminate()
@@ -203,22 +200,6 @@ def _endpoint(
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
-
-
-def _wait_healthy(
-    proc: subprocess.Popen[bytes], url: str, log: Path, timeout_s: float = 90
-) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise StreamsimError(
-                f"the fraud endpoint exited while starting:\n{log.read_text()[-2000:]}"
-            )
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(url, timeout=2).status_code == 200:
-                return
-        time.sleep(0.5)
-    raise StreamsimError(f"the fraud endpoint did not answer {url} within {timeout_s:.0f}s")
 
 
 def _scenario_file(
@@ -350,11 +331,7 @@ def _simulate(
     """The simulator as a child process (its own core), while Spark runs in this one;
     `child`: its stack file and environment."""
     stack_file, env = child
-    command = [
-        sys.executable, "-m", "streamsim", "simulate", str(scenario),
-        "--duration", str(sim_s), "--speed", str(speed), "--sink", "kafka",
-        "--config", str(stack_file), "--json",
-    ]  # fmt: skip
+    command = commands.simulate(scenario, stack_file=stack_file, speed=speed, duration_s=sim_s)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(command, stdout=out, stderr=err, env=env)
         while proc.poll() is None:

@@ -45,6 +45,7 @@ from core.config import StackConfig
 from core.errors import StreamsimError
 from core.kafka.admin import delete_topics
 from core.ports import free_port
+from runs.process import spawn
 from streamsim.bench.bare_app import PATH
 from streamsim.bench.report import BenchReport
 from streamsim.loadtest.closed_loop import Saturation, saturate
@@ -64,9 +65,7 @@ class ServerProcess:
         self.name = name
         self.log = log
         with log.open("ab") as out:
-            self.proc = subprocess.Popen(
-                command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
-            )
+            self.proc = spawn(command, stdout=out, stderr=subprocess.STDOUT, env=env)
         self.peak_rss_mb: float | None = None
 
     def check_alive(self) -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import statistics
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from core.config import StackConfig
 from core.config.loader import read_yaml
 from core.errors import StreamsimError
 from core.kafka import ensure_topics, producer_config
+from runs import commands
 from streamsim.bench.process import run_measured
 from streamsim.bench.producer_perf import run_producer_perf
 from streamsim.bench.report import BenchReport
@@ -35,13 +35,9 @@ REFERENCE_TOPIC = "bench.producer-perf"
 SAMPLE_EVENTS = 20_000
 
 
-def streamsim_command() -> list[str]:
-    return [sys.executable, "-m", "streamsim"]
-
-
 def simulate(args: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
     """`streamsim simulate ARGS --json` as a child (in `env`): its summary and peak RSS."""
-    run = run_measured([*streamsim_command(), "simulate", *args, "--json"], env)
+    run = run_measured(commands.streamsim("simulate", *args, "--json"), env)
     if run.returncode != 0:
         raise StreamsimError(f"simulate failed ({run.returncode}):\n{run.stderr[-3000:]}")
     result: dict[str, Any] = orjson.loads(run.stdout.strip().splitlines()[-1])

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import os
 import random
 import signal
 import subprocess
@@ -34,6 +33,7 @@ from core.errors import StreamsimError
 from core.jvm import JAVA_HINT, java_executable, kafka_classpath
 from core.kafka.clients import base_config
 from core.ports import port_in_use
+from runs.process import kill_group, spawn
 
 MAIN_CLASS = "kafka.Kafka"
 STORAGE_TOOL = "kafka.tools.StorageTool"
@@ -68,13 +68,7 @@ def spawn_daemon(command: list[str], log_path: Path, pid_path: Path) -> subproce
     """Start `command` in a session of its own, output appended to `log_path`, its pid written
     to `pid_path`: it survives the CLI, and `down` stops it by pid."""
     with log_path.open("ab") as log:
-        process = subprocess.Popen(
-            command,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        process = spawn(command, stdout=log, stderr=subprocess.STDOUT)
     pid_path.write_text(str(process.pid))
     return process
 
@@ -430,8 +424,7 @@ class LocalBroker:
     @staticmethod
     def _abort(started: list[tuple[BrokerNode, subprocess.Popen[bytes]]]) -> None:
         for node, process in started:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
+            kill_group(process.pid, signal.SIGKILL)
             node.pid_path.unlink(missing_ok=True)
 
 

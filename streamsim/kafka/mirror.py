@@ -17,8 +17,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
-import os
 import signal
 import subprocess
 import time
@@ -32,6 +30,7 @@ from core.config import StackConfig
 from core.jvm import JAVA_HINT, java_executable, mirror_classpath
 from core.kafka.admin import ensure_topics, is_reachable
 from core.kafka.clients import consumer_config
+from runs.process import kill_group
 from streamsim.kafka.broker import (
     BrokerError,
     log_tail,
@@ -273,8 +272,7 @@ class MirrorMaker:
             if READY_LINE.encode() in _read_from(self.log_path, offset):
                 return
             time.sleep(0.3)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
+        kill_group(process.pid, signal.SIGKILL)
         process.wait(timeout=10)
         self.pid_path.unlink(missing_ok=True)
         raise MirrorError(
