@@ -37,6 +37,7 @@ from api.fraud.state import LastUseState
 from api.kafkalog import kafka_logger
 from core.config import StackConfig
 from core.kafka import consumer_config, ensure_topics
+from core.kafka.follower import TopicFollower
 
 log = logging.getLogger("api.updater")
 
@@ -66,18 +67,17 @@ class ActivityUpdater:
         self.rebuild_s: float | None = None
         self.last_error: str | None = None
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="updater", daemon=True)
+        # `_run` keeps its own errors: no restart, health shows it stopped.
+        self._thread = TopicFollower(self._run, name="updater", stop=self._stop, retry=False)
 
     def start(self) -> None:
         self._thread.start()
 
     def stop(self, timeout_s: float = 10.0) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout_s)
+        self._thread.stop(timeout_s)
         self.status = "stopped"
 
-    def _run(self) -> None:
+    def _run(self, stop: threading.Event) -> None:
         started = time.monotonic()
         consumer = self._connect()
         if consumer is None:

@@ -49,6 +49,7 @@ from core.config import StackConfig
 from core.contracts import topics
 from core.kafka import consumer_config
 from core.kafka.clients import base_config
+from core.kafka.follower import TopicFollower
 
 log = logging.getLogger("api.feeds")
 
@@ -105,10 +106,14 @@ class Feeds:
         }
         self._stop = threading.Event()
         self._threads = [
-            threading.Thread(target=self._guard(self._tail_loop), name="feeds-tail", daemon=True),
-            threading.Thread(target=self._guard(self._rate_loop), name="feeds-rates", daemon=True),
-            threading.Thread(
-                target=self._guard(self._vehicle_loop), name="feeds-vehicles", daemon=True
+            TopicFollower(
+                self._tail_loop, name="feeds-tail", stop=self._stop, on_error=self._failed
+            ),
+            TopicFollower(
+                self._rate_loop, name="feeds-rates", stop=self._stop, on_error=self._failed
+            ),
+            TopicFollower(
+                self._vehicle_loop, name="feeds-vehicles", stop=self._stop, on_error=self._failed
             ),
         ]
 
@@ -119,8 +124,7 @@ class Feeds:
     def stop(self, timeout_s: float = 10.0) -> None:
         self._stop.set()
         for thread in self._threads:
-            if thread.is_alive():
-                thread.join(timeout_s)
+            thread.stop(timeout_s)
         self.status = "stopped"
 
     def source(self, topic: str) -> dict[str, Any]:
@@ -140,20 +144,12 @@ class Feeds:
 
     # -- tail ----------------------------------------------------------------------------------
 
-    def _guard(self, loop: Callable[[], None]) -> Callable[[], None]:
-        def run() -> None:
-            while not self._stop.is_set():
-                try:
-                    loop()
-                    return
-                except Exception as exc:  # keep the API up; retry after a pause
-                    self.last_error = f"{type(exc).__name__}: {exc}"
-                    log.warning("feed thread failed (%s); restarting", self.last_error)
-                    self._stop.wait(2.0)
+    def _failed(self, error: str) -> None:
+        """A feed thread's failure: shown in `source`; the thread restarts."""
+        self.last_error = error
+        log.warning("feed thread failed (%s); restarting", error)
 
-        return run
-
-    def _tail_loop(self) -> None:
+    def _tail_loop(self, stop: threading.Event) -> None:
         config = consumer_config(
             self.stack,
             f"streamsim-feeds-{uuid.uuid4().hex[:12]}",
@@ -241,12 +237,12 @@ class Feeds:
             return  # other schemas may share the metrics topic
         self.progress.add(row)
 
-    def _vehicle_loop(self) -> None:
+    def _vehicle_loop(self, stop: threading.Event) -> None:
         self.vehicle_tail.run(self._stop)
 
     # -- rates ---------------------------------------------------------------------------------
 
-    def _rate_loop(self) -> None:
+    def _rate_loop(self, stop: threading.Event) -> None:
         config: dict[str, Any] = {**base_config(self.stack), "logger": kafka_logger()}
         admin = AdminClient(config)
         while not self._stop.is_set():

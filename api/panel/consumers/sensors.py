@@ -8,13 +8,13 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from api.panel.consumers.threads import TailThread
 from api.panel.consumers.vehicles import VehicleTail
 from api.panel.views.sensors import SENSORS_TOPIC, SensorView
 from core.config import StackConfig
+from core.kafka.follower import TopicFollower
 
 
-class SensorFeed(TailThread):
+class SensorFeed(TopicFollower):
     """The sensor view and the thread that fills it; `start()`/`stop()` run the thread."""
 
     thread_name = "sensor-feed"

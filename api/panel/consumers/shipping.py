@@ -28,15 +28,15 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPar
 
 from api.kafkalog import kafka_logger
 from api.panel.consumers.pacing import DEFAULT_SHARE, CpuPacer
-from api.panel.consumers.threads import TailThread
 from api.panel.views.records import json_object
 from api.panel.views.shipping import CONTAINERS_TOPIC, PORT_EVENTS_TOPIC, ContainerView
 from api.panel.views.ships import POSITIONS_TOPIC, ShipsView
 from core.config import StackConfig
 from core.kafka import consumer_config
+from core.kafka.follower import TopicFollower
 
 
-class ShippingTail(TailThread):
+class ShippingTail(TopicFollower):
     """Reads the shipping topics into `view` (see the module doc); `run(stop)` is the thread's
     loop, `start()`/`stop()` run it on a thread of its own."""
 
