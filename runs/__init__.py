@@ -1,4 +1,6 @@
-"""Running things: the scenario runs the panel starts (`manager`: the simulator, the job and
-the endpoint as child processes, planned by `components`), their evaluations (`evaluations`),
-the panel's load tests (`loadtests`), and the allow-list of what a run may tune (`tunable`).
-Imported by `api/` (the HTTP routes) and `streamsim/` (the shell); it imports neither."""
+"""Running things: the scenario runs the panel starts (`manager`, a run's record in `run`,
+its components planned by `components`, its overrides in `overrides` within the allow-list of
+`tunable`), their evaluations (`evaluations`) and the panel's load tests (`loadtests`); and
+what every child process of the project shares: its command line (`commands`), its process
+group (`process`), its health check (`health`) and its logs (`logs`). Imported by `api/` (the
+HTTP routes) and `streamsim/` (the shell); it imports neither."""

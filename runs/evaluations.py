@@ -36,8 +36,9 @@ from core.contracts.labels import LABELS
 from core.pan import scrub_text
 from runs import commands
 from runs.logs import tail
-from runs.manager import Run, RunManager, UnknownRun
+from runs.manager import RunManager, UnknownRun
 from runs.process import kill_group, now_ms, spawn
+from runs.run import Run
 
 EvaluationStatus = Literal["waiting", "running", "done", "failed"]
 PENDING: tuple[EvaluationStatus, ...] = ("waiting", "running")

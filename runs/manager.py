@@ -34,12 +34,6 @@ and the fraud endpoint in POS mode).
   `stop_timeout_s`).
 
 At most one run per scenario is running at a time (`RunConflict` otherwise).
-
-Overrides are a mapping merged key by key over the file (`{"delivery": {"drops":
-{"probability": 0.01}}}`): nested mappings merge, a distribution whose `type` changes is
-replaced whole, lists are replaced whole. `classes` may also be a mapping of class name to the
-keys to merge over that class (`{"classes": {"env_sensor": {"clock": {...}}}}`), since a class's
-own clock and delivery keys win over the top-level ones.
 """
 
 from __future__ import annotations
@@ -49,20 +43,17 @@ import dataclasses
 import os
 import secrets
 import signal
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import orjson
 import yaml
 from pydantic import ValidationError
 
 from core.config import ConfigError, StackConfig
-from core.config.errors import key_path
 from core.config.loader import read_yaml
 from core.config.stack import KAFKA_CLIENT_ENV, split_client_secrets
 from core.contracts import topics
@@ -74,7 +65,6 @@ from runs.components import (
     COMPONENTS,
     STOP_SIGNALS,
     Component,
-    ComponentState,
     Plan,
     job_pipeline,
     job_progress,
@@ -84,20 +74,17 @@ from runs.components import (
 )
 from runs.health import endpoint_healthy
 from runs.logs import last_json_line, tail
+from runs.overrides import InvalidOverrides, apply_overrides, validate_scenario
 from runs.process import kill_group, now_ms, spawn, stop_group
+from runs.run import ACTIVE, Part, Run, RunSpec
 from runs.tunable import TunableKeys
-from scenarios.catalog import ScenarioConfig, deep_merge
-
-RunStatus = Literal["running", "stopping", "finished", "failed", "stopped"]
-ACTIVE: tuple[RunStatus, ...] = ("running", "stopping")
+from scenarios.catalog import ScenarioConfig
 
 #: The environment a run does not get. The PAN secret it keeps: the card scenario tokenizes
 #: cards with the endpoint's key, so both streams join on tokens.
 SECRET_ENV = ("STREAMSIM_API_TOKEN",)
 #: The run's pacing control file in its working directory (`streamsim simulate --control`).
 CONTROL_FILE = "pacing.json"
-#: What `Run.to_dict(private=False)` shows of the fields only the control token may read.
-PRIVATE_FIELDS: dict[str, Any] = {"error": None, "workdir": None, "overrides": None}
 #: Each component's log in the run's working directory (the simulator's stdout holds its
 #: `--json` summary, so its stderr is kept apart).
 LOGS: dict[Component, str] = {
@@ -134,34 +121,10 @@ class RunUnavailable(RuntimeError):
     """A component cannot be prepared (Kafka unreachable for the job's offsets, no free port)."""
 
 
-class InvalidOverrides(ValueError):
-    """`problems`: FastAPI-style error items, `loc` relative to the overrides mapping."""
-
-    def __init__(self, problems: list[dict[str, Any]]) -> None:
-        self.problems = problems
-        super().__init__("; ".join(p["msg"] for p in problems))
-
-
 class ProgressSource(Protocol):
     """The latest batch report per streaming query (`api.panel.views.feeds.PipelineProgress`)."""
 
     def queries(self, now_ms: int) -> list[dict[str, Any]]: ...
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """What the commands of one run's components need."""
-
-    run_id: str
-    scenario_file: Path
-    stack_file: Path | None
-    speed: float | str | None
-    duration_s: float | None
-    seed: int | None
-    control_file: Path | None = None  # live pacing changes, polled by the run
-    job: str | None = None
-    pipeline_file: Path | None = None  # the run's copy of the job's pipeline config
-    endpoint_settings: Path | None = None  # the endpoint's `--settings` file
 
 
 def simulate_command(spec: RunSpec) -> list[str]:
@@ -192,163 +155,6 @@ DEFAULT_COMMANDS: dict[Component, CommandOf] = {
     "job": pipeline_run_command,
     "endpoint": api_command,
 }
-
-
-@dataclass
-class Part:
-    """One component process of a run."""
-
-    name: Component
-    log: Path
-    command: list[str] = field(default_factory=list)
-    state: ComponentState = "starting"
-    pid: int | None = None
-    exit_code: int | None = None
-    started_at: int | None = None  # epoch ms, when spawned
-    ended_at: int | None = None
-    url: str | None = None  # the endpoint's
-    progress: list[dict[str, Any]] | None = None  # the job's, latest report per query
-    signalled: bool = False  # we sent it its stop signal: its end is `stopped`
-    draining: bool = False  # the job, asked to drain: exiting 0 is its `stopped`
-    proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
-
-    @property
-    def ended(self) -> bool:
-        return self.state in ("exited", "stopped")
-
-    def to_dict(self, *, private: bool = True) -> dict[str, Any]:
-        """Without `private`: no log tail, log file or endpoint URL."""
-        body: dict[str, Any] = {
-            "name": self.name,
-            "state": self.state,
-            "pid": self.pid,
-            "exit_code": self.exit_code,
-            "started_at": self.started_at,
-            "ended_at": self.ended_at,
-            "progress": self.progress,
-            "url": self.url if private else None,
-            "log": str(self.log) if private else None,
-            "log_tail": tail(self.log, 2000) if private else None,
-        }
-        return body
-
-
-@dataclass
-class Run:
-    run_id: str
-    scenario: str
-    speed: float | str | None
-    duration_s: float | None
-    seed: int | None
-    overrides: dict[str, Any]
-    workdir: Path
-    command: list[str]
-    started_at: int  # epoch ms
-    pid: int | None = None  # the simulator's
-    status: RunStatus = "running"
-    ended_at: int | None = None
-    exit_code: int | None = None  # the simulator's
-    summary: dict[str, Any] | None = None
-    error: str | None = None
-    live: dict[str, Any] | None = None  # pacing set while running: speed, max_rate
-    plan: Plan = field(default_factory=lambda: Plan(("simulator",)))
-    parts: dict[Component, Part] = field(default_factory=dict)
-    spec: RunSpec | None = field(default=None, repr=False)
-    stop_requested: bool = False
-    ending: bool = False  # the stop sequence has begun (by stop() or by the supervisor)
-    done: threading.Event = field(default_factory=threading.Event, repr=False)
-
-    def to_dict(self, *, private: bool = True) -> dict[str, Any]:
-        """The run as the API shows it; without `private` (no control token), no stderr tail,
-        working directory, overrides, component logs or endpoint URL."""
-        body = {
-            "run_id": self.run_id,
-            "scenario": self.scenario,
-            "status": self.status,
-            "pid": self.pid,
-            "started_at": self.started_at,
-            "ended_at": self.ended_at,
-            "exit_code": self.exit_code,
-            "speed": self.speed,
-            "duration_s": self.duration_s,
-            "seed": self.seed,
-            "live": self.live,
-            "job": self.plan.job,
-            "components": [self.parts[c].to_dict(private=private) for c in self.plan.components],
-            "overrides": self.overrides,
-            "summary": self.summary,
-            "error": self.error,
-            "workdir": str(self.workdir),
-        }
-        if not private:
-            body.update(PRIVATE_FIELDS)
-        return body
-
-
-def apply_overrides(data: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
-    """`data` with `overrides` merged over it (see the module doc for `classes` by name)."""
-    over = dict(overrides)
-    classes = over.pop("classes", None)
-    merged = deep_merge(dict(data), over)
-    if isinstance(classes, Mapping):
-        current = [dict(c) for c in merged.get("classes") or [{"name": "default"}]]
-        names = [c.get("name", "default") for c in current]
-        unknown = sorted(set(classes) - set(names))
-        if unknown:
-            raise InvalidOverrides(
-                [
-                    {
-                        "loc": ["classes", name],
-                        "msg": f"key 'classes.{name}' names no class of this scenario; "
-                        f"the classes are {names}",
-                        "type": "unknown_class",
-                        "input": classes[name],
-                    }
-                    for name in unknown
-                ]
-            )
-        for c in current:
-            extra = classes.get(c.get("name", "default"))
-            if isinstance(extra, Mapping):
-                c.update(deep_merge(c, dict(extra)))
-        merged["classes"] = current
-    elif classes is not None:
-        merged["classes"] = classes
-    return merged
-
-
-def validate_scenario(data: dict[str, Any], overrides: Mapping[str, Any]) -> ScenarioConfig:
-    """The merged scenario as a ScenarioConfig; errors name the key (classes by name when the
-    overrides gave them by name)."""
-    try:
-        return ScenarioConfig.model_validate(data)
-    except ValidationError as exc:
-        described = ConfigError.from_validation("overrides", exc).problems
-        by_name = isinstance(overrides.get("classes"), Mapping)
-        names = [c.get("name", "default") for c in data.get("classes") or []]
-        problems = []
-        for error, text in zip(exc.errors(include_url=False), described, strict=True):
-            loc = [p for p in error["loc"] if not (isinstance(p, str) and "function-" in p)]
-            index = loc[1] if len(loc) > 1 and loc[0] == "classes" else None
-            if by_name and isinstance(index, int) and index < len(names):
-                loc[1] = names[index]
-                text = text.replace(key_path(tuple(error["loc"][:2])), f"classes.{loc[1]}")
-            problems.append(
-                {
-                    "loc": loc,
-                    "msg": text,
-                    "type": error["type"],
-                    "input": _plain(error.get("input")),
-                }
-            )
-        raise InvalidOverrides(problems) from None
-
-
-def _plain(value: Any) -> Any:
-    try:
-        return orjson.loads(orjson.dumps(value, default=str))
-    except TypeError:
-        return str(value)
 
 
 def default_scenario_dir() -> Path:

@@ -206,7 +206,7 @@ def _scenario_file(
     path: Path, overrides: dict[str, Any], speed: float | None, work: Path
 ) -> tuple[Path, float]:
     """The scenario with the demo's overrides, and the speed it will run at."""
-    from runs.manager import apply_overrides
+    from runs.overrides import apply_overrides
 
     data = apply_overrides(read_yaml(path), overrides)
     chosen = speed or float(data.get("pacing", {}).get("speed") or 1.0)

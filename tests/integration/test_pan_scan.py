@@ -21,7 +21,7 @@ import pytest
 from core.config import StackConfig
 from core.config.loader import read_yaml
 from pipeline.progress import BatchReport
-from runs.manager import apply_overrides
+from runs.overrides import apply_overrides
 from scenarios.cards.scenario import CardsScenario
 from scenarios.catalog import ScenarioConfig
 from streamsim.demo import SCENARIOS, run_demo

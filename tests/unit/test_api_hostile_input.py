@@ -24,7 +24,8 @@ from api.main import create_app
 from core.config import ConfigError, StackConfig, load_stack
 from core.config.stack import KAFKA_CLIENT_ENV
 from core.pan import find_pan, scrub, scrub_text
-from runs.manager import RunManager, RunSpec
+from runs.manager import RunManager
+from runs.run import RunSpec
 from simulators.sinks.base import Records, Topics
 from simulators.sinks.http import HttpEventSink
 from simulators.sinks.memory import MemorySink

@@ -28,7 +28,8 @@ from runs.evaluations import (
     UnknownEvaluation,
     evaluate_command,
 )
-from runs.manager import RunManager, RunSpec, UnknownRun
+from runs.manager import RunManager, UnknownRun
+from runs.run import RunSpec
 from tests.conftest import REPO_ROOT
 
 TOKEN = "ctl-token"

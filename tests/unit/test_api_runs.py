@@ -18,16 +18,9 @@ from api.fraud.service import FraudService
 from api.fraud.settings import ApiSecrets, ApiSettings
 from api.main import create_app
 from api.panel.models.runs import RunInfo, RunList, ScenarioList
-from runs.manager import (
-    InvalidOverrides,
-    RunConflict,
-    RunManager,
-    RunSpec,
-    UnknownRun,
-    UnknownScenario,
-    apply_overrides,
-    simulate_command,
-)
+from runs.manager import RunConflict, RunManager, UnknownRun, UnknownScenario, simulate_command
+from runs.overrides import InvalidOverrides, apply_overrides
+from runs.run import RunSpec
 from scenarios.catalog import ScenarioConfig
 from tests.conftest import REPO_ROOT
 

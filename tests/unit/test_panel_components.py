@@ -39,7 +39,9 @@ from runs.components import (
     start_order,
     stop_order,
 )
-from runs.manager import Part, Run, RunManager, RunSpec, apply_overrides
+from runs.manager import RunManager
+from runs.overrides import apply_overrides
+from runs.run import Part, Run, RunSpec
 from scenarios.catalog import ScenarioConfig
 from tests.conftest import REPO_ROOT
 

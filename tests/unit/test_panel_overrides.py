@@ -19,7 +19,9 @@ from api.fraud.service import FraudService
 from api.fraud.settings import ApiSecrets, ApiSettings
 from api.main import create_app
 from core.contracts.labels import VEHICLE_FAULTS
-from runs.manager import InvalidOverrides, RunManager, RunSpec, apply_overrides
+from runs.manager import RunManager
+from runs.overrides import InvalidOverrides, apply_overrides
+from runs.run import RunSpec
 from runs.tunable import PANEL_MAX_ENTITIES, TunableKeys
 from scenarios.catalog import ScenarioConfig
 from tests.conftest import REPO_ROOT

@@ -24,7 +24,8 @@ from api.fraud.publisher import MemoryPublisher
 from api.fraud.service import FraudService
 from api.fraud.settings import ApiSecrets, ApiSettings
 from api.main import create_app
-from runs.manager import CONTROL_FILE, RunManager, RunNotActive, RunSpec, simulate_command
+from runs.manager import CONTROL_FILE, RunManager, RunNotActive, simulate_command
+from runs.run import RunSpec
 from scenarios.catalog import ScenarioConfig, build_scenario
 from simulators.engine import Engine
 from simulators.pacing import CONTROL_POLL_S, Pacer, PacingControl

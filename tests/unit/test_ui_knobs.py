@@ -9,7 +9,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from runs.manager import apply_overrides, validate_scenario
+from runs.overrides import apply_overrides, validate_scenario
 from runs.tunable import TunableKeys
 from scenarios.catalog import ScenarioConfig
 from tests.conftest import REPO_ROOT

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, m
 
 from api.errors import ErrorBody
 from runs.components import Component, ComponentState
-from runs.manager import RunStatus
+from runs.run import RunStatus
 
 Speed = Annotated[float, Field(gt=0, le=1e6)] | Literal["max"]
 

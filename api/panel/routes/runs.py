@@ -25,7 +25,6 @@ from api.responses import OrjsonResponse
 from core.config import ConfigError
 from runs.components import InvalidComponents
 from runs.manager import (
-    InvalidOverrides,
     RunConflict,
     RunManager,
     RunNotActive,
@@ -33,6 +32,7 @@ from runs.manager import (
     UnknownRun,
     UnknownScenario,
 )
+from runs.overrides import InvalidOverrides
 
 router = APIRouter(tags=["runs"])
 
