@@ -17,7 +17,7 @@ Routes:
 - `GET /v1/vehicles`, `/v1/vehicles/{vehicle_id}/telemetry`: the fleet for the Vehicles page
   (open);
 - `GET /v1/shipping/containers`, `/v1/shipping/containers/{container_id}`: a customer's own
-  containers (owner token, `api.panel.owners`);
+  containers (owner token, `core.config.owner_tokens`);
 - `GET /v1/shipping/fleet`, `/v1/shipping/alerts`: ships, ports, the backlog on board and the
   shipping alerts for the Shipping page (open; no container ids or owners);
 - `GET /v1/sensors`, `/v1/sensors/{sensor_id}/series`, `/v1/sensors/alerts`: a sensors
@@ -44,12 +44,12 @@ from api.fraud.stats import LatencyMiddleware
 from api.panel.consumers.feeds import Feeds
 from api.panel.consumers.sensors import SensorFeed
 from api.panel.consumers.shipping import ShippingTail
-from api.panel.owners import OwnerTokens, load_owner_tokens
 from api.panel.routes import ROUTERS as PANEL_ROUTERS
 from api.panel.routes import loadtests as loadtest_routes
 from api.panel.views.ships import ShipsView
 from api.responses import OrjsonResponse
 from core.config import StackConfig
+from core.config.owner_tokens import OwnerTokens, load_owner_tokens
 from runs.evaluations import RunEvaluations
 from runs.loadtests import LoadTestManager
 from runs.manager import RunManager

@@ -1,14 +1,18 @@
 """What the panel routes share: the app's feeds, run manager, run evaluations and load tests,
-and the 503 they answer without them."""
+and the 503 they answer without them; the owner of an owner token (`require_owner`, the
+tokens from `core.config.owner_tokens`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import HTTPException, Request, status
+from fastapi import Depends, HTTPException, Request, status
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from api.auth import CHALLENGE
 from api.errors import ErrorBody
 from api.panel.consumers.feeds import Feeds
+from core.config.owner_tokens import TOKENS_ENV, TOKENS_FILE_ENV, OwnerTokens
 from runs.evaluations import RunEvaluations
 from runs.loadtests import LoadTestManager
 from runs.manager import RunManager
@@ -57,3 +61,46 @@ RUNS_UNAVAILABLE: dict[int | str, dict[str, Any]] = {
 LOADTESTS_UNAVAILABLE: dict[int | str, dict[str, Any]] = {
     503: {"model": ErrorBody, "description": "Load tests are not set up (no stack)."}
 }
+
+_bearer = HTTPBearer(
+    scheme_name="OwnerToken",
+    auto_error=False,
+    description="An owner token (STREAMSIM_OWNER_TOKENS_FILE or STREAMSIM_OWNER_TOKENS)",
+)
+
+#: The statuses `require_owner` adds to a route, for its OpenAPI `responses`.
+OWNER_RESPONSES: dict[int | str, dict[str, Any]] = {
+    401: {
+        "model": ErrorBody,
+        "description": "No bearer token, or one that is no owner's (`WWW-Authenticate: Bearer`).",
+        "headers": {"WWW-Authenticate": {"schema": {"type": "string"}, "description": "Bearer"}},
+    },
+    403: {"model": ErrorBody, "description": "Owner routes disabled (no owner tokens set)."},
+}
+
+
+def require_owner(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> str:
+    """The owner the bearer token belongs to. No token: 401 with `WWW-Authenticate: Bearer`;
+    one that is no owner's: 401 too; a token while owner routes are disabled: 403."""
+    tokens: OwnerTokens | None = getattr(request.app.state, "owner_tokens", None)
+    if credentials is None:
+        raise HTTPException(
+            status.HTTP_401_UNAUTHORIZED,
+            "missing bearer token (an owner token)"
+            if tokens is not None
+            else f"missing bearer token; owner routes are also disabled: start the API with "
+            f"{TOKENS_FILE_ENV} or {TOKENS_ENV} set",
+            headers=CHALLENGE,
+        )
+    if tokens is None:
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN,
+            f"owner routes are disabled: start the API with {TOKENS_FILE_ENV} or {TOKENS_ENV} set",
+        )
+    owner = tokens.owner_of(credentials.credentials)
+    if owner is None:
+        raise HTTPException(status.HTTP_401_UNAUTHORIZED, "not an owner token", headers=CHALLENGE)
+    return owner

@@ -1,6 +1,6 @@
 """Owner-scoped shipping reads: a customer sees its own containers only.
 
-The bearer token is an owner token (`api.panel.owners`); every route filters by the owner it
+The bearer token is an owner token (`core.config.owner_tokens`); every route filters by the owner it
 names before anything else, so list, search and history all answer from that owner's
 containers. Another owner's container is a 404 with the same body as an unknown one, so the
 answer does not tell that it exists.
@@ -14,8 +14,8 @@ from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, sta
 
 from api.errors import ErrorBody
 from api.panel.consumers.shipping import ShippingTail
+from api.panel.deps import OWNER_RESPONSES, require_owner
 from api.panel.models.shipping import ContainerHistory, ContainerList
-from api.panel.owners import OWNER_RESPONSES, require_owner
 from api.responses import OrjsonResponse
 
 router = APIRouter(prefix="/v1/shipping", tags=["read", "shipping"])

@@ -25,36 +25,16 @@ import secrets
 import stat
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import yaml
-from fastapi import Depends, HTTPException, Request, status
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from api.auth import CHALLENGE
-from api.errors import ErrorBody
-from core.config import ConfigError
+from core.config.errors import ConfigError
 
 TOKENS_ENV = "STREAMSIM_OWNER_TOKENS"
 TOKENS_FILE_ENV = "STREAMSIM_OWNER_TOKENS_FILE"
 OWNER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 TOKEN = re.compile(r"^[\x21-\x7e]{16,512}$")
-
-_bearer = HTTPBearer(
-    scheme_name="OwnerToken",
-    auto_error=False,
-    description="An owner token (STREAMSIM_OWNER_TOKENS_FILE or STREAMSIM_OWNER_TOKENS)",
-)
-
-#: The statuses `require_owner` adds to a route, for its OpenAPI `responses`.
-OWNER_RESPONSES: dict[int | str, dict[str, Any]] = {
-    401: {
-        "model": ErrorBody,
-        "description": "No bearer token, or one that is no owner's (`WWW-Authenticate: Bearer`).",
-        "headers": {"WWW-Authenticate": {"schema": {"type": "string"}, "description": "Bearer"}},
-    },
-    403: {"model": ErrorBody, "description": "Owner routes disabled (no owner tokens set)."},
-}
 
 
 class OwnerTokens:
@@ -160,30 +140,3 @@ def _read_file(path: Path) -> Any:
         return yaml.safe_load(text)
     except yaml.YAMLError:  # the error quotes the text: say where only
         raise ConfigError(path, ["not YAML; expected one mapping of owner -> token"]) from None
-
-
-def require_owner(
-    request: Request,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> str:
-    """The owner the bearer token belongs to. No token: 401 with `WWW-Authenticate: Bearer`;
-    one that is no owner's: 401 too; a token while owner routes are disabled: 403."""
-    tokens: OwnerTokens | None = getattr(request.app.state, "owner_tokens", None)
-    if credentials is None:
-        raise HTTPException(
-            status.HTTP_401_UNAUTHORIZED,
-            "missing bearer token (an owner token)"
-            if tokens is not None
-            else f"missing bearer token; owner routes are also disabled: start the API with "
-            f"{TOKENS_FILE_ENV} or {TOKENS_ENV} set",
-            headers=CHALLENGE,
-        )
-    if tokens is None:
-        raise HTTPException(
-            status.HTTP_403_FORBIDDEN,
-            f"owner routes are disabled: start the API with {TOKENS_FILE_ENV} or {TOKENS_ENV} set",
-        )
-    owner = tokens.owner_of(credentials.credentials)
-    if owner is None:
-        raise HTTPException(status.HTTP_401_UNAUTHORIZED, "not an owner token", headers=CHALLENGE)
-    return owner
