@@ -10,12 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.chaos_cli import (
-    chaos_timeout,
-    processes_mentioning,
-    run_chaos,
-    small_card_scenario,
-)
+from tests.integration.chaos_cli import chaos_timeout, processes_mentioning, run_chaos
 
 pytestmark = pytest.mark.integration
 TIMEOUT_S = 900
@@ -23,14 +18,12 @@ TIMEOUT_S = 900
 
 @chaos_timeout(TIMEOUT_S)
 def test_chaos_lake_full_holds_the_batch_and_loses_no_alert(tmp_path: Path) -> None:
-    # 250 cards with 10x the fraud: the 2-hour watermark passes 15-27 alerts of 2,000 events
-    # over seeds 0-9 (the first of them is the batch the blocked lake holds).
-    events = 2_000
+    events = 8_000
     report, done = run_chaos(
         tmp_path,
-        small_card_scenario(tmp_path, entities=250),
+        "cards",
         "lake-full",
-        ["--events", str(events), "--speed", "max", "--outage-s", "3"],
+        ["--events", str(events), "--entities", "2000", "--speed", "max", "--outage-s", "3"],
         TIMEOUT_S,
     )
     assert report["sent"] == events
