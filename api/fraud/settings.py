@@ -167,7 +167,13 @@ class ApiSettings(Settings):
         description="How long start-up waits for the state rebuild from the topic before "
         "serving anyway (health then says `rebuilding`).",
     )
-    flush_timeout_s: float = Field(10.0, ge=0, description="Producer flush on shutdown.")
+    flush_timeout_s: float = Field(
+        120.0,
+        ge=0,
+        description="How long shutdown waits for the broker to acknowledge the decisions "
+        "already answered; what is left then is logged as lost. Longer than a quota's "
+        "throttle (Kafka mutes a throttled client for up to ~10 s).",
+    )
     gc_freeze_interval_s: float | None = Field(
         1.0,
         gt=0,
