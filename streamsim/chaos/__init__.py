@@ -1,6 +1,7 @@
 """`streamsim chaos`: kill a component of the real stack mid-run and account for every record.
 
-- `report`: the `chaos --json` shape.
+- `report`: the `chaos --json` shape, and the exit status (`outcome`).
+- `defaults`: per fault, the inputs and pace its defaults run (`plan`).
 - `ledger`: what reached the topics, counted against the run's truth.
 - `broker`: the broker faults (`broker`, `broker-of-3`) on a private local broker or cluster.
 - `checkpoint`, `alerts`, `driver`: the `driver` fault (kill -9 a Spark job's driver mid-batch).

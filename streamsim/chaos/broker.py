@@ -170,8 +170,13 @@ def run_broker_fault(
             cluster.start_node(chaos.node_id)  # the restart failed or is late: count anyway
         ledger = count_against_truth(private, config.name, summary.id_prefix)
         notes = list(chaos.errors) + list(summary.errors)
+        not_injected = None
         if chaos.killed_at is None:
-            notes.append(f"the run ended before {chaos.at_events} events: nothing was killed")
+            not_injected = (
+                f"the run ended after {summary.events:,} events, before the {chaos.at_events:,} "
+                "at which the broker is killed: nothing was killed"
+            )
+            notes.append(not_injected)
         if ledger.truth_records != summary.truth:
             notes.append(f"truth topic holds {ledger.truth_records} of {summary.truth} records")
         if ledger.truth_resent or ledger.events_resent:
@@ -210,6 +215,7 @@ def run_broker_fault(
             recovery_s=recovery,
             ok=ok,
             notes=notes,
+            not_injected=not_injected,
         )
     finally:
         cluster.down()

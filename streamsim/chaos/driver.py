@@ -5,7 +5,9 @@ On a private broker (`broker.private_stack`), `streamsim pipeline run cards` sta
 with its own checkpoints, lake and output topics; the simulator then produces into its input
 topic. Once the alerts query has committed a batch and is running the next (watched in the
 checkpoint's `offsets`/`commits`), the driver's whole process group (Python and the JVM) gets
-SIGKILL; after `outage_s` the job starts again from the same checkpoint and drains the input.
+SIGKILL, and the simulator sends the rest of its input as fast as it can (the pace only has to
+keep it sending until the kill); after `outage_s` the job starts again from the same checkpoint
+and drains the input.
 A second job with fresh checkpoints, lake and topics then reads the same input uninterrupted.
 Every alert id of that run must be once in the faulted run's topic and once in its lake.
 
@@ -46,7 +48,7 @@ from streamsim.kafka.broker import LocalBroker
 from streamsim.stackfile import write_stack_file
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from scenarios.catalog import ScenarioConfig
     from simulators import Progress
@@ -246,6 +248,24 @@ def compare_runs(reference: JobRun, faulted: JobRun, notes: list[str]) -> tuple[
     return tally, matched
 
 
+class Hurry:
+    """A pacing control (`simulators.pacing.ControlFn`): once `go()` was called, the rest of
+    the input is sent as fast as possible (the stream's content does not change)."""
+
+    def __init__(self) -> None:
+        self._go = threading.Event()
+        self._sent = False
+
+    def go(self) -> None:
+        self._go.set()
+
+    def __call__(self) -> dict[str, Any] | None:
+        if self._sent or not self._go.is_set():
+            return None
+        self._sent = True
+        return {"speed": "max", "max_rate": None}
+
+
 @dataclass
 class Producing:
     """The simulator in a thread, into the private broker."""
@@ -256,6 +276,7 @@ class Producing:
     speed: float | str | None
     seed: int | None
     progress: Callable[[Progress], None] | None = None
+    control: Callable[[], Mapping[str, Any] | None] | None = None
     summary: Any = None
     error: BaseException | None = None
     thread: threading.Thread = field(init=False)
@@ -276,6 +297,7 @@ class Producing:
                 seed=self.seed,
                 progress=self.progress,
                 stack=self.stack,
+                control=self.control,
             )
         except BaseException as exc:  # reported, never swallowed
             self.error = exc
@@ -285,14 +307,17 @@ def run_driver_fault(
     config: ScenarioConfig,
     stack: StackConfig,
     *,
-    events: int = 20_000,
+    events: int = 12_000,
     speed: float | str | None = 300.0,
     outage_s: float = 5.0,
     seed: int | None = None,
     keep: bool = False,
 ) -> ChaosReport:
     """Run cards while `config` produces, kill -9 its driver mid-batch, restart it
-    from the checkpoint, and compare its alerts with an uninterrupted run of the same input."""
+    from the checkpoint, and compare its alerts with an uninterrupted run of the same input.
+
+    Not injected (`ChaosReport.not_injected`) when the simulator finished before the job
+    committed a batch and started the next, or when the uninterrupted run raised no alert."""
     require_card_scenario(config, "driver")
     topic = str(config.domain.topic)
     stack.dirs.data.mkdir(parents=True, exist_ok=True)
@@ -308,22 +333,45 @@ def run_driver_fault(
         runs.append(faulted)
         faulted.start()
         faulted.wait_started()
-        producing = Producing(config, private, events, speed, seed)
+        sent: list[int] = [0]  # events handed to the producer so far
+        hurry = Hurry()  # once the driver is killed, the rest of the input comes at once
+        producing = Producing(
+            config,
+            private,
+            events,
+            speed,
+            seed,
+            progress=lambda p: sent.__setitem__(0, p.events),
+            control=hurry,
+        )
+        started_at = time.monotonic()
         producing.thread.start()
 
         killed_at = recovered_at = None
         killed_batch = None
+        not_injected = None
         while producing.thread.is_alive() and killed_at is None:
             faulted.alive()
             state = batch_state(faulted.checkpoint)
             if state.mid_batch:
                 faulted.kill()
                 killed_at, killed_batch = time.monotonic(), state.running
+                hurry.go()
             time.sleep(0.05)
         if killed_at is None:
-            notes.append("the simulator finished before a second batch ran: nothing was killed")
+            not_injected = (
+                f"the simulator sent all {events:,} events in "
+                f"{time.monotonic() - started_at:.0f}s, before the job committed a batch and "
+                "started the next: nothing was killed (give it longer: fewer --entities or a "
+                "lower --speed)"
+            )
+            notes.append(not_injected)
         else:
-            notes.append(f"killed the driver while batch {killed_batch} ran")
+            notes.append(
+                f"killed the driver while batch {killed_batch} ran, "
+                f"{killed_at - started_at:.0f}s after the simulator started, with "
+                f"{sent[0]:,} of {events:,} events sent"
+            )
             time.sleep(outage_s)
             faulted.start()
             deadline = time.monotonic() + START_TIMEOUT_S + DRAIN_TIMEOUT_S
@@ -353,6 +401,8 @@ def run_driver_fault(
         if summary.failed:
             notes.append(f"the simulator failed to send {summary.failed} records")
         ok = killed_at is not None and recovered_at is not None and matched and summary.failed == 0
+        if not_injected is None and tally.expected == 0:
+            not_injected = "the uninterrupted run raised no alert, so there was nothing to compare"
         return ChaosReport(
             scenario=config.name,
             fault="driver",
@@ -367,6 +417,7 @@ def run_driver_fault(
             ),
             ok=ok,
             notes=notes,
+            not_injected=not_injected,
         )
     finally:
         for run in runs:

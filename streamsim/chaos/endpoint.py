@@ -226,7 +226,7 @@ def run_endpoint_fault(
     config: ScenarioConfig,
     stack: StackConfig,
     *,
-    events: int = 20_000,
+    events: int = 5_000,
     outage_s: float = 5.0,
     seed: int | None = None,
     keep: bool = False,

@@ -93,7 +93,7 @@ def run_lake_fault(
     config: ScenarioConfig,
     stack: StackConfig,
     *,
-    events: int = 20_000,
+    events: int = 12_000,
     speed: float | str | None = 300.0,
     outage_s: float = 5.0,
     seed: int | None = None,
@@ -131,8 +131,13 @@ def run_lake_fault(
         notes.append(f"the lake {lake} was a file for {time.monotonic() - blocked_at:.1f}s")
         written = None
         recovery_s = float("nan")
+        not_injected = None
         if said is None:
-            notes.append("no batch tried to write while the lake was blocked")
+            not_injected = (
+                f"no batch tried to write while the lake was blocked "
+                f"({outage_s:.0f}s + {HOLD_MAX_S:.0f}s): the job raised no alert in that time"
+            )
+            notes.append(not_injected)
         else:
             notes.append(f"the job said: {said}")
             written = _wait_written(faulted)
@@ -154,6 +159,8 @@ def run_lake_fault(
         summary = producing.summary
         if summary.failed:
             notes.append(f"the simulator failed to send {summary.failed} records")
+        if not_injected is None and tally.expected == 0:
+            not_injected = "the uninterrupted run raised no alert, so there was nothing to compare"
         ok = (
             said is not None
             and written is not None
@@ -171,6 +178,7 @@ def run_lake_fault(
             recovery_s=recovery_s,
             ok=ok,
             notes=notes,
+            not_injected=not_injected,
         )
     finally:
         if aside is not None:

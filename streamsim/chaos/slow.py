@@ -74,13 +74,17 @@ def run_slow_broker_fault(
     config: ScenarioConfig,
     stack: StackConfig,
     *,
-    events: int = 20_000,
+    events: int = 3_000,
+    speed: float | str | None = SPEED,
     outage_s: float = 5.0,
     seed: int | None = None,
     keep: bool = False,
 ) -> ChaosReport:
-    """Throttle a private broker for `outage_s` while `config` runs into it (at `SPEED`) and
-    `events` card transactions go to a private endpoint; count both against what was sent."""
+    """Throttle a private broker for `outage_s` while `config` runs into it (at `speed`) and
+    `events` card transactions go to a private endpoint; count both against what was sent.
+
+    Not injected (`ChaosReport.not_injected`) when the simulator had sent and flushed every
+    event before the quotas went on."""
     require_card_scenario(config, FAULT)
     run_seed = config.seed if seed is None else seed
     notes: list[str] = []
@@ -94,7 +98,7 @@ def run_slow_broker_fault(
             config,
             private,
             events,
-            SPEED,
+            speed,
             seed,
             progress=lambda p: sending.set() if p.events > 0 else None,
         )
@@ -104,6 +108,14 @@ def run_slow_broker_fault(
                 raise StreamsimError(f"the simulator ended before it sent: {producing.error}")
         set_default_client_quota(private, QUOTA_BYTES_PER_S)
         throttled_at = time.monotonic()
+        not_injected = (
+            None
+            if producing.thread.is_alive()
+            else "the simulator had sent everything before the quotas went on (give it "
+            "longer: more --events or a lower --speed)"
+        )
+        if not_injected:
+            notes.append(not_injected)
         load = rig.load()
         posting = load.run(list(range(events)), background=True)
         time.sleep(max(0.0, throttled_at + outage_s - time.monotonic()))
@@ -119,7 +131,7 @@ def run_slow_broker_fault(
         if producing.error is not None:
             raise StreamsimError(f"the simulator failed: {producing.error}") from producing.error
         server.proc.send_signal(signal.SIGINT)  # Ctrl-C: uvicorn stops, the publisher flushes
-        code = server.proc.wait(120)
+        code = server.proc.wait(180)  # its flush may wait out a throttle
 
         summary = producing.summary
         ledger = count_against_truth(private, config.name, summary.id_prefix)
@@ -174,4 +186,5 @@ def run_slow_broker_fault(
             recovery_s=recovery_s,
             ok=ok,
             notes=notes,
+            not_injected=not_injected,
         )
