@@ -10,7 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.chaos_cli import chaos_timeout, processes_mentioning, run_chaos
+from tests.integration.chaos_cli import (
+    chaos_timeout,
+    processes_mentioning,
+    run_chaos,
+    small_card_scenario,
+)
 
 pytestmark = pytest.mark.integration
 TIMEOUT_S = 1500
@@ -18,16 +23,26 @@ TIMEOUT_S = 1500
 
 @chaos_timeout(TIMEOUT_S)
 def test_chaos_driver_kill_loses_and_duplicates_no_alert(tmp_path: Path) -> None:
-    events = 12_000
+    # 250 cards with 10x the fraud: 2,000 events span 5.9-6.7 simulated hours over seeds 0-9,
+    # so at speed 400 the simulator would send for 53-61 s; the job commits its first batch
+    # and starts the next 13-17 s in, the kill (then the rest comes at once). The 2-hour
+    # watermark passes 15-27 alerts.
+    events = 2_000
     report, done = run_chaos(
         tmp_path,
-        "cards",
+        small_card_scenario(tmp_path, entities=250),
         "driver",
-        ["--events", str(events), "--entities", "2000", "--speed", "300", "--outage-s", "2"],
+        ["--events", str(events), "--speed", "400", "--outage-s", "2"],
         TIMEOUT_S,
     )
     assert report["sent"] == events
-    assert re.search(r"killed the driver while batch [1-9]\d* ran", done.stderr), done.stderr
+    killed = re.search(
+        r"killed the driver while batch [1-9]\d* ran, \d+s after the simulator started, with "
+        r"([\d,]+) of 2,000 events sent",
+        done.stderr,
+    )
+    assert killed, done.stderr[-3000:]
+    assert int(killed.group(1).replace(",", "")) < events  # mid-stream: the simulator still sent
     compared = re.search(
         r"uninterrupted run: (\d+) alerts \((\d+) in its topic, (\d+)", done.stderr
     )

@@ -10,7 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.chaos_cli import chaos_timeout, processes_mentioning, run_chaos
+from tests.integration.chaos_cli import (
+    chaos_timeout,
+    processes_mentioning,
+    run_chaos,
+    small_card_scenario,
+)
 
 pytestmark = pytest.mark.integration
 TIMEOUT_S = 900
@@ -18,12 +23,14 @@ TIMEOUT_S = 900
 
 @chaos_timeout(TIMEOUT_S)
 def test_chaos_lake_full_holds_the_batch_and_loses_no_alert(tmp_path: Path) -> None:
-    events = 8_000
+    # 250 cards with 10x the fraud: the 2-hour watermark passes 15-27 alerts of 2,000 events
+    # over seeds 0-9 (the first of them is the batch the blocked lake holds).
+    events = 2_000
     report, done = run_chaos(
         tmp_path,
-        "cards",
+        small_card_scenario(tmp_path, entities=250),
         "lake-full",
-        ["--events", str(events), "--entities", "2000", "--speed", "max", "--outage-s", "3"],
+        ["--events", str(events), "--speed", "max", "--outage-s", "3"],
         TIMEOUT_S,
     )
     assert report["sent"] == events
