@@ -60,7 +60,8 @@ def log_config(access_log: bool = True, level: str = "INFO") -> dict[str, Any]:
     config["filters"] = {"pan_scrub": {"()": "api.logscrub.PanScrubFilter"}}
     for handler in config["handlers"].values():
         handler["filters"] = ["pan_scrub"]
-    config["loggers"]["api"] = {"handlers": ["default"], "level": level, "propagate": False}
+    for name in ("api", "live"):  # the endpoint and panel, and the panel's topic views
+        config["loggers"][name] = {"handlers": ["default"], "level": level, "propagate": False}
     config["loggers"]["uvicorn.error"]["level"] = level
     config["root"] = {"handlers": ["default"], "level": "WARNING"}  # libraries' own loggers
     if not access_log:

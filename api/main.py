@@ -41,15 +41,15 @@ from api.fraud.routes.transactions import TransactionLane
 from api.fraud.service import FraudService
 from api.fraud.settings import load_secrets, load_settings, run_settings
 from api.fraud.stats import LatencyMiddleware
-from api.panel.consumers.feeds import Feeds
-from api.panel.consumers.sensors import SensorFeed
-from api.panel.consumers.shipping import ShippingTail
 from api.panel.routes import ROUTERS as PANEL_ROUTERS
 from api.panel.routes import loadtests as loadtest_routes
-from api.panel.views.ships import ShipsView
 from api.responses import OrjsonResponse
 from core.config import StackConfig
 from core.config.owner_tokens import OwnerTokens, load_owner_tokens
+from live.consumers.feeds import Feeds
+from live.consumers.sensors import SensorFeed
+from live.consumers.shipping import ShippingTail
+from live.views.ships import ShipsView
 from runs.evaluations import RunEvaluations
 from runs.loadtests import LoadTestManager
 from runs.manager import RunManager

@@ -122,7 +122,7 @@ class RunUnavailable(RuntimeError):
 
 
 class ProgressSource(Protocol):
-    """The latest batch report per streaming query (`api.panel.views.feeds.PipelineProgress`)."""
+    """The latest batch report per streaming query (`live.views.feeds.PipelineProgress`)."""
 
     def queries(self, now_ms: int) -> list[dict[str, Any]]: ...
 

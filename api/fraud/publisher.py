@@ -30,9 +30,9 @@ from typing import Any, Protocol
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from api.kafkalog import kafka_logger
 from core.config import StackConfig
 from core.kafka import producer_config
+from core.kafka.logger import kafka_logger
 from core.kafka.throttle import ThrottleWatch
 
 log = logging.getLogger("api.publisher")
@@ -78,7 +78,7 @@ class KafkaPublisher:
                     "on_delivery": self._on_delivery,
                     "error_cb": self._on_error,
                     "throttle_cb": self.throttle,
-                    "logger": kafka_logger(),
+                    "logger": kafka_logger("api.kafka"),
                 },
             )
         )

@@ -34,10 +34,10 @@ from confluent_kafka import (
 from api.fraud.decision import RECORD_KEYS, response_body
 from api.fraud.publisher import TXID_HEADER
 from api.fraud.state import LastUseState
-from api.kafkalog import kafka_logger
 from core.config import StackConfig
 from core.kafka import consumer_config, ensure_topics
 from core.kafka.follower import TopicFollower
+from core.kafka.logger import kafka_logger
 
 log = logging.getLogger("api.updater")
 
@@ -126,7 +126,7 @@ class ActivityUpdater:
         config = consumer_config(
             self.stack,
             f"streamsim-api-{uuid.uuid4().hex[:12]}",
-            **{"enable.partition.eof": True, "logger": kafka_logger()},
+            **{"enable.partition.eof": True, "logger": kafka_logger("api.kafka")},
         )
         consumer = Consumer(config)
         while not self._stop.is_set():

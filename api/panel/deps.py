@@ -11,8 +11,8 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from api.auth import CHALLENGE
 from api.errors import ErrorBody
-from api.panel.consumers.feeds import Feeds
 from core.config.owner_tokens import TOKENS_ENV, TOKENS_FILE_ENV, OwnerTokens
+from live.consumers.feeds import Feeds
 from runs.evaluations import RunEvaluations
 from runs.loadtests import LoadTestManager
 from runs.manager import RunManager

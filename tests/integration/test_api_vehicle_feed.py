@@ -14,10 +14,10 @@ import orjson
 import pytest
 from confluent_kafka import Consumer, Producer
 
-from api.panel.consumers.vehicles import VehicleTail
-from api.panel.views.vehicles import VehicleView
 from core.config import StackConfig
 from core.kafka import ensure_topics, producer_config
+from live.consumers.vehicles import VehicleTail
+from live.views.vehicles import VehicleView
 
 pytestmark = pytest.mark.integration
 

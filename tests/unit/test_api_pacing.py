@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from api.panel.consumers.pacing import CpuPacer
+from live.consumers.pacing import CpuPacer
 
 
 class FakeClock:

@@ -17,7 +17,6 @@ from api.fraud.publisher import MemoryPublisher
 from api.fraud.service import FraudService
 from api.fraud.settings import ApiSecrets, ApiSettings
 from api.main import create_app
-from api.panel.consumers.feeds import Feeds
 from api.panel.models.feeds import (
     ActivityFeed,
     AlertFeed,
@@ -26,7 +25,9 @@ from api.panel.models.feeds import (
     PipelineView,
     Rates,
 )
-from api.panel.views.feeds import (
+from core.config import StackConfig
+from live.consumers.feeds import Feeds
+from live.views.feeds import (
     PipelineProgress,
     RateTracker,
     RingBuffer,
@@ -36,7 +37,6 @@ from api.panel.views.feeds import (
     parse_watermark,
     progress_row,
 )
-from core.config import StackConfig
 
 PAN = "4111111111111111"
 

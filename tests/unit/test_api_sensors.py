@@ -17,12 +17,12 @@ from api.fraud.publisher import MemoryPublisher
 from api.fraud.service import FraudService
 from api.fraud.settings import ApiSecrets, ApiSettings
 from api.main import create_app
-from api.panel.consumers.feeds import Feeds
-from api.panel.consumers.sensors import SensorFeed
 from api.panel.models.sensors import SensorAlerts, SensorList, SensorSeries
-from api.panel.views.sensors import SensorView, is_sensor_alert, run_alerts, site_position
 from core.config import StackConfig
 from core.kafka import follower as threads
+from live.consumers.feeds import Feeds
+from live.consumers.sensors import SensorFeed
+from live.views.sensors import SensorView, is_sensor_alert, run_alerts, site_position
 
 RUN, OTHER = "sf-aaaa0001", "sf-bbbb0002"
 

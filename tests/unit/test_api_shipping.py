@@ -20,11 +20,11 @@ from api.fraud.publisher import MemoryPublisher
 from api.fraud.service import FraudService
 from api.fraud.settings import ApiSecrets, ApiSettings
 from api.main import create_app
-from api.panel.consumers.shipping import ShippingTail
 from api.panel.models.shipping import ContainerHistory, ContainerList
-from api.panel.views.shipping import CONTAINERS_TOPIC, PORT_EVENTS_TOPIC, ContainerView
 from core.config import ConfigError, StackConfig
 from core.config.owner_tokens import TOKENS_ENV, TOKENS_FILE_ENV, OwnerTokens, load_owner_tokens
+from live.consumers.shipping import ShippingTail
+from live.views.shipping import CONTAINERS_TOPIC, PORT_EVENTS_TOPIC, ContainerView
 
 A, B = "bigblue", "duckworks"
 TOKEN_A, TOKEN_B = "a-token-for-bigblue-0123456789", "b-token-for-duckworks-987654321"

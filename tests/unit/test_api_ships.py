@@ -16,10 +16,10 @@ from fastapi.testclient import TestClient
 from api.main import create_app
 from api.panel.models.ships import Fleet
 from api.panel.routes.ships import lane
-from api.panel.views.feeds import RingBuffer, alert_row
-from api.panel.views.shipping import CONTAINERS_TOPIC, PORT_EVENTS_TOPIC
-from api.panel.views.ships import HOUR_MS, POSITIONS_TOPIC, ShipsView, thin
 from core.config import StackConfig
+from live.views.feeds import RingBuffer, alert_row
+from live.views.shipping import CONTAINERS_TOPIC, PORT_EVENTS_TOPIC
+from live.views.ships import HOUR_MS, POSITIONS_TOPIC, ShipsView, thin
 from tests.unit.test_api_shipping import BOX_A, BOX_B, A, HandFed, port_event, reading, service
 
 SHIP = "IMO9747455"
@@ -140,7 +140,7 @@ def test_a_lane_follows_the_sea_between_real_ports() -> None:
 
 
 class Feeds:
-    """The part of `api.panel.consumers.feeds.Feeds` the alerts route reads."""
+    """The part of `live.consumers.feeds.Feeds` the alerts route reads."""
 
     alerts_topic = "alerts"
 

@@ -15,12 +15,12 @@ from api.fraud.publisher import MemoryPublisher
 from api.fraud.service import FraudService
 from api.fraud.settings import ApiSecrets, ApiSettings
 from api.main import create_app
-from api.panel.consumers.feeds import Feeds
-from api.panel.consumers.vehicles import VehicleTail
 from api.panel.models.vehicles import VehicleList, VehicleTelemetry
-from api.panel.views.feeds import alert_row
-from api.panel.views.vehicles import DEFAULT_SIGNALS, SIGNALS, History, VehicleView
 from core.config import StackConfig
+from live.consumers.feeds import Feeds
+from live.consumers.vehicles import VehicleTail
+from live.views.feeds import alert_row
+from live.views.vehicles import DEFAULT_SIGNALS, SIGNALS, History, VehicleView
 
 NOW = 1_795_000_000_000
 T0 = 1_772_524_800_000  # the scenario's simulated clock

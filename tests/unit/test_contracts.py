@@ -213,8 +213,8 @@ def test_importing_the_contracts_does_not_import_pyspark() -> None:
 
 def test_what_the_api_projects_is_in_the_schemas() -> None:
     from api.fraud.decision import RECORD_KEYS, RESPONSE_KEYS, SCHEMA
-    from api.panel.views.feeds import ACTIVITY_FIELDS
-    from api.panel.views.vehicles import DEFAULT_SIGNALS, SIGNALS
+    from live.views.feeds import ACTIVITY_FIELDS
+    from live.views.vehicles import DEFAULT_SIGNALS, SIGNALS
 
     assert CARD_ACTIVITY.id == SCHEMA
     assert set(RECORD_KEYS) | set(RESPONSE_KEYS) | set(ACTIVITY_FIELDS) <= set(CARD_ACTIVITY.names)
@@ -342,8 +342,8 @@ def test_the_alerts_topic_record_is_the_contracts() -> None:
     """What the sink publishes, what the panel projects and its model's fields: `ALERT`'s
     fields (the jobs that write `late` / `late_by_ms` add them beside the sink's record)."""
     from api.panel.models.feeds import AlertRow
-    from api.panel.views.feeds import ALERT_FIELDS
     from core.contracts import ALERT
+    from live.views.feeds import ALERT_FIELDS
     from pipeline.alerts_sink import alert_record
 
     assert ALERT.names == ALERT_TOPIC_FIELDS == ALERT_FIELDS
@@ -370,7 +370,7 @@ def test_the_alerts_topic_record_is_the_contracts() -> None:
 def test_the_activity_model_and_keys_derive_from_the_activity_record() -> None:
     from api.fraud.decision import RECORD_KEYS, RESPONSE_KEYS
     from api.panel.models.feeds import ActivityRow
-    from api.panel.views.feeds import ACTIVITY_FIELDS
+    from live.views.feeds import ACTIVITY_FIELDS
 
     assert tuple(ActivityRow.model_fields) == ACTIVITY_FIELDS
     assert set(ACTIVITY_FIELDS) <= set(CARD_ACTIVITY.names)

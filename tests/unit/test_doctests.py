@@ -16,7 +16,10 @@ from pathlib import Path
 
 import pytest
 
-PACKAGES = ("core", "streamsim", "simulators", "scenarios", "pipeline", "detectors", "api", "ui")
+PACKAGES = (
+    "core", "streamsim", "simulators", "scenarios", "pipeline", "detectors", "runs", "live", "api",
+    "ui",
+)  # fmt: skip
 #: Scripts, not libraries: importing one runs it. Their source must hold no example.
 SCRIPTS = {
     "streamsim.__main__": "runs the CLI",

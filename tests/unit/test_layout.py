@@ -12,7 +12,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = (
-    "core", "detectors", "simulators", "scenarios", "pipeline", "runs", "api", "ui", "streamsim",
+    "core", "detectors", "simulators", "scenarios", "pipeline", "runs", "live", "api", "ui",
+    "streamsim",
 )  # fmt: skip
 
 
@@ -63,6 +64,21 @@ def test_the_contracts_import_only_the_standard_library() -> None:
 def test_running_things_imports_no_http_nor_ui() -> None:
     """`runs/` supervises child processes for `api/` and `streamsim/`; it imports neither."""
     assert not {"api", "ui", "streamsim"} & set(GRAPH["runs"]), GRAPH["runs"]
+
+
+def test_the_live_views_import_only_the_base() -> None:
+    """`live/` (the panel's topic views) is read by `api/panel/`; it reads only `core`."""
+    assert set(GRAPH["live"]) <= {"core"}, GRAPH["live"]
+
+
+def test_the_panel_package_holds_only_http_code() -> None:
+    """`api/panel/` is routes, response models and dependencies; Kafka stays outside it."""
+    kafka = [
+        str(path.relative_to(REPO))
+        for path in (REPO / "api" / "panel").rglob("*.py")
+        if "confluent_kafka" in path.read_text(encoding="utf-8")
+    ]
+    assert kafka == []
 
 
 @pytest.mark.parametrize("package", [p for p in PACKAGES if p != "streamsim"])

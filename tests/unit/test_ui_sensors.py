@@ -9,7 +9,7 @@ from urllib.parse import unquote
 import httpx
 from streamlit.testing.v1 import AppTest
 
-from api.panel.views.sensors import SensorView, run_alerts
+from live.views.sensors import SensorView, run_alerts
 from tests.conftest import free_port
 from ui.client import ApiClient
 from ui.sections import sensors

@@ -12,9 +12,9 @@ from fastapi.testclient import TestClient
 from streamlit.testing.v1 import AppTest
 
 from api.main import create_app
-from api.panel.views.ships import ShipsView
 from core.config import StackConfig
 from core.config.owner_tokens import OwnerTokens
+from live.views.ships import ShipsView
 from tests.conftest import free_port
 from tests.unit.test_api_shipping import (
     BOX_A,

@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.panel.views.feeds import ACTIVITY_FIELDS
 from core.contracts import ALERT, CARD_ACTIVITY
+from live.views.feeds import ACTIVITY_FIELDS
 
 
 class _Open(BaseModel):

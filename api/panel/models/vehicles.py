@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.panel.models.feeds import AlertRow, Source
-from api.panel.views.vehicles import SIGNALS
+from live.views.vehicles import SIGNALS
 
 Signal = Literal[SIGNALS]  # type: ignore[valid-type]
 Status = Literal["alerting", "moving", "parked"]

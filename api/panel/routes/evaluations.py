@@ -25,8 +25,8 @@ from api.panel.deps import RUNS_UNAVAILABLE, evaluations_of
 from api.panel.models.evaluations import RunEvaluation, RunEvaluationList
 from api.panel.models.feeds import Evaluation
 from api.panel.models.runs import ErrorBody
-from api.panel.views.evaluations import latest_evaluation
 from api.responses import OrjsonResponse
+from live.views.evaluations import latest_evaluation
 from runs.evaluations import (
     EvaluationBusy,
     NotEvaluable,

@@ -10,8 +10,8 @@ from fastapi import APIRouter, Query, Request
 
 from api.panel.deps import UNAVAILABLE, feeds_of
 from api.panel.models.feeds import ActivityFeed, AlertFeed, PipelineView, Rates
-from api.panel.views.feeds import job_summaries
 from api.responses import OrjsonResponse
+from live.views.feeds import job_summaries
 
 router = APIRouter(prefix="/v1", tags=["read"])
 

@@ -1,6 +1,6 @@
 """Read routes for the Sensors page (open, like the Vehicles page's): one sensors run's
 devices on the site map with their latest reading, a device's recent series, and the run's
-sensor alerts (from `sensors.readings` and `alerts`; see `api.panel.views.sensors`)."""
+sensor alerts (from `sensors.readings` and `alerts`; see `live.views.sensors`)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Path, Query, Request, status
 
 from api.errors import ErrorBody
-from api.panel.consumers.feeds import Feeds
-from api.panel.consumers.sensors import SensorFeed
 from api.panel.deps import UNAVAILABLE, feeds_of
 from api.panel.models.sensors import SensorAlerts, SensorList, SensorSeries
-from api.panel.views.sensors import run_alerts
 from api.responses import OrjsonResponse
 from core.pan import scrub_text
+from live.consumers.feeds import Feeds
+from live.consumers.sensors import SensorFeed
+from live.views.sensors import run_alerts
 
 router = APIRouter(prefix="/v1/sensors", tags=["read"])
 

@@ -13,10 +13,10 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, status
 
 from api.errors import ErrorBody
-from api.panel.consumers.shipping import ShippingTail
 from api.panel.deps import OWNER_RESPONSES, require_owner
 from api.panel.models.shipping import ContainerHistory, ContainerList
 from api.responses import OrjsonResponse
+from live.consumers.shipping import ShippingTail
 
 router = APIRouter(prefix="/v1/shipping", tags=["read", "shipping"])
 

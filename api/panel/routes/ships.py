@@ -1,5 +1,5 @@
 """Read routes for the Shipping page (open): ships with their tracks and sea lanes, ports with
-the ships alongside, the backlog held on board per ship (`api.panel.views.ships`), and the
+the ships alongside, the backlog held on board per ship (`live.views.ships`), and the
 shipping alerts of the `alerts` topic.
 
 Open as `/v1/vehicles` and `/v1/alerts` are: a ship's position is AIS, public at sea, and the
@@ -16,9 +16,9 @@ from fastapi import APIRouter, HTTPException, Query, Request, status
 from api.panel.deps import UNAVAILABLE, feeds_of
 from api.panel.models.ships import Fleet, ShippingAlerts
 from api.panel.routes.shipping import shipping_of
-from api.panel.views.ships import ShipsView
 from api.responses import OrjsonResponse
 from core.contracts.labels import SHIPPING_FAULTS
+from live.views.ships import ShipsView
 
 router = APIRouter(prefix="/v1/shipping", tags=["read", "shipping"])
 

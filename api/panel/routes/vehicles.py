@@ -1,6 +1,6 @@
 """Read routes for the Vehicles page (open): the fleet's latest positions and status, and one
 vehicle's recent telemetry with its alerts (from `vehicles.telemetry` and `alerts`, see
-`api.panel.views.vehicles` for what is kept and how the feed samples a fast topic)."""
+`live.views.vehicles` for what is kept and how the feed samples a fast topic)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Path, Query, Request, status
 
-from api.panel.consumers.feeds import Feeds
 from api.panel.deps import UNAVAILABLE, feeds_of
 from api.panel.models.runs import ErrorBody
 from api.panel.models.vehicles import Signal, Status, VehicleList, VehicleTelemetry
-from api.panel.views.vehicles import DEFAULT_SIGNALS
 from api.responses import OrjsonResponse
 from core.pan import scrub_text
+from live.consumers.feeds import Feeds
+from live.views.vehicles import DEFAULT_SIGNALS
 
 router = APIRouter(prefix="/v1", tags=["read"])
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from api.panel.consumers.vehicles import VehicleTail
-from api.panel.views.sensors import SENSORS_TOPIC, SensorView
 from core.config import StackConfig
 from core.kafka.follower import TopicFollower
+from live.consumers.vehicles import VehicleTail
+from live.views.sensors import SENSORS_TOPIC, SensorView
 
 
 class SensorFeed(TopicFollower):

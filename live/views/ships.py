@@ -27,10 +27,10 @@ import threading
 from collections import defaultdict
 from typing import Any
 
-from api.panel.views.records import json_object
-from api.panel.views.shipping import run_of
 from core.contracts import topics
 from core.contracts.events import SHIPPING_CONTAINER, SHIPPING_PORT_EVENT, SHIPPING_POSITION
+from live.views.records import json_object
+from live.views.shipping import run_of
 
 POSITIONS_TOPIC = topics.SHIPPING_POSITIONS.name
 CONTAINERS_TOPIC = topics.SHIPPING_CONTAINERS.name

@@ -1,7 +1,7 @@
 """What the read API shows of the topics, as pure in-memory views (no Kafka): the projections
 of one record (`activity_row`, `alert_row`, `progress_row`), the ring buffers of recent rows,
 the pipeline progress per query and the records/s per topic. The threads that fill them are
-`api.panel.consumers.feeds`.
+`live.consumers.feeds`.
 
 What leaves here is projected field by field: an activity row carries the card token and last 4
 digits, never more of the card (the topic has no PAN either; the projection makes sure nothing

@@ -1,6 +1,6 @@
 """`VehicleTail`: the consumer thread that reads `vehicles.telemetry` into a `VehicleView`
-under a read budget (the budget, skipping ahead and ordering: see `api.panel.views.vehicles`),
-its Python work paced to a share of a core (`api.panel.consumers.pacing`)."""
+under a read budget (the budget, skipping ahead and ordering: see `live.views.vehicles`),
+its Python work paced to a share of a core (`live.consumers.pacing`)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from typing import Any, Protocol
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from api.kafkalog import kafka_logger
-from api.panel.consumers.pacing import DEFAULT_SHARE, CpuPacer
 from core.config import StackConfig
 from core.kafka import consumer_config
+from core.kafka.logger import kafka_logger
+from live.consumers.pacing import DEFAULT_SHARE, CpuPacer
 
 
 class RawView(Protocol):
@@ -63,7 +63,7 @@ class VehicleTail:
                 self.stack,
                 f"streamsim-vehicles-{uuid.uuid4().hex[:12]}",
                 **{
-                    "logger": kafka_logger(),
+                    "logger": kafka_logger("live.kafka"),
                     "enable.partition.eof": False,
                     # A small prefetch queue: a fast topic must not fill 64 MB per consumer.
                     "queued.max.messages.kbytes": 2048,

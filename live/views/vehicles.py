@@ -6,7 +6,7 @@ Two parts:
   `max_vehicles`, and a ring of recent readings (16 numeric signals, see `SIGNALS`) for at most
   `history_vehicles` of them, `history_len` readings each. Vehicle alerts (job
   `vehicles`, or a vehicle label) are kept per vehicle (the last `alerts_per_vehicle`).
-- `VehicleTail` (`api.panel.consumers.vehicles`): one consumer thread that feeds the view
+- `VehicleTail` (`live.consumers.vehicles`): one consumer thread that feeds the view
   under a read budget.
 
 Memory is bounded whatever the fleet: a latest reading is a slotted object (~0.5 KB with its

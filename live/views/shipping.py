@@ -1,5 +1,5 @@
 """The container view: what the owner-scoped read API shows of `shipping.containers` and
-`shipping.port-events` (pure, no Kafka; `api.panel.consumers.shipping` fills it).
+`shipping.port-events` (pure, no Kafka; `live.consumers.shipping` fills it).
 
 Per container (LRU-bounded to `max_containers`, least recently updated evicted first):
 - its owner, fixed by the first record seen of the run; a later record naming another owner
@@ -27,9 +27,9 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from api.panel.views.records import json_object
 from core.contracts import topics
 from core.contracts.events import SHIPPING_CONTAINER, SHIPPING_PORT_EVENT
+from live.views.records import json_object
 
 CONTAINERS_TOPIC = topics.SHIPPING_CONTAINERS.name
 PORT_EVENTS_TOPIC = topics.SHIPPING_PORT_EVENTS.name

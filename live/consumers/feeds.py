@@ -1,5 +1,5 @@
 """The threads behind the read API's feeds: they consume the topics into the views of
-`api.panel.views.feeds` and `api.panel.views.vehicles`.
+`live.views.feeds` and `live.views.vehicles`.
 
 - The tail thread is assigned every partition of `alerts`, the activity topic and `metrics`
   (no consumer group, nothing committed), starting `tail` records before each partition's end,
@@ -9,13 +9,13 @@
   counted then, if it is still among the newest.
 - The vehicle thread reads `vehicles.telemetry` into a `VehicleView` (latest reading per
   vehicle, recent readings of a few hundred), at most `vehicle_read_cap_per_s` records/s,
-  skipping ahead when the topic runs faster (see `api.panel.consumers.vehicles`). Vehicle
+  skipping ahead when the topic runs faster (see `live.consumers.vehicles`). Vehicle
   alerts from the tail are kept per vehicle there too.
 - The rate thread asks the cluster for every topic's end offsets once per `sample_s` (one batched
   ListOffsets request) and turns the deltas into records/s (`RateTracker`).
 
 The tail and vehicle threads pace their Python work to a share of a core in short slices
-(`api.panel.consumers.pacing`): they share the GIL with the fraud endpoint.
+(`live.consumers.pacing`): they share the GIL with the fraud endpoint.
 """
 
 from __future__ import annotations
@@ -30,10 +30,15 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from api.kafkalog import kafka_logger
-from api.panel.consumers.pacing import CpuPacer
-from api.panel.consumers.vehicles import VehicleTail
-from api.panel.views.feeds import (
+from core.config import StackConfig
+from core.contracts import topics
+from core.kafka import consumer_config
+from core.kafka.clients import base_config
+from core.kafka.follower import TopicFollower
+from core.kafka.logger import kafka_logger
+from live.consumers.pacing import CpuPacer
+from live.consumers.vehicles import VehicleTail
+from live.views.feeds import (
     ALERTS_TOPIC,
     METRICS_TOPIC,
     PipelineProgress,
@@ -43,15 +48,10 @@ from api.panel.views.feeds import (
     alert_row,
     progress_row,
 )
-from api.panel.views.records import json_object
-from api.panel.views.vehicles import VEHICLES_TOPIC, VehicleView
-from core.config import StackConfig
-from core.contracts import topics
-from core.kafka import consumer_config
-from core.kafka.clients import base_config
-from core.kafka.follower import TopicFollower
+from live.views.records import json_object
+from live.views.vehicles import VEHICLES_TOPIC, VehicleView
 
-log = logging.getLogger("api.feeds")
+log = logging.getLogger("live.feeds")
 
 
 # -- the threads ------------------------------------------------------------------------------
@@ -153,7 +153,7 @@ class Feeds:
         config = consumer_config(
             self.stack,
             f"streamsim-feeds-{uuid.uuid4().hex[:12]}",
-            **{"logger": kafka_logger(), "enable.partition.eof": False},
+            **{"logger": kafka_logger("live.kafka"), "enable.partition.eof": False},
         )
         consumer = Consumer(config)
         pacer = CpuPacer()
@@ -243,7 +243,7 @@ class Feeds:
     # -- rates ---------------------------------------------------------------------------------
 
     def _rate_loop(self, stop: threading.Event) -> None:
-        config: dict[str, Any] = {**base_config(self.stack), "logger": kafka_logger()}
+        config: dict[str, Any] = {**base_config(self.stack), "logger": kafka_logger("live.kafka")}
         admin = AdminClient(config)
         while not self._stop.is_set():
             started = time.monotonic()

@@ -36,9 +36,10 @@ class RepeatFilter(logging.Filter):
         return True
 
 
-def kafka_logger() -> logging.Logger:
-    """`api.kafka`, with a `RepeatFilter` (attached once)."""
-    logger = logging.getLogger("api.kafka")
+def kafka_logger(name: str) -> logging.Logger:
+    """Logger `name` for a librdkafka client's `logger` setting, with a `RepeatFilter`
+    (attached once)."""
+    logger = logging.getLogger(name)
     if not any(isinstance(f, RepeatFilter) for f in logger.filters):
         logger.addFilter(RepeatFilter())
     return logger

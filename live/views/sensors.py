@@ -1,5 +1,5 @@
 """The sensor feed: what the read API shows of `sensors.readings` and of the sensor alerts, per
-run (pure, no Kafka; `api.panel.consumers.sensors` fills it through a `VehicleTail`: the same
+run (pure, no Kafka; `live.consumers.sensors` fills it through a `VehicleTail`: the same
 read budget, skipping ahead and CPU pacing as the vehicle feed).
 
 - Devices: per (run, sensor) the site, the latest reading and a ring of the newest
@@ -12,7 +12,7 @@ read budget, skipping ahead and CPU pacing as the vehicle feed).
   sensor label) from the alerts feed's newest rows, by the run part of the first event id.
 
 Memory: a reading kept is a 5-tuple (~0.2 KB); 5,000 devices x 60 readings ~ 60 MB at most, and
-in practice the tail's read cap samples a large fleet (see `api.panel.consumers.vehicles`).
+in practice the tail's read cap samples a large fleet (see `live.consumers.vehicles`).
 Per record: one JSON parse, a few dict reads, a deque append.
 """
 
@@ -24,10 +24,10 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import Any
 
-from api.panel.views.records import json_object
-from api.panel.views.shipping import run_of
 from core.contracts import labels, topics
 from core.contracts.events import SENSOR_READING
+from live.views.records import json_object
+from live.views.shipping import run_of
 
 SENSORS_TOPIC = topics.SENSORS_READINGS.name
 SENSOR_JOB = "sensors"

@@ -1,12 +1,12 @@
 """`ShippingTail`: the consumer thread that reads `shipping.containers` and
-`shipping.port-events` into a `ContainerView` (`api.panel.views.shipping`), and with a
-`ShipsView` (`api.panel.views.ships`) `shipping.positions` too, feeding it all three: one read
+`shipping.port-events` into a `ContainerView` (`live.views.shipping`), and with a
+`ShipsView` (`live.views.ships`) `shipping.positions` too, feeding it all three: one read
 of the topics for both views.
 
 Unlike the vehicle tail it never skips: an owner's container history must be whole, and a
 voyage's readings land days late in one burst. Every partition is read from its beginning
 (no consumer group, nothing committed); a burst is read at most `read_cap_per_s` records/s,
-its Python work paced to a share of a core in short slices (`api.panel.consumers.pacing`), so
+its Python work paced to a share of a core in short slices (`live.consumers.pacing`), so
 a port flush of a big fleet never stalls the fraud endpoint in the same process; `lag()` says
 how far behind the topics' ends the view is meanwhile. Partitions that appear later (the
 first run after start-up creates the topics) are picked up within `refresh_s`.
@@ -26,14 +26,14 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
-from api.kafkalog import kafka_logger
-from api.panel.consumers.pacing import DEFAULT_SHARE, CpuPacer
-from api.panel.views.records import json_object
-from api.panel.views.shipping import CONTAINERS_TOPIC, PORT_EVENTS_TOPIC, ContainerView
-from api.panel.views.ships import POSITIONS_TOPIC, ShipsView
 from core.config import StackConfig
 from core.kafka import consumer_config
 from core.kafka.follower import TopicFollower
+from core.kafka.logger import kafka_logger
+from live.consumers.pacing import DEFAULT_SHARE, CpuPacer
+from live.views.records import json_object
+from live.views.shipping import CONTAINERS_TOPIC, PORT_EVENTS_TOPIC, ContainerView
+from live.views.ships import POSITIONS_TOPIC, ShipsView
 
 
 class ShippingTail(TopicFollower):
@@ -80,7 +80,7 @@ class ShippingTail(TopicFollower):
             consumer_config(
                 self.stack,
                 f"streamsim-shipping-{uuid.uuid4().hex[:12]}",
-                **{"logger": kafka_logger(), "enable.partition.eof": False},
+                **{"logger": kafka_logger("live.kafka"), "enable.partition.eof": False},
             )
         )
         self.assigned = frozenset()
