@@ -34,17 +34,7 @@ from detectors.alert import (
     alerts_to_frame,
     frame_to_alerts,
 )
-from detectors.braking import BrakingParams, BrakingState, braking_alerts
-from detectors.dedup import SeenIds
-from detectors.flatline import FlatlineParams, FlatlineState, flatline_alerts
-from detectors.geo import geodesic_km, geodesic_km_array, haversine_km
-from detectors.jump import GpsJumpParams, GpsJumpState, gps_jump_alerts
-from detectors.params import Thresholds
-from detectors.reorder import EventTimeBuffer
-from detectors.series import SeriesState
-from detectors.silence import SilenceParams, SilenceState, silence_alerts
-from detectors.speeding import SpeedingParams, SpeedingState, speeding_alerts
-from detectors.spending import (
+from detectors.cards.spending import (
     SpendingFeatures,
     SpendingParams,
     SpendingState,
@@ -53,18 +43,15 @@ from detectors.spending import (
     spending_feature_alerts,
     spending_features,
 )
-from detectors.step import StepParams, StepState, step_alerts
-from detectors.terminal import (
+from detectors.cards.terminal import (
     TerminalParams,
     TerminalState,
     check_terminal_window,
     terminal_window_alerts,
     terminal_window_features,
 )
-from detectors.threshold import ThresholdParams, ThresholdState, threshold_alerts
-from detectors.travel import Position, TravelParams, TravelState, check_travel, travel_alerts
-from detectors.trend import TrendParams, TrendState, trend_alerts
-from detectors.velocity import (
+from detectors.cards.travel import Position, TravelParams, TravelState, check_travel, travel_alerts
+from detectors.cards.velocity import (
     VelocityFeatures,
     VelocityParams,
     VelocityState,
@@ -74,7 +61,20 @@ from detectors.velocity import (
     velocity_window_alerts,
     velocity_window_features,
 )
-from detectors.zscore import ZScoreParams, ZScoreState, zscore_alerts
+from detectors.dedup import SeenIds
+from detectors.geo import geodesic_km, geodesic_km_array, haversine_km
+from detectors.params import Thresholds
+from detectors.reorder import EventTimeBuffer
+from detectors.series.base import SeriesState
+from detectors.series.braking import BrakingParams, BrakingState, braking_alerts
+from detectors.series.flatline import FlatlineParams, FlatlineState, flatline_alerts
+from detectors.series.jump import GpsJumpParams, GpsJumpState, gps_jump_alerts
+from detectors.series.silence import SilenceParams, SilenceState, silence_alerts
+from detectors.series.speeding import SpeedingParams, SpeedingState, speeding_alerts
+from detectors.series.step import StepParams, StepState, step_alerts
+from detectors.series.threshold import ThresholdParams, ThresholdState, threshold_alerts
+from detectors.series.trend import TrendParams, TrendState, trend_alerts
+from detectors.series.zscore import ZScoreParams, ZScoreState, zscore_alerts
 
 __all__ = [
     "ALERT_COLUMNS",

@@ -26,8 +26,8 @@ from api.fraud.state import CardState, LastUseState, merchant_key
 from core.contracts import CARD_ACTIVITY
 from core.pan import PanTokenizer, last4
 from detectors import Alert, check_velocity
-from detectors.travel import Position, pair_distance_km, travel_evidence
-from detectors.velocity import (
+from detectors.cards.travel import Position, pair_distance_km, travel_evidence
+from detectors.cards.velocity import (
     VelocityFeatures,
     VelocityParams,
     VelocityState,

@@ -6,7 +6,7 @@ background thread, reading the compacted topic from the beginning on start (the 
 waits for that rebuild like the last-use state's) and then following it, so profiles
 published later (a new run's) arrive too. Malformed records are counted and skipped.
 
-`ProfileStore.check` is the rule: `detectors.spending.check_profile_spending` on the profile's
+`ProfileStore.check` is the rule: `detectors.cards.spending.check_profile_spending` on the profile's
 features (purchases over the period, the typical ticket, purchases in this MCC).
 """
 
@@ -24,7 +24,7 @@ from core.config import StackConfig
 from core.contracts import CARD_PROFILE
 from core.kafka.compacted import ensure_compacted
 from detectors import Alert
-from detectors.spending import (
+from detectors.cards.spending import (
     ProfileFeatures,
     SpendingParams,
     check_profile_spending,

@@ -26,7 +26,7 @@ from core.config.base import Settings
 from core.contracts import topics
 from core.pan import PAN_SECRET_ENV, pan_secret
 from detectors import TerminalParams, TravelParams, VelocityParams
-from detectors.spending import PROFILE_SPENDING, SpendingParams
+from detectors.cards.spending import PROFILE_SPENDING, SpendingParams
 
 API_TOKEN_ENV = "STREAMSIM_API_TOKEN"
 SETTINGS_ENV = "STREAMSIM_API_SETTINGS"

@@ -1,5 +1,5 @@
 """The sensors detections that `streamsim evaluate sensors` scores: the batch forms
-of `detectors.flatline` (stuck sensor), `detectors.step` (spike) and `detectors.silence`
+of `detectors.series`' `flatline` (stuck sensor), `step` (spike) and `silence`
 (silent device), per sensor, over the run's `sensors.readings` read to its end, each event
 once. The rules and their parameters live once in `pipeline.jobs.sensors.rules`
 (`sensors` runs them streaming).

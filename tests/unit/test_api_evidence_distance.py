@@ -1,6 +1,6 @@
 """The endpoint's travel evidence takes Vincenty's distance where the rule cannot be near its
-threshold (`detectors.travel.pair_distance_km`): every decision, score, reason and alert is the
-same as with Karney's distance everywhere (the path before), and the evidence differs by less
+threshold (`detectors.cards.travel.pair_distance_km`): every decision, score, reason and alert
+is the same as with Karney's distance everywhere (the path before), and the evidence differs by less
 than a millimetre."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from api.fraud.publisher import MemoryPublisher
 from api.fraud.service import FraudService
 from api.fraud.settings import ApiSecrets, ApiSettings
 from detectors import geodesic_km
-from detectors.travel import Position, TravelParams
+from detectors.cards.travel import Position, TravelParams
 
 SECRET = b"unit-test-secret-0123456789"
 T0 = 1_767_225_600_000

@@ -12,10 +12,30 @@ import pytest
 
 import detectors
 
-ALL = sorted(m.name for m in pkgutil.iter_modules(detectors.__path__, "detectors."))
+#: The rule groups whose modules are each a rule (`detectors.shipping` keeps its examples in
+#: its package docstring).
+GROUPS = ("cards", "series")
+
+
+def modules_of(path: list[str], prefix: str) -> list[str]:
+    return [
+        m.name for m in pkgutil.iter_modules(path, prefix) if m.name[len(prefix) :] not in GROUPS
+    ]
+
+
+ALL = sorted(
+    modules_of(detectors.__path__, "detectors.")
+    + [
+        name
+        for group in GROUPS
+        for name in modules_of(
+            importlib.import_module(f"detectors.{group}").__path__, f"detectors.{group}."
+        )
+    ]
+)
 #: Plumbing without a rule, and without examples of its own (tests/unit/test_doctests.py still
 #: imports them and runs whatever examples they gain).
-NO_EXAMPLES = {"detectors.frames", "detectors.series", "detectors.snapshot"}
+NO_EXAMPLES = {"detectors.frames", "detectors.series.base", "detectors.snapshot"}
 MODULES = [name for name in ALL if name not in NO_EXAMPLES]
 
 

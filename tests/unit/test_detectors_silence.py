@@ -1,4 +1,4 @@
-"""Silent device (`detectors.silence`): a gap longer than N of the device's own learned
+"""Silent device (`detectors.series.silence`): a gap longer than N of the device's own learned
 intervals, judged in event time, across which the device's sequence numbers go up by one;
 both forms give the same alerts."""
 

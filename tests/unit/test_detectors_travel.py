@@ -21,8 +21,8 @@ from detectors import (
     haversine_km,
     travel_alerts,
 )
+from detectors.cards.travel import fastest_s, is_impossible, pair_alert, pair_distance_km
 from detectors.geo import HAVERSINE_HIGH, HAVERSINE_LOW, vincenty_km
-from detectors.travel import fastest_s, is_impossible, pair_alert, pair_distance_km
 
 LONDON = (51.5074, -0.1278)
 NEW_YORK = (40.7128, -74.0060)

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from detectors import TrendParams, TrendState, trend_alerts
-from detectors.trend import WindowFit, _slope
+from detectors.series.trend import WindowFit, _slope
 
 
 def random_walk(n: int, seed: int) -> pd.DataFrame:

@@ -14,7 +14,7 @@ from detectors import (
     TravelParams,
     VelocityParams,
 )
-from detectors.spending import PROFILE_SPENDING
+from detectors.cards.spending import PROFILE_SPENDING
 from pipeline.settings import (
     Duration,
     StateStore,

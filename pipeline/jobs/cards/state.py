@@ -62,17 +62,17 @@ from pyspark.sql.streaming.stateful_processor import (
 )
 
 from detectors import ALERT_COLUMNS, Alert, alerts_to_frame
-from detectors.features import next_window_end
-from detectors.spending import (
+from detectors.cards.spending import (
     ProfileFeatures,
     SpendingParams,
     check_profile_spending,
     spending_step,
 )
-from detectors.spending import profile_features as profile_features_of
-from detectors.terminal import TerminalParams, terminal_closing_alerts
-from detectors.travel import Position, TravelParams, position, travel_step
-from detectors.velocity import VelocityParams, velocity_closing_alerts
+from detectors.cards.spending import profile_features as profile_features_of
+from detectors.cards.terminal import TerminalParams, terminal_closing_alerts
+from detectors.cards.travel import Position, TravelParams, position, travel_step
+from detectors.cards.velocity import VelocityParams, velocity_closing_alerts
+from detectors.features import next_window_end
 from pipeline.late_drops import with_drops
 
 #: Input columns of the processor (beyond the grouping key `bucket`): `kind` is "c" for a

@@ -1,14 +1,14 @@
 """Sensors rules per sensor, for `sensors`' alerts query and `evaluate sensors`.
 
-Four detectors from `detectors/`, with parameters reasoned from physics (see
+Four detectors from `detectors/series/`, with parameters reasoned from physics (see
 `streamsim.evaluate.sensors` for the reasoning):
-- `stuck_sensor`: `detectors.flatline` over the whole reading as one number (`reading_state`:
+- `stuck_sensor`: `flatline` over the whole reading as one number (`reading_state`:
   unchanged only when temperature and humidity both are), no speed, third identical reading;
-- `spike`: `detectors.step` on `temperature_c`;
-- `low_battery`: `detectors.threshold` on the device's own status (`low_battery_flag`: 1.0
+- `spike`: `step` on `temperature_c`;
+- `low_battery`: `threshold` on the device's own status (`low_battery_flag`: 1.0
   while it reports `low_battery`), once per episode (a run of low readings, whatever the gaps
   between them); the alert id is the run's first event id, so a replay adds nothing;
-- `silent_device`: `detectors.silence`: a gap in event time longer than `SILENT.min_intervals`
+- `silent_device`: `silence`: a gap in event time longer than `SILENT.min_intervals`
   of the device's own interval (the median of its last gaps) across which its `seq` goes up by
   one (it made no reading: none lost, none stamped elsewhere), alerted with the reading that
   ends it. A flushed outage fills its gap; a backlog that lands behind the watermark (Spark

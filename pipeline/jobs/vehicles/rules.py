@@ -45,7 +45,7 @@ from detectors import (
     zscore_alerts,
 )
 from detectors.params import Thresholds
-from detectors.trend import minus_mean, versus_others
+from detectors.series.trend import minus_mean, versus_others
 from pipeline.jobs.vehicles.config import (
     BrakingDetector,
     FlatlineDetector,

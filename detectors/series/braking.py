@@ -21,7 +21,7 @@ from detectors.alert import Alert, Evidence
 from detectors.frames import EVENT_ID, EVENT_TIME, Columns, per_entity
 from detectors.params import Thresholds
 from detectors.runs import run_starts
-from detectors.series import SeriesState, series_rows
+from detectors.series.base import SeriesState, series_rows
 from detectors.windows import window_bounds
 
 RULE = "harsh_braking"
@@ -99,7 +99,7 @@ def braking_alerts(
 
 
 class BrakingState(SeriesState):
-    """Stateful form for one vehicle (see `detectors.series`).
+    """Stateful form for one vehicle (see `detectors.series.base`).
 
     >>> state = BrakingState("v1")
     >>> [len(state.update(e, t, a)) for e, t, a in [("a", 0, 0), ("b", 100, -5), ("c", 200, -6)]]

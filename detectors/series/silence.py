@@ -33,7 +33,7 @@ from pydantic import Field
 from detectors.alert import Alert, Evidence
 from detectors.frames import EVENT_ID, EVENT_TIME, Columns, per_entity, prepare
 from detectors.params import Thresholds
-from detectors.series import SeriesState
+from detectors.series.base import SeriesState
 
 RULE = "silence"
 LABEL = "silent_device"
@@ -130,7 +130,7 @@ def silence_alerts(
 
 
 class SilenceState(SeriesState):
-    """Stateful form for one device (see `detectors.series`): its previous reading (id, time,
+    """Stateful form for one device (see `detectors.series.base`): its previous reading (id, time,
     sequence number) and its last `history` gaps. Its one value is the reading's `seq`.
 
     >>> state = SilenceState("s1")

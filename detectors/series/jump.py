@@ -1,6 +1,6 @@
 """GPS jump: consecutive vehicle positions further apart than the vehicle could have driven.
 
-The same rule as `detectors.travel` (one implementation), with road-vehicle thresholds: no
+The same rule as `detectors.cards.travel` (one implementation), with road-vehicle thresholds: no
 airport overhead, a ground-speed limit, a short minimum distance (above GPS noise) and a small
 skew allowance (both positions come from the same device clock). Readings without a position
 (tunnels, no fix) are skipped and never replace the last position.
@@ -12,8 +12,8 @@ from __future__ import annotations
 import pandas as pd
 from pydantic import Field
 
+from detectors.cards.travel import TravelParams, TravelState, travel_alerts
 from detectors.frames import Columns
-from detectors.travel import TravelParams, TravelState, travel_alerts
 
 RULE = "gps_jump"
 

@@ -22,7 +22,7 @@ from pydantic import Field
 from detectors.alert import Alert, Evidence
 from detectors.frames import EVENT_ID, EVENT_TIME, Columns, per_entity
 from detectors.params import Thresholds
-from detectors.series import SeriesState, series_rows
+from detectors.series.base import SeriesState, series_rows
 
 RULE = "step"
 
@@ -100,7 +100,7 @@ def step_alerts(
 
 
 class StepState(SeriesState):
-    """Stateful form: the previous reading per entity and signal (`detectors.series`).
+    """Stateful form: the previous reading per entity and signal (`detectors.series.base`).
 
     >>> state = StepState("s1", "temp_c")
     >>> [len(state.update(f"e{i}", i * 5_000, v)) for i, v in enumerate([21.0, 21.2, 46.1, 21.3])]

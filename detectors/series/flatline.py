@@ -29,8 +29,8 @@ from detectors.alert import Alert
 from detectors.frames import EVENT_TIME, Columns, per_entity
 from detectors.params import Thresholds
 from detectors.runs import RunTracker
-from detectors.series import SeriesState, series_rows
-from detectors.threshold import run_alerts, run_evidence
+from detectors.series.base import SeriesState, series_rows
+from detectors.series.threshold import run_alerts, run_evidence
 
 RULE = "flatline"
 LABEL = "stuck_sensor"
@@ -145,7 +145,7 @@ def flatline_alerts(
 
 
 class FlatlineState(SeriesState):
-    """Stateful form for one vehicle and signal (see `detectors.series`).
+    """Stateful form for one vehicle and signal (see `detectors.series.base`).
 
     >>> state = FlatlineState("v1", "tyre_kpa")
     >>> fired = [len(state.update(f"e{i}", i * 30_000, 230.0, 80.0)) for i in range(12)]

@@ -20,8 +20,8 @@ from detectors.alert import Alert
 from detectors.frames import EVENT_TIME, Columns, per_entity
 from detectors.params import Thresholds
 from detectors.runs import RunTracker, run_fires
-from detectors.series import SeriesState, series_rows
-from detectors.threshold import run_alerts, run_evidence
+from detectors.series.base import SeriesState, series_rows
+from detectors.series.threshold import run_alerts, run_evidence
 
 RULE = "speeding"
 LIMIT = "speed_limit_kmh"
@@ -92,7 +92,7 @@ def speeding_alerts(
 
 
 class SpeedingState(SeriesState):
-    """Stateful form for one vehicle (see `detectors.series`).
+    """Stateful form for one vehicle (see `detectors.series.base`).
 
     >>> state = SpeedingState("v1")
     >>> [len(state.update(e, t, 150.0)) for e, t in [("a", 0), ("b", 20_000), ("c", 40_000)]]

@@ -23,7 +23,7 @@ from pydantic import Field
 from detectors.alert import Alert, Evidence
 from detectors.frames import EVENT_ID, EVENT_TIME, Columns, per_entity
 from detectors.params import Thresholds
-from detectors.series import SeriesState, series_rows
+from detectors.series.base import SeriesState, series_rows
 
 RULE = "zscore"
 
@@ -109,7 +109,7 @@ def zscore_alerts(
 
 
 class ZScoreState(SeriesState):
-    """Stateful form: mean, variance and count per vehicle and signal (`detectors.series`).
+    """Stateful form: mean, variance and count per vehicle and signal (`detectors.series.base`).
 
     >>> state = ZScoreState("v1", "battery_v", ZScoreParams(warmup=5))
     >>> [len(state.update(f"e{i}", i, v)) for i, v in enumerate([12.6, 12.7] * 3 + [9.0])]

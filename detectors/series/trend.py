@@ -25,7 +25,7 @@ from detectors.alert import Alert, Evidence
 from detectors.frames import EVENT_ID, EVENT_TIME, Columns, per_entity
 from detectors.params import Thresholds
 from detectors.reorder import ID_SEPARATOR
-from detectors.series import SeriesState, series_rows
+from detectors.series.base import SeriesState, series_rows
 from detectors.windows import window_bounds
 
 RULE = "trend"
@@ -136,7 +136,7 @@ def trend_alerts(
 
 
 class TrendState(SeriesState):
-    """Stateful form: the window's readings per vehicle and signal (`detectors.series`).
+    """Stateful form: the window's readings per vehicle and signal (`detectors.series.base`).
 
     >>> state = TrendState("v1", "coolant_c", TrendParams(rising_above=2.0))
     >>> values = [90.0] * 5 + [92.0, 94.0, 96.0, 98.0, 100.0]

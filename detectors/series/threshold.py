@@ -20,7 +20,7 @@ from detectors.alert import Alert, Evidence
 from detectors.frames import EVENT_ID, EVENT_TIME, Columns, per_entity
 from detectors.params import Thresholds
 from detectors.runs import RunTracker, run_fires
-from detectors.series import SeriesState, series_rows
+from detectors.series.base import SeriesState, series_rows
 
 RULE = "threshold"
 
@@ -132,7 +132,7 @@ def threshold_alerts(
 
 
 class ThresholdState(SeriesState):
-    """Stateful form for one vehicle and signal (see `detectors.series`).
+    """Stateful form for one vehicle and signal (see `detectors.series.base`).
 
     >>> state = ThresholdState("v1", "coolant_c", ThresholdParams(above=110, min_count=2))
     >>> [len(state.update(e, t, v)) for e, t, v in [("a", 0, 112), ("b", 1_000, 113)]]
