@@ -18,13 +18,10 @@ the simulator produces and one that reads everything at once) then cannot change
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -39,6 +36,8 @@ from core.errors import StreamsimError
 from core.kafka.admin import ensure_topics
 from core.kafka.offsets import end_offsets
 from core.kafka.reader import read_topic
+from runs import commands
+from runs.process import kill_group
 from streamsim.bench.api import ServerProcess
 from streamsim.chaos.alerts import AlertTally, tally_alerts
 from streamsim.chaos.broker import private_stack
@@ -87,10 +86,10 @@ class JobRun:
 
     def start(self) -> None:
         self.starts += 1
-        command = [
-            sys.executable, "-m", "streamsim", "pipeline", "run", JOB,
-            "--pipeline", str(self.pipeline_file), "--config", str(self.stack_file),
-        ]  # fmt: skip
+        command = commands.streamsim(
+            "pipeline", "run", JOB, "--pipeline", str(self.pipeline_file),
+            "--config", str(self.stack_file),
+        )  # fmt: skip
         self.proc = ServerProcess(
             f"{self.name} job", command, self.home / f"{self.name}.log", self.env
         )
@@ -119,7 +118,7 @@ class JobRun:
     def kill(self) -> None:
         """SIGKILL the job's process group: the Python driver and its JVM at once."""
         assert self.proc is not None
-        os.killpg(self.proc.proc.pid, signal.SIGKILL)
+        kill_group(self.proc.proc.pid, signal.SIGKILL)
         self.proc.proc.wait(30)
 
     def stop(self) -> None:
@@ -136,8 +135,7 @@ class JobRun:
         """Make sure nothing of the job outlives the fault (its group, JVM included)."""
         if self.proc is None:
             return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.proc.pid, signal.SIGKILL)
+        kill_group(self.proc.proc.pid, signal.SIGKILL)
         self.proc.proc.wait(30)
 
     def wait_drained(self, topic: str, producing: threading.Thread | None) -> None:

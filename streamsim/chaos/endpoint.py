@@ -21,10 +21,8 @@ the broker round trip on a loaded machine. Any other loss fails the fault.
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
-import sys
 import tempfile
 import threading
 import time
@@ -45,6 +43,8 @@ from core.errors import StreamsimError
 from core.kafka.admin import ensure_topics
 from core.kafka.reader import read_topic
 from core.ports import free_port
+from runs import commands
+from runs.process import kill_group
 from streamsim.bench.api import ServerProcess, wait_ready
 from streamsim.chaos.acks import Answer, tally_acks
 from streamsim.chaos.broker import private_stack
@@ -163,10 +163,7 @@ def seeded_requests(events: int, seed: int) -> tuple[list[str], list[bytes]]:
 def endpoint_server(
     home: Path, stack_file: Path, settings_file: Path, env: dict[str, str]
 ) -> ServerProcess:
-    command = [
-        sys.executable, "-m", "streamsim", "api", "--config", str(stack_file),
-        "--settings", str(settings_file), "--no-access-log",
-    ]  # fmt: skip
+    command = commands.api(stack_file, settings_file)
     return ServerProcess("fraud endpoint", command, home / "endpoint.log", env)
 
 
@@ -246,7 +243,7 @@ def run_endpoint_fault(
                 raise StreamsimError(f"the load ended early: {dict(load.statuses)}")
             time.sleep(0.001)
         killed_at = time.monotonic()
-        os.killpg(server.proc.pid, signal.SIGKILL)
+        kill_group(server.proc.pid, signal.SIGKILL)
         server.proc.wait(30)
         load.halt.set()
         for thread in threads:
