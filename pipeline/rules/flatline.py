@@ -1,0 +1,74 @@
+"""`detectors.series.flatline` in Spark's engine: a signal that stops changing (no speed).
+
+Same rule, evidence and key (signal, the run's first event id) as the Python forms with
+`speed_col=None` (every reading counts as moving): a run's values stay within `epsilon` of
+its first value (anchor); a further value or a gap over `max_gap_s` starts a new run; it fires
+once, at the first reading with `min_readings` readings and `min_duration_s` in the run.
+Readings with a null or NaN value are left out first.
+
+Differs by design: a window's first readings may continue a run anchored before the window,
+on a value the window does not hold. A run is judged only from the window's first *certain
+break* on (a step of more than `2 * epsilon` from the previous reading, or a gap over
+`max_gap_s`: the true run breaks there whatever its anchor), so
+- a run that starts at a key's very first reading, or after a reading more than
+  `span_covered_ms(window, slide)` earlier, is not alerted;
+- a run is alerted only where it fires within a window holding the break before it.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from detectors import FlatlineParams
+from detectors.series.flatline import LABEL, RULE
+from pipeline.rules.alert_rows import alert, evidence_json, params_columns
+from pipeline.rules.runs import run_evidence_columns, run_fires, run_ids
+from pipeline.rules.windows import ID, TIME, indexed
+
+
+def certain_break(previous: Column, current: Column, signal: str, params: FlatlineParams) -> Column:
+    """True where any run breaks between two consecutive readings, whatever its anchor (as
+    `detectors.series.flatline.flatline_runs` cuts)."""
+    step = F.abs(current[signal] - previous[signal]) > F.lit(2.000001 * params.epsilon + 1e-12)
+    if params.max_gap_s is None:
+        return step
+    return step | (current[TIME] - previous[TIME] > F.lit(params.max_gap_s * 1000))
+
+
+def first_break(readings: Column, signal: str, params: FlatlineParams) -> Column:
+    """The index of the first certain break (the array's size when none)."""
+    pairs = F.filter(indexed(readings), lambda x: x["i"] > 0)
+    cuts = F.filter(pairs, lambda x: certain_break(x["p"], x["r"], signal, params))
+    return F.coalesce(F.array_min(F.transform(cuts, lambda x: x["i"])), F.size(readings))
+
+
+def flatline_alerts(
+    entity: Column,
+    readings: Column,
+    signal: str,
+    params: FlatlineParams,
+    label: str | None = LABEL,
+) -> Column:
+    """Array of alert structs of the stuck runs in `readings` (sorted structs with `signal`)."""
+    present = F.filter(readings, lambda r: r[signal].isNotNull() & ~F.isnan(r[signal]))
+    gap_ms = None if params.max_gap_s is None else params.max_gap_s * 1000
+    fires = run_fires(
+        present,
+        met=lambda r: F.lit(True),
+        breaks=lambda acc, r: F.abs(r[signal] - acc["anchor"]) > F.lit(params.epsilon),
+        anchor=lambda r: r[signal],
+        min_count=params.min_readings,
+        min_duration_ms=params.min_duration_s * 1000,
+        max_gap_ms=gap_ms,
+        exact_from=first_break(present, signal, params),
+    )
+
+    def to_alert(fire: Column) -> Column:
+        fields = run_evidence_columns(present, fire, signal)
+        evidence = evidence_json([*fields, *params_columns(params.model_dump())])
+        key = [F.lit(signal), present[fire["s"]][ID]]
+        ids = run_ids(present, fire)
+        return alert(RULE, label, entity, present[fire["i"]][TIME], ids, evidence, key)
+
+    return F.transform(fires, to_alert)
