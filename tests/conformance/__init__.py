@@ -1,0 +1,1 @@
+"""Conformance corpora: event sequences with the alerts every form of a rule must raise."""
