@@ -63,14 +63,42 @@ def evaluate(
             dir_okay=False,
         ),
     ] = None,
+    alerts_topic: Annotated[
+        str | None,
+        typer.Option(
+            "--alerts-topic",
+            help="Score a foreign job's alerts (docs/contracts.md) from this topic instead of "
+            "our endpoint and pipeline.",
+        ),
+    ] = None,
+    alerts_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--alerts-file",
+            help="Score a foreign job's alerts from this JSON-lines file (one alert a line).",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
 ) -> None:
-    """Join the endpoint's verdicts and the pipeline's alerts with truth; score per label type."""
+    """Join the endpoint's verdicts and the pipeline's alerts (or a foreign job's: --alerts-topic,
+    --alerts-file) with truth; score per label type."""
+    foreign = alerts_topic is not None or alerts_file is not None
     if suite is not None:
-        if run or pipeline or settings or out:
-            raise typer.BadParameter("--suite runs its own runs: no --run, --pipeline, "
-                                     "--settings or --out", param_hint="--suite")  # fmt: skip
+        if run or pipeline or settings or out or foreign:
+            raise typer.BadParameter(
+                "--suite runs its own runs: no --run, --pipeline, --settings, --out or --alerts-*",
+                param_hint="--suite",
+            )
         _suite(scenario, suite, config, as_json)
         return
+    if foreign and (alerts_topic is not None) == (alerts_file is not None):
+        raise typer.BadParameter("one of --alerts-topic and --alerts-file", param_hint="--alerts-*")
+    if foreign and (pipeline or settings):
+        raise typer.BadParameter(
+            "a foreign job's alerts are scored alone: no --pipeline or --settings",
+            param_hint="--alerts-*",
+        )
     from core.config import load_model
     from pipeline.config import PipelineConfig
     from streamsim.evaluate.report import evaluate as run_evaluation
@@ -83,7 +111,24 @@ def evaluate(
         from api.fraud.settings import load_settings
 
         topic = load_settings(settings).topic
-    report = run_evaluation(stack, scenario, pipeline=cfg, id_prefix=run, endpoint_topic=topic)
+    alerts, source = None, ""
+    if alerts_topic is not None:
+        from streamsim.evaluate.foreign import topic_values
+
+        alerts, source = topic_values(stack, alerts_topic), f"topic {alerts_topic}"
+    elif alerts_file is not None:
+        from streamsim.evaluate.foreign import file_values
+
+        alerts, source = file_values(alerts_file), f"file {alerts_file}"
+    report = run_evaluation(
+        stack,
+        scenario,
+        pipeline=cfg,
+        id_prefix=run,
+        endpoint_topic=topic,
+        alerts=alerts,
+        alerts_source=source,
+    )
     if out is None:
         path = save(report, stack)
     else:
@@ -118,12 +163,25 @@ def human(report: dict) -> str:
         for path, labels in (report.get("unknown_label_alerts") or {}).items()
         for label, n in labels.items()
     }
+    late = f"late dropped {report['late_dropped']:,}; " if "late_dropped" in report else ""
     lines.append(
-        f"  late dropped {report['late_dropped']:,}; alerts on hard negatives "
-        f"{report['hard_negative_alerts']}"
+        f"  {late}alerts on hard negatives {report['hard_negative_alerts']}"
         + (f"; alerts of no scored type (false positives) {unknown}" if unknown else "")
     )
+    if "foreign" in report:
+        lines.append(foreign_human(report["foreign"]))
     return "\n".join(lines)
+
+
+def foreign_human(found: dict[str, Any]) -> str:
+    """What a foreign source held: read, scored, and what was not scored, and why."""
+    reasons = ", ".join(f"{r} {n}" for r, n in found["rejected_by_reason"].items())
+    rejected = f"[red]{found['rejected']:,} rejected[/] ({reasons})" if reasons else "0 rejected"
+    return (
+        f"  {found['source']}: {found['read']:,} records, {found['scored']:,} scored, "
+        f"{rejected}, {found['other_runs']:,} of other runs, "
+        f"{found['repeated_alert_ids']:,} repeated alert ids"
+    )
 
 
 def _num(x: float | None) -> str:

@@ -4,7 +4,7 @@ scoring."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +18,7 @@ from core.errors import StreamsimError
 from core.kafka.reader import latest_run, read_topic
 from pipeline.config import PipelineConfig
 from pipeline.late_drops import QUERY_SUFFIX as LATE_DROPS
-from streamsim.evaluate import sensors, shipping
+from streamsim.evaluate import foreign, sensors, shipping
 from streamsim.evaluate.scoring import (
     RUNNING_MS,
     hard_negative_alerts,
@@ -68,6 +68,8 @@ SCENARIOS: dict[str, dict[str, Any]] = {  # label types come from the contracts
     },
 }
 ALERTS_TOPIC = topics.ALERTS.name
+#: The path of a foreign job's alerts in the report.
+FOREIGN = "foreign"
 METRICS_TOPIC = topics.METRICS.name
 
 
@@ -79,6 +81,8 @@ def evaluate(
     since: Mapping[str, Mapping[int, int]] | None = None,
     id_prefix: str | None = None,
     endpoint_topic: str | None = None,
+    alerts: Iterable[bytes | str | None] | None = None,
+    alerts_source: str = "",
 ) -> dict[str, Any]:
     """Score the scenario's latest run (the run of `id_prefix`, when given: a caller that
     knows its run names it, since another run of the scenario may finish later on a shared
@@ -86,7 +90,8 @@ def evaluate(
     the late drops per label too (with `spark`, or a session of its own; `pipeline`: the
     job's config, default the scenario's oracle file). `endpoint_topic`: where the endpoint
     published its decisions, if not the scenario's default (an endpoint with settings of its
-    own, as a panel run's).
+    own, as a panel run's). With `alerts` (raw records, from `alerts_source`), a foreign
+    job's alerts are scored instead of our paths (`foreign_report`).
 
     A rerun with the same seed reuses the event ids: decisions count only from the run's start
     (wall clock), and `since` (topic -> partition -> offset, e.g. the ends before the run)
@@ -119,6 +124,8 @@ def evaluate(
         )
     if truth.empty:
         raise StreamsimError(f"{truth_topic} holds no records of the latest run ({prefix}*)")
+    if alerts is not None:
+        return foreign_report(name, run, truth, alerts, alerts_source)
 
     paths: dict[str, pd.DataFrame] = {}
     if spec["endpoint_topic"]:
@@ -140,26 +147,9 @@ def evaluate(
     else:
         paths["pipeline"] = _alert_detections(job_alerts, anchor)
 
-    scores = {
-        p: score_path(
-            d,
-            truth,
-            spec["labels"],
-            spec.get("horizon_ms"),
-            arrivals,
-            spec.get("running_ms", RUNNING_MS),
-        )
-        for p, d in paths.items()
-    }
-    report: dict[str, Any] = {
-        "scenario": name,
-        "run": {"id_prefix": prefix, "events": run["events"], "speed": anchor.get("speed")},
-        "paths": scores,
-        "late_dropped": _late_dropped(metrics, anchor["wall_ms"]),
-        "hard_negative_alerts": sum(hard_negative_alerts(d, truth) for d in paths.values()),
-        # false positives of no scored type (a catch-all rule), per path and label
-        "unknown_label_alerts": {p: unknown_labels(d, spec["labels"]) for p, d in paths.items()},
-    }
+    report = _scored(name, run, truth, paths, arrivals)
+    report["late_dropped"] = _late_dropped(metrics, anchor["wall_ms"])
+    scores = report["paths"]
     if spec.get("batch"):
         # batch: the detectors over the topics; streaming: the alerts of job `spec["job"]`
         report["pipeline_form"] = form
@@ -177,6 +167,65 @@ def evaluate(
         late_per_label = late_labels["label"].value_counts()
         for label, figures in scores["pipeline"].items():
             figures["late_dropped"] = int(late_per_label.get(label, 0))
+    return report
+
+
+def _scored(
+    name: str,
+    run: dict[str, Any],
+    truth: pd.DataFrame,
+    paths: Mapping[str, pd.DataFrame],
+    arrivals: pd.Series | None,
+) -> dict[str, Any]:
+    """The report of any detections: per path and label type the figures of `score_path`,
+    hard-negative alerts and alerts of no scored type."""
+    spec, anchor = SCENARIOS[name], run["anchor"]
+    scores = {
+        p: score_path(
+            d,
+            truth,
+            spec["labels"],
+            spec.get("horizon_ms"),
+            arrivals,
+            spec.get("running_ms", RUNNING_MS),
+        )
+        for p, d in paths.items()
+    }
+    return {
+        "scenario": name,
+        "run": {
+            "id_prefix": run["id_prefix"],
+            "events": run["events"],
+            "speed": anchor.get("speed"),
+        },
+        "paths": scores,
+        "hard_negative_alerts": sum(hard_negative_alerts(d, truth) for d in paths.values()),
+        # false positives of no scored type (a catch-all rule), per path and label
+        "unknown_label_alerts": {p: unknown_labels(d, spec["labels"]) for p, d in paths.items()},
+    }
+
+
+def foreign_report(
+    name: str,
+    run: dict[str, Any],
+    truth: pd.DataFrame,
+    values: Iterable[bytes | str | None],
+    source: str,
+) -> dict[str, Any]:
+    """The report of a foreign job's alerts (`values`: raw records from `source`) on the run
+    `run` of scenario `name` with its `truth`: one path, `foreign`, scored as our own alerts
+    are, with hard-negative alerts per type, and `foreign`: what was read, scored and rejected
+    (per reason), and the records of other runs or repeated alert ids
+    (`streamsim.evaluate.foreign`)."""
+    spec, anchor = SCENARIOS[name], run["anchor"]
+    found = foreign.sort_out(values, spec["labels"], run["id_prefix"], anchor["wall_ms"], source)
+    detections = _detections(foreign.detection_rows(found.alerts), anchor)
+    arrivals = spec["arrivals"](truth) if spec.get("arrivals") else None
+    report = _scored(name, run, truth, {FOREIGN: detections}, arrivals)
+    touched = hard_negative_alerts_by_label(detections, truth)
+    for label, figures in report["paths"][FOREIGN].items():
+        figures["hard_negative_alerts"] = touched.get(label, 0)
+    report["foreign"] = found.summary()
     return report
 
 
