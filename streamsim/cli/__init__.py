@@ -13,6 +13,7 @@ from streamsim.cli import (
     bench,
     chaos,
     config,
+    contracts,
     demo,
     doctor,
     evaluate,
@@ -47,6 +48,7 @@ app.command()(simulate.simulate)
 app.command(name="verify-stream")(verify_cli.verify_stream)
 app.command(name="loadtest")(loadtest_cli.loadtest)
 app.command()(chaos.chaos)
+app.command()(contracts.contracts)
 
 
 def main() -> None:
