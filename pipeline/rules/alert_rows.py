@@ -23,6 +23,11 @@ from detectors.alert import MAX_EVENT_IDS
 KEY_SEP = "\x1f"
 #: The alert struct's fields: the alert row's, with `alert_id` holding the key text.
 FIELDS = ("alert_id", "rule", "label", "entity_id", "event_time", "event_ids", "evidence")
+#: The type of an array of alert structs.
+ALERTS = (
+    "array<struct<alert_id:string,rule:string,label:string,entity_id:string,"
+    "event_time:bigint,event_ids:array<string>,evidence:string>>"
+)
 
 
 def key_text(parts: Sequence[Column]) -> Column:

@@ -22,9 +22,9 @@ from pyspark.sql import functions as F
 
 from detectors import FlatlineParams
 from detectors.series.flatline import LABEL, RULE
-from pipeline.rules.alert_rows import alert, evidence_json, params_columns
+from pipeline.rules.alert_rows import ALERTS, alert, evidence_json, params_columns
 from pipeline.rules.runs import run_evidence_columns, run_fires, run_ids
-from pipeline.rules.windows import ID, TIME, indexed
+from pipeline.rules.windows import ID, TIME, indices, with_value
 
 
 def certain_break(previous: Column, current: Column, signal: str, params: FlatlineParams) -> Column:
@@ -38,20 +38,37 @@ def certain_break(previous: Column, current: Column, signal: str, params: Flatli
 
 def first_break(readings: Column, signal: str, params: FlatlineParams) -> Column:
     """The index of the first certain break (the array's size when none)."""
-    pairs = F.filter(indexed(readings), lambda x: x["i"] > 0)
-    cuts = F.filter(pairs, lambda x: certain_break(x["p"], x["r"], signal, params))
-    return F.coalesce(F.array_min(F.transform(cuts, lambda x: x["i"])), F.size(readings))
+    cuts = F.filter(
+        indices(readings, 1), lambda i: certain_break(readings[i - 1], readings[i], signal, params)
+    )
+    return F.coalesce(F.array_min(cuts), F.size(readings))
+
+
+def may_fire(readings: Column, signal: str, params: FlatlineParams) -> Column:
+    """False where no run can fire: a run of two or more readings needs two consecutive
+    readings within `epsilon` (the second is that close to the anchor, the first)."""
+    if params.min_readings < 2 and params.min_duration_s <= 0:
+        return F.lit(True)
+    return F.exists(
+        indices(readings, 1),
+        lambda i: F.abs(readings[i][signal] - readings[i - 1][signal]) <= F.lit(params.epsilon),
+    )
+
+
+def flatline_readings(readings: Column, signal: str) -> Column:
+    """The readings with a value (stage one: select it as a column of its own)."""
+    return with_value(readings, signal)
 
 
 def flatline_alerts(
     entity: Column,
-    readings: Column,
+    present: Column,
     signal: str,
     params: FlatlineParams,
     label: str | None = LABEL,
 ) -> Column:
-    """Array of alert structs of the stuck runs in `readings` (sorted structs with `signal`)."""
-    present = F.filter(readings, lambda r: r[signal].isNotNull() & ~F.isnan(r[signal]))
+    """Array of alert structs of the stuck runs in `present` (`flatline_readings`, as a
+    column reference)."""
     gap_ms = None if params.max_gap_s is None else params.max_gap_s * 1000
     fires = run_fires(
         present,
@@ -71,4 +88,6 @@ def flatline_alerts(
         ids = run_ids(present, fire)
         return alert(RULE, label, entity, present[fire["i"]][TIME], ids, evidence, key)
 
-    return F.transform(fires, to_alert)
+    # the runs' pass only over windows where a run can fire (most have none)
+    some = may_fire(present, signal, params)
+    return F.when(some, F.transform(fires, to_alert)).otherwise(F.array().cast(ALERTS))

@@ -20,8 +20,8 @@ from pyspark.sql import functions as F
 
 from detectors import SilenceParams
 from detectors.series.silence import LABEL, RULE, SEQ
-from pipeline.rules.alert_rows import alert, evidence_json, params_columns
-from pipeline.rules.windows import ID, TIME
+from pipeline.rules.alert_rows import ALERTS, alert, evidence_json, params_columns
+from pipeline.rules.windows import ID, TIME, indices
 
 
 def median(values: Column, n: int) -> Column:
@@ -34,21 +34,33 @@ def median(values: Column, n: int) -> Column:
     return (ordered[n // 2 - 1] + ordered[n // 2]) / 2.0
 
 
+def gap(readings: Column, j: Column) -> Column:
+    """The gap in event time before reading `j` (`j >= 1`)."""
+    return readings[j][TIME] - readings[j - 1][TIME]
+
+
+def may_fire(readings: Column, params: SilenceParams) -> Column:
+    """False where no gap can fire: a firing gap exceeds `min_intervals` times the median of
+    gaps, so it exceeds `min_intervals` times the window's shortest gap."""
+    gaps = F.transform(indices(readings, 1), lambda j: gap(readings, j))
+    return F.array_max(gaps) > F.lit(params.min_intervals) * F.array_min(gaps)
+
+
 def silence_alerts(
     entity: Column, readings: Column, params: SilenceParams, label: str | None = LABEL
 ) -> Column:
-    """Array of alert structs of the silences in `readings` (sorted structs with `seq`)."""
+    """Array of alert structs of the silences in `readings` (sorted structs with `seq`, as a
+    column reference: a lambda re-evaluates an array expression at every element)."""
     h = params.history
-    times = F.transform(readings, lambda r: r[TIME])
-    gaps = F.transform(times, lambda t, i: F.when(i > 0, t - times[i - 1]))
-    judged = F.filter(F.transform(readings, lambda r, i: i), lambda i: i > h)
+    judged = indices(readings, h + 1)
 
     def candidate(j: Column) -> Column:
         previous, current = readings[j - 1], readings[j]
-        interval = median(F.slice(gaps, j - h + 1, h), h)
+        history = F.transform(F.sequence(j - h, j - 1), lambda k: gap(readings, k))
+        interval = median(history, h)
         return F.struct(
             j.alias("j"),
-            gaps[j].alias("gap"),
+            gap(readings, j).alias("gap"),
             interval.alias("interval"),
             (current[SEQ] - previous[SEQ]).alias("seq_step"),
         )
@@ -73,4 +85,6 @@ def silence_alerts(
         key = [previous[ID], current[ID]]
         return alert(RULE, label, entity, current[TIME], ids, evidence, key)
 
-    return F.transform(fired, to_alert)
+    # the per-gap medians only over windows where a gap can fire (most have none)
+    some = F.coalesce(may_fire(readings, params), F.lit(False))
+    return F.when(some, F.transform(fired, to_alert)).otherwise(F.array().cast(ALERTS))

@@ -17,17 +17,25 @@ from pyspark.sql import functions as F
 from detectors import StepParams
 from detectors.series.step import RULE
 from pipeline.rules.alert_rows import alert, evidence_json, params_columns
-from pipeline.rules.windows import ID, TIME, indexed
+from pipeline.rules.windows import ID, TIME, indices, with_value
+
+
+def step_readings(readings: Column, signal: str) -> Column:
+    """The readings with a value (stage one: select it as a column of its own)."""
+    return with_value(readings, signal)
 
 
 def step_alerts(
-    entity: Column, readings: Column, signal: str, params: StepParams, label: str | None
+    entity: Column, present: Column, signal: str, params: StepParams, label: str | None
 ) -> Column:
-    """Array of alert structs of the pairs in `readings` (sorted structs with `signal`)."""
-    present = F.filter(readings, lambda r: r[signal].isNotNull() & ~F.isnan(r[signal]))
-    pairs = F.filter(indexed(present), lambda x: x["i"] > 0)
-    fired = F.filter(pairs, lambda x: fires(x["p"], x["r"], signal, params))
-    return F.transform(fired, lambda x: pair_alert(entity, x["p"], x["r"], signal, params, label))
+    """Array of alert structs of the pairs in `present` (`step_readings`, as a column
+    reference: a lambda re-evaluates an array expression at every element)."""
+    fired = F.filter(
+        indices(present, 1), lambda j: fires(present[j - 1], present[j], signal, params)
+    )
+    return F.transform(
+        fired, lambda j: pair_alert(entity, present[j - 1], present[j], signal, params, label)
+    )
 
 
 def fires(previous: Column, current: Column, signal: str, params: StepParams) -> Column:

@@ -19,9 +19,9 @@ from pyspark.sql import functions as F
 
 from detectors import ThresholdParams
 from detectors.series.threshold import RULE
-from pipeline.rules.alert_rows import alert, evidence_json, params_columns
+from pipeline.rules.alert_rows import ALERTS, alert, evidence_json, params_columns
 from pipeline.rules.runs import run_evidence_columns, run_fires, run_ids
-from pipeline.rules.windows import ID, TIME
+from pipeline.rules.windows import ID, TIME, with_value
 
 
 def beyond(value: Column, params: ThresholdParams) -> Column:
@@ -34,15 +34,20 @@ def beyond(value: Column, params: ThresholdParams) -> Column:
     return out
 
 
+def threshold_readings(readings: Column, signal: str) -> Column:
+    """The readings with a value (stage one: select it as a column of its own)."""
+    return with_value(readings, signal)
+
+
 def threshold_alerts(
     entity: Column,
-    readings: Column,
+    present: Column,
     signal: str,
     params: ThresholdParams,
     label: str | None,
 ) -> Column:
-    """Array of alert structs of the runs in `readings` (sorted structs with `signal`)."""
-    present = F.filter(readings, lambda r: r[signal].isNotNull() & ~F.isnan(r[signal]))
+    """Array of alert structs of the runs in `present` (`threshold_readings`, as a column
+    reference)."""
     gap_ms = None if params.max_gap_s is None else params.max_gap_s * 1000
     fires = run_fires(
         present,
@@ -62,4 +67,6 @@ def threshold_alerts(
         ids = run_ids(present, fire)
         return alert(RULE, label, entity, present[fire["i"]][TIME], ids, evidence, key)
 
-    return F.transform(fires, to_alert)
+    # the runs' pass only over windows with a reading beyond the limit (most have none)
+    some = F.exists(present, lambda r: beyond(r[signal], params))
+    return F.when(some, F.transform(fires, to_alert)).otherwise(F.array().cast(ALERTS))

@@ -48,6 +48,27 @@ def span_covered_ms(window_ms: int, slide_ms: int) -> int:
     return window_ms - slide_ms
 
 
+def indices(readings: Column, first: int) -> Column:
+    """The indexes `first`, `first + 1`, ... of `readings` (empty when it is shorter): an int
+    array, cheaper for a lambda to walk than structs of the readings."""
+    last = F.size(readings) - 1
+    return F.when(last >= first, F.sequence(F.lit(first), last)).otherwise(
+        F.array().cast("array<int>")
+    )
+
+
+def with_value(readings: Column, signal: str) -> Column:
+    """The readings whose `signal` is neither null nor NaN (`readings` itself when all are:
+    a scan instead of a copy)."""
+
+    def missing(r: Column) -> Column:
+        return r[signal].isNull() | F.isnan(r[signal])
+
+    return F.when(F.exists(readings, missing), F.filter(readings, lambda r: ~missing(r))).otherwise(
+        readings
+    )
+
+
 def indexed(readings: Column) -> Column:
     """`readings` as structs of (i, r, p): index, the reading and the one before it (null at
     index 0)."""

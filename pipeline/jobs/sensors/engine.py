@@ -27,10 +27,10 @@ from pipeline.jobs.sensors.rules import (
     reading_state,
 )
 from pipeline.rules.alert_rows import FIELDS as ALERT_FIELDS
-from pipeline.rules.flatline import flatline_alerts
+from pipeline.rules.flatline import flatline_alerts, flatline_readings
 from pipeline.rules.silence import silence_alerts
-from pipeline.rules.step import step_alerts
-from pipeline.rules.threshold import threshold_alerts
+from pipeline.rules.step import step_alerts, step_readings
+from pipeline.rules.threshold import threshold_alerts, threshold_readings
 from pipeline.rules.windows import windowed_readings
 
 #: The per-reading values the engine forms read (besides event time and id).
@@ -52,13 +52,23 @@ def reading_values(events: DataFrame) -> DataFrame:
     )
 
 
-def rule_alerts(entity: Column, readings: Column) -> Column:
-    """One array of the four rules' alert structs over one sorted readings array."""
+def rule_readings(readings: Column) -> dict[str, Column]:
+    """Stage one: each rule's own array from the sorted readings (a column reference)."""
+    return {
+        "stuck": flatline_readings(readings, STATE),
+        "spike": step_readings(readings, "temperature_c"),
+        "low": threshold_readings(readings, LOW),
+        "silent": readings,
+    }
+
+
+def rule_alerts(entity: Column) -> Column:
+    """Stage two: one array of the four rules' alert structs over `rule_readings`' columns."""
     return F.concat(
-        flatline_alerts(entity, readings, STATE, STUCK, STUCK_LABEL),
-        step_alerts(entity, readings, "temperature_c", SPIKE, SPIKE_LABEL),
-        threshold_alerts(entity, readings, LOW, LOW_BATTERY, LOW_LABEL),
-        silence_alerts(entity, readings, SILENT, SILENT_LABEL),
+        flatline_alerts(entity, F.col("stuck"), STATE, STUCK, STUCK_LABEL),
+        step_alerts(entity, F.col("spike"), "temperature_c", SPIKE, SPIKE_LABEL),
+        threshold_alerts(entity, F.col("low"), LOW, LOW_BATTERY, LOW_LABEL),
+        silence_alerts(entity, F.col("silent"), SILENT, SILENT_LABEL),
     )
 
 
@@ -67,7 +77,8 @@ def window_alerts(events: DataFrame, entity: str, window: str, slide: str) -> Da
     `events` (one row per event id, `event_ts` watermarked if streaming), per sensor and
     sliding window. The same alert comes once per window that judges it."""
     windows = windowed_readings(reading_values(events), entity, VALUES, window, slide)
-    alerts = windows.select(F.explode(rule_alerts(F.col(entity), F.col("readings"))).alias("a"))
+    own = windows.select(entity, *(c.alias(n) for n, c in rule_readings(F.col("readings")).items()))
+    alerts = own.select(F.explode(rule_alerts(F.col(entity))).alias("a"))
     return alerts.select(*(F.col("a")[name].alias(name) for name in ALERT_FIELDS))
 
 
