@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from core.contracts import foreign, labels, topics
+from core.contracts import foreign, labels, topics, verdicts
 from core.contracts.events import (
     CARD_ACTIVITY,
     CARD_PROFILE,
@@ -118,6 +118,25 @@ def page_markdown() -> str:
     ]
     for f in CARD_ACTIVITY.pick(VERDICT):
         parts.append(f"| `{f.name}` | {_type(f)} | {_cell(f.doc)} |")
+    recorded = verdicts.CARD_VERDICT
+    assert recorded.topic is not None
+    parts += [
+        "",
+        "### An endpoint that writes no verdicts to Kafka\n",
+        "In POS mode (`domain.delivery: http`, posting to `domain.endpoint.url`) the simulator",
+        f"records what the endpoint answered each request: a `{recorded.id}` record on",
+        f"`{recorded.topic}` (keyed by `{recorded.topic.key}`). The endpoint only answers the",
+        'POST with a JSON body holding `decision` (`"decline"` flags the transaction); it may',
+        "add `evidence.alerts` as above to name the fraud types. When the run left no",
+        "`cards.activity` records (or with `evaluate cards --verdicts simulator`), these are",
+        "scored ([evaluation.md](evaluation.md#score-your-own-endpoint)); a timeout, a 5xx or",
+        "an error is counted by its `outcome`, never as an approval.\n",
+        "| field | type | null | meaning |",
+        "|---|---|---|---|",
+    ]
+    for f in recorded.fields:
+        null = "yes" if f.nullable else "no"
+        parts.append(f"| `{f.name}` | {_type(f)} | {null} | {_cell(f.doc)} |")
     parts += [
         "",
         "## Topics\n",

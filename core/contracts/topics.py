@@ -28,6 +28,11 @@ CARDS_TRANSACTIONS = Topic("cards.transactions", "card_token", doc="Raw POS tran
 CARDS_ACTIVITY = Topic(
     "cards.activity", "card_token", doc="The endpoint's transactions with their decisions."
 )
+CARDS_VERDICTS = Topic(
+    "cards.verdicts",
+    "card_token",
+    doc="What the endpoint answered the simulator in POS mode, one record a request.",
+)
 CARDS_PROFILES = Topic(
     "cards.profiles", "card_token", compacted=True, doc="The latest profile of each card."
 )
@@ -87,6 +92,7 @@ def is_truth(name: str) -> bool:
 TOPICS: tuple[Topic, ...] = (
     CARDS_TRANSACTIONS,
     CARDS_ACTIVITY,
+    CARDS_VERDICTS,
     CARDS_PROFILES,
     SENSORS_READINGS,
     VEHICLES_TELEMETRY,

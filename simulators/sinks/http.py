@@ -11,6 +11,10 @@ terminals and asks the fraud endpoint for a verdict on every transaction.
 - Nothing is dropped silently: every response is counted by status, every request that never
   got a 2xx is counted as failed, and the first few error bodies (422 field errors included) are
   kept for the run summary, PAN-scrubbed.
+- Every request's end is recorded (`core.contracts.verdicts`: transaction id, outcome, status,
+  decision, latency from the intended send time) to the verdicts topic beside the run's
+  topics (Kafka), to verdicts.jsonl (JSONL), else kept in `recorded`; written from the
+  caller's thread, at each `write` and at `close`.
 """
 
 from __future__ import annotations
@@ -25,11 +29,100 @@ import httpx
 import orjson
 from hdrh.histogram import HdrHistogram
 
+from core.contracts import verdicts
+from core.contracts.topics import CARDS_VERDICTS
 from core.pan import scrub_text
 from simulators.sinks.base import Records, Sink, SinkReport, Topics
 
 MAX_ERRORS_KEPT = 5
 BACKOFF_S = 0.05
+_ID_HEAD = b'{"transaction_id":"'
+
+
+def transaction_id(body: bytes) -> str | None:
+    """The request's transaction id (the encoder writes it first; else the body is parsed).
+
+    >>> transaction_id(b'{"transaction_id":"cv-1a","amount":1}'), transaction_id(b'[1]')
+    ('cv-1a', None)
+    """
+    if body.startswith(_ID_HEAD):
+        end = body.find(b'"', len(_ID_HEAD))
+        if end > 0:
+            return body[len(_ID_HEAD) : end].decode()
+    try:
+        value = orjson.loads(body).get("transaction_id")
+    except (orjson.JSONDecodeError, AttributeError):
+        return None
+    return None if value is None else str(value)
+
+
+def outcome_of(status: int | None, exc: BaseException | None = None) -> str:
+    """How a request ended (`core.contracts.verdicts.OUTCOMES`).
+
+    >>> outcome_of(200), outcome_of(503), outcome_of(422), outcome_of(None, httpx.ReadTimeout(""))
+    ('ok', 'http_5xx', 'http_4xx', 'timeout')
+    """
+    if exc is not None:
+        if isinstance(exc, httpx.TimeoutException):
+            return verdicts.TIMEOUT
+        if isinstance(exc, httpx.TransportError):
+            return verdicts.CONNECTION
+        return verdicts.ERROR
+    if status is None:
+        return verdicts.ERROR
+    if 200 <= status < 300:
+        return verdicts.OK
+    if status >= 500:
+        return verdicts.HTTP_5XX
+    if status >= 400:
+        return verdicts.HTTP_4XX
+    return verdicts.ERROR
+
+
+def verdict_record(
+    transaction: str | None,
+    card_token: str,
+    *,
+    status: int | None,
+    content: bytes | None,
+    sent_at_s: float,
+    answered_at_s: float,
+    attempts: int,
+    exc: BaseException | None = None,
+) -> dict[str, Any]:
+    """The `cards.verdict` record of one request (`core.contracts.verdicts.CARD_VERDICT`): the
+    decision and alerts come from a 2xx body only; a timeout or a 5xx has neither."""
+    outcome = outcome_of(status, exc)
+    decision = alerts = None
+    if outcome == verdicts.OK and content:
+        try:
+            body = orjson.loads(content)
+        except orjson.JSONDecodeError:
+            body = None
+        if isinstance(body, dict):
+            found = body.get("decision")
+            decision = None if found is None else str(found)
+            evidence = body.get("evidence")
+            named = evidence.get("alerts") if isinstance(evidence, dict) else None
+            alerts = named if isinstance(named, list) and named else None
+    error = None
+    if exc is not None:
+        error = scrub_text(f"{type(exc).__name__}: {exc}")[:200]
+    elif outcome != verdicts.OK:
+        error = f"HTTP {status}"
+    return {
+        "transaction_id": transaction,
+        "card_token": card_token,
+        "outcome": outcome,
+        "status": status,
+        "decision": decision,
+        "alerts": alerts,
+        "sent_at": int(sent_at_s * 1000),
+        "answered_at": int(answered_at_s * 1000),
+        "latency_ms": round((answered_at_s - sent_at_s) * 1000, 3),
+        "attempts": attempts,
+        "error": error,
+    }
 
 
 class HttpEventSink:
@@ -42,9 +135,16 @@ class HttpEventSink:
         timeout_s: float = 10.0,
         retries: int = 2,
         transport: httpx.BaseTransport | None = None,
+        verdicts_topic: str = CARDS_VERDICTS.name,
     ) -> None:
-        """`inner` gets the truth records; `transport` is for tests (e.g. httpx.MockTransport)."""
+        """`inner` gets the truth records; `transport` is for tests (e.g. httpx.MockTransport);
+        `verdicts_topic`: where each request's end is recorded (Kafka)."""
         self.inner = inner
+        self.verdicts_topic = verdicts_topic
+        #: The verdict records, where the inner sink is neither Kafka nor JSONL.
+        self.recorded = Records()
+        self._pending_verdicts = Records()
+        self._verdict_out: Any = None
         self.url = url
         self.concurrency = concurrency
         self.timeout_s = timeout_s
@@ -73,28 +173,107 @@ class HttpEventSink:
             transport=self._transport,
         )
         self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="pos")
+        self._verdict_out = self._verdict_writer()
+
+    def _verdict_writer(self) -> Any:
+        """Where the verdict records go: a callable taking `Records`."""
+        from simulators.sinks.jsonl import JsonlSink
+        from simulators.sinks.kafka import KafkaSink
+
+        base: Any = self.inner
+        while "inner" in getattr(base, "__dict__", {}):
+            base = base.inner  # through wrappers (cardholder profiles)
+        if isinstance(base, KafkaSink):
+            kafka = base
+            if kafka.create_topics:
+                from core.kafka.admin import ensure_topics
+
+                ensure_topics(kafka.stack, [self.verdicts_topic])
+            return lambda records: kafka.produce(self.verdicts_topic, records)
+        if isinstance(base, JsonlSink):
+            path = base.directory / "verdicts.jsonl"
+            path.write_bytes(b"")
+
+            def append(records: Records) -> None:
+                with path.open("ab") as f:
+                    f.writelines(v + b"\n" for v in records.values)
+
+            return append
+
+        def keep(records: Records) -> None:
+            self.recorded.keys += records.keys
+            self.recorded.values += records.values
+            self.recorded.timestamps += records.timestamps
+
+        return keep
+
+    def _flush_verdicts(self) -> None:
+        with self._lock:
+            ready, self._pending_verdicts = self._pending_verdicts, Records()
+        if len(ready) and self._verdict_out is not None:
+            self._verdict_out(ready)
 
     def write(self, events: Records, truth: Records) -> None:
         assert self._pool is not None, "open() first"
-        for body in events.values:
+        sent_at = time.time()  # the engine paces its writes: this is the intended send time
+        keys = events.keys or [b""] * len(events.values)
+        for key, body in zip(keys, events.values, strict=True):
             self._slots.acquire()  # at most `concurrency` in flight: backpressure
             with self._lock:
                 self._in_flight += 1
                 self._sent += 1
-            self._pool.submit(self._post, body)
+            self._pool.submit(self._post, body, key, sent_at)
         self.inner.write(Records(), truth)
+        self._flush_verdicts()
 
-    def _post(self, body: bytes) -> None:
+    def _post(self, body: bytes, key: bytes | str = b"", sent_at: float | None = None) -> None:
+        sent_at = time.time() if sent_at is None else sent_at
+        status: int | None = None
+        content: bytes | None = None
+        error: BaseException | None = None
+        attempts = 0
         try:
-            self._attempts(body)
+            status, content, error, attempts = self._attempts(body)
         except Exception as exc:  # never lose a request silently, whatever went wrong
+            error = exc
             self._fail(f"{type(exc).__name__}: {exc}", None)
         finally:
-            with self._lock:
-                self._in_flight -= 1
-            self._slots.release()
+            try:
+                self._log_verdict(body, key, status, content, error, sent_at, attempts)
+            finally:
+                with self._lock:
+                    self._in_flight -= 1
+                self._slots.release()
 
-    def _attempts(self, body: bytes) -> None:
+    def _log_verdict(
+        self,
+        body: bytes,
+        key: bytes | str,
+        status: int | None,
+        content: bytes | None,
+        error: BaseException | None,
+        sent_at: float,
+        attempts: int,
+    ) -> None:
+        token = key.decode() if isinstance(key, bytes) else str(key)
+        record = verdict_record(
+            transaction_id(body),
+            token,
+            status=status,
+            content=content,
+            sent_at_s=sent_at,
+            answered_at_s=time.time(),
+            attempts=max(1, attempts),
+            exc=error if status is None else None,
+        )
+        value = orjson.dumps(record)
+        with self._lock:
+            self._pending_verdicts.keys.append(token.encode())
+            self._pending_verdicts.values.append(value)
+            self._pending_verdicts.timestamps.append(record["answered_at"])
+
+    def _attempts(self, body: bytes) -> tuple[int | None, bytes | None, BaseException | None, int]:
+        """Send with retries: (last status, its body, the last error, requests sent)."""
         assert self._client is not None
         for attempt in range(self.retries + 1):
             started = time.perf_counter()
@@ -105,14 +284,15 @@ class HttpEventSink:
                     self._retry(attempt)
                     continue
                 self._fail(f"{type(exc).__name__}: {exc}", None)
-                return
+                return None, None, exc, attempt + 1
             micros = max(1, int((time.perf_counter() - started) * 1e6))
             status = response.status_code
             if status >= 500 and attempt < self.retries:
                 self._retry(attempt)
                 continue
             self._record(status, response.content, micros)
-            return
+            return status, response.content, None, attempt + 1
+        raise AssertionError("unreachable: the last attempt returns")
 
     def _retry(self, attempt: int) -> None:
         with self._lock:
@@ -153,6 +333,7 @@ class HttpEventSink:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
+        self._flush_verdicts()
         if self._client is not None:
             self._client.close()
             self._client = None

@@ -126,6 +126,14 @@ class KafkaSink:
         self._produce(self.topics.truth, truth)
         self._producer.poll(0)
 
+    def produce(self, topic: str, records: Records) -> None:
+        """Records to another topic than the run's two (e.g. POS mode's verdicts)."""
+        assert self._producer is not None, "open() first"
+        handed_over = self._handed_over
+        self._produce(topic, records)
+        self._handed_over = handed_over  # `written` counts the run's events and truth only
+        self._producer.poll(0)
+
     def _produce(self, topic: str, records: Records) -> None:
         producer = self._producer
         assert producer is not None
