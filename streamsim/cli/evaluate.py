@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import orjson
 import typer
@@ -80,6 +80,15 @@ def evaluate(
             dir_okay=False,
         ),
     ] = None,
+    verdicts: Annotated[
+        Literal["auto", "endpoint", "simulator"],
+        typer.Option(
+            "--verdicts",
+            help="cards: whose verdicts the endpoint path scores: `endpoint` (its decisions on "
+            "cards.activity), `simulator` (what the endpoint answered a POS-mode run, recorded "
+            "on cards.verdicts) or `auto` (the endpoint's, else the simulator's).",
+        ),
+    ] = "auto",
 ) -> None:
     """Join the endpoint's verdicts and the pipeline's alerts (or a foreign job's: --alerts-topic,
     --alerts-file) with truth; score per label type."""
@@ -94,6 +103,11 @@ def evaluate(
         return
     if foreign and (alerts_topic is not None) == (alerts_file is not None):
         raise typer.BadParameter("one of --alerts-topic and --alerts-file", param_hint="--alerts-*")
+    if foreign and verdicts != "auto":
+        raise typer.BadParameter(
+            "--verdicts picks the endpoint path's verdicts; not with --alerts-*",
+            param_hint="--verdicts",
+        )
     if foreign and (pipeline or settings):
         raise typer.BadParameter(
             "a foreign job's alerts are scored alone: no --pipeline or --settings",
@@ -128,6 +142,7 @@ def evaluate(
         endpoint_topic=topic,
         alerts=alerts,
         alerts_source=source,
+        verdicts=verdicts,
     )
     if out is None:
         path = save(report, stack)
@@ -170,6 +185,8 @@ def human(report: dict) -> str:
     )
     if "foreign" in report:
         lines.append(foreign_human(report["foreign"]))
+    if "verdicts" in report:
+        lines.append(verdicts_human(report["verdicts"]))
     return "\n".join(lines)
 
 
@@ -181,6 +198,21 @@ def foreign_human(found: dict[str, Any]) -> str:
         f"  {found['source']}: {found['read']:,} records, {found['scored']:,} scored, "
         f"{rejected}, {found['other_runs']:,} of other runs, "
         f"{found['repeated_alert_ids']:,} repeated alert ids"
+    )
+
+
+def verdicts_human(found: dict[str, Any]) -> str:
+    """What the endpoint answered a POS-mode run, as the simulator recorded it."""
+    outcomes = ", ".join(f"{k} {n:,}" for k, n in found["outcomes"].items() if n)
+    decisions = ", ".join(f"{k} {n:,}" for k, n in found["decisions"].items())
+    one = found["any_fraud"]
+    latency = found.get("latency_ms")
+    lat = f"; latency p50 {latency['p50']:,.0f} ms p99 {latency['p99']:,.0f} ms" if latency else ""
+    typed = " (types attributed from truth: no precision per type)" if found["attributed"] else ""
+    return (
+        f"  verdicts from the {found['source']}: {found['requests']:,} requests ({outcomes}); "
+        f"decisions {decisions or 'none'}{lat}; any fraud: precision {_num(one['precision'])} "
+        f"recall {_num(one['recall'])}{typed}"
     )
 
 

@@ -19,6 +19,7 @@ from core.kafka.reader import latest_run, read_topic
 from pipeline.config import PipelineConfig
 from pipeline.late_drops import QUERY_SUFFIX as LATE_DROPS
 from streamsim.evaluate import foreign, sensors, shipping
+from streamsim.evaluate import verdicts as pos_verdicts
 from streamsim.evaluate.scoring import (
     RUNNING_MS,
     hard_negative_alerts,
@@ -68,6 +69,9 @@ SCENARIOS: dict[str, dict[str, Any]] = {  # label types come from the contracts
     },
 }
 ALERTS_TOPIC = topics.ALERTS.name
+#: Whose verdicts the endpoint path scores: `auto` (the endpoint's on its topic, else those the
+#: simulator recorded in POS mode), `endpoint` or `simulator` only.
+VERDICT_SOURCES = ("auto", "endpoint", "simulator")
 #: The path of a foreign job's alerts in the report.
 FOREIGN = "foreign"
 METRICS_TOPIC = topics.METRICS.name
@@ -83,6 +87,8 @@ def evaluate(
     endpoint_topic: str | None = None,
     alerts: Iterable[bytes | str | None] | None = None,
     alerts_source: str = "",
+    verdicts: str = "auto",
+    verdicts_topic: str | None = None,
 ) -> dict[str, Any]:
     """Score the scenario's latest run (the run of `id_prefix`, when given: a caller that
     knows its run names it, since another run of the scenario may finish later on a shared
@@ -91,7 +97,9 @@ def evaluate(
     job's config, default the scenario's oracle file). `endpoint_topic`: where the endpoint
     published its decisions, if not the scenario's default (an endpoint with settings of its
     own, as a panel run's). With `alerts` (raw records, from `alerts_source`), a foreign
-    job's alerts are scored instead of our paths (`foreign_report`).
+    job's alerts are scored instead of our paths (`foreign_report`). `verdicts`: see
+    `VERDICT_SOURCES`; the simulator's records are read from `verdicts_topic` (default
+    `cards.verdicts`) and scored by `streamsim.evaluate.verdicts`.
 
     A rerun with the same seed reuses the event ids: decisions count only from the run's start
     (wall clock), and `since` (topic -> partition -> offset, e.g. the ends before the run)
@@ -127,14 +135,32 @@ def evaluate(
     if alerts is not None:
         return foreign_report(name, run, truth, alerts, alerts_source)
 
+    if verdicts not in VERDICT_SOURCES:
+        raise StreamsimError(f"verdicts: one of {', '.join(VERDICT_SOURCES)}, not {verdicts!r}")
     paths: dict[str, pd.DataFrame] = {}
+    recorded: dict[str, Any] | None = None
     if spec["endpoint_topic"]:
         topic = endpoint_topic or spec["endpoint_topic"]
-        decisions = [
-            r for r in read_topic(stack, topic, since=since.get(topic)) if _ours(r, prefix)
-        ]
+        decisions = (
+            []
+            if verdicts == "simulator"
+            else [r for r in read_topic(stack, topic, since=since.get(topic)) if _ours(r, prefix)]
+        )
         if decisions:
             paths["endpoint"] = _endpoint_detections(decisions, anchor)
+        elif verdicts != "endpoint":
+            vtopic = verdicts_topic or topics.CARDS_VERDICTS.name
+            found = pos_verdicts.latest(read_topic(stack, vtopic, since=since.get(vtopic)), prefix)
+            if found:
+                paths["endpoint"] = _detections(pos_verdicts.detection_rows(found, truth), anchor)
+                recorded = pos_verdicts.summary(
+                    found, paths["endpoint"], truth, f"simulator ({vtopic})"
+                )
+            elif verdicts == "simulator":
+                raise StreamsimError(
+                    f"{vtopic} holds no verdicts of the run ({prefix}*): was it a POS-mode "
+                    "run (domain.delivery: http)?"
+                )
     arrivals = spec["arrivals"](truth) if spec.get("arrivals") else None
     job_alerts = (
         _pipeline_alerts(stack, since, anchor, prefix, spec.get("job"))
@@ -148,6 +174,10 @@ def evaluate(
         paths["pipeline"] = _alert_detections(job_alerts, anchor)
 
     report = _scored(name, run, truth, paths, arrivals)
+    if recorded is not None:
+        if recorded["attributed"]:
+            pos_verdicts.blank_precision(report["paths"]["endpoint"])
+        report["verdicts"] = recorded
     report["late_dropped"] = _late_dropped(metrics, anchor["wall_ms"])
     scores = report["paths"]
     if spec.get("batch"):
