@@ -222,3 +222,93 @@ def test_job_report_has_the_contract_keys() -> None:
     )
     # a figure not measured is left out, not zero
     assert "latency_ms" not in report and "peak_rss_mb" not in report
+
+
+# -- `bench pipeline --job sensors | shipping`, and the floor -------------------------------
+
+
+def test_card_floor_reads_the_topic_once_with_the_job_schema(
+    stack: StackConfig, spark: Any, card_drain: Any, tag: str
+) -> None:
+    produced, cfg, _ = card_drain
+    sources = bench.input_sources(bench.JOBS["cards"], cfg)
+    assert [(s.topic, s.entity) for s in sources] == [(cfg.input_topics[0], "card_token")]
+    floor = bench.floor_drain(spark, stack, sources, cfg, f"floor.{tag}.cards")
+    assert floor.events == produced  # every record, once, in batches of at most BATCH
+    assert floor.batches >= -(-produced // BATCH)
+    assert BATCH // 2 < produced - floor.measured <= BATCH  # the first batch is warm-up
+    assert 0 < floor.events_per_s < 10_000_000
+
+
+def drain_with_floor(
+    stack: StackConfig, spark: Any, name: str, tag: str, work: Path, keys: int
+) -> tuple[int, Any, dict[str, Any], Any]:
+    job = bench.JOBS[name]
+    base = load_model(PipelineConfig, job.pipeline)
+    topics = bench.input_topics(job, f"bench.{tag}.{name}")
+    produced = bench.produce_job_input(stack, work, job, topics, EVENTS, keys, tag)
+    cfg = bench.job_draining(name, base, f"bench.{tag}.{name}job", topics, BATCH)
+    whole = bench.whole_job_drain(spark, stack, name, cfg)
+    sources = bench.input_sources(job, cfg)
+    floor = bench.floor_drain(spark, stack, sources, cfg, f"floor.{tag}.{name}")
+    return produced, cfg, whole, floor
+
+
+@pytest.fixture(scope="module")
+def sensor_drain(stack: StackConfig, spark: Any, tag: str, tmp_path_factory: Any) -> Any:
+    work = tmp_path_factory.mktemp("bench-sensors")
+    return drain_with_floor(stack, spark, "sensors", tag, work, 100)
+
+
+def test_sensor_job_runs_its_alerts_and_drains_every_query(sensor_drain: Any) -> None:
+    produced, cfg, whole, floor = sensor_drain
+    assert produced >= EVENTS and whole["events"] == produced
+    assert cfg.sensors.sensor_alerts  # the bench runs the rules, whatever the config says
+    assert set(whole["queries"]) == {"sensors.counts", "sensors.deadletter", "sensors.alerts"}
+    for query in whole["queries"].values():
+        assert query.events == produced  # each query reads the topic once, to its end
+    assert floor.events == produced
+
+
+@pytest.fixture(scope="module")
+def shipping_drain(stack: StackConfig, spark: Any, tag: str, tmp_path_factory: Any) -> Any:
+    work = tmp_path_factory.mktemp("bench-shipping")
+    return drain_with_floor(stack, spark, "shipping", tag, work, 10_054)
+
+
+def test_shipping_job_reads_its_three_kinds_from_their_own_topics(
+    shipping_drain: Any, stack: StackConfig
+) -> None:
+    produced, cfg, whole, floor = shipping_drain
+    assert [t.rsplit(".", 2)[-2:] for t in cfg.input_topics] == [
+        ["shipping", "positions"],
+        ["shipping", "containers"],
+        ["shipping", "port-events"],
+    ]
+    sizes = [bench.topic_size(stack, t) for t in cfg.input_topics]
+    assert sum(sizes) == produced >= EVENTS  # every event routed
+    # the first 1,000 events: containers and positions (no ship in port yet), each on its own
+    schemas = [
+        {(r or {}).get("schema") for r, _ in bench.topic_records(stack, t)}
+        for t in cfg.input_topics
+    ]
+    assert schemas[:2] == [{"shipping.position/1"}, {"shipping.container/1"}]
+    assert schemas[2] <= {"shipping.port-event/1"}
+    assert whole["events"] == produced
+    assert set(whole["queries"]) == {"shipping.alerts", "shipping.deadletter"}
+    assert whole["queries"]["shipping.alerts"].events == produced  # its three sources
+    assert floor.events == produced
+
+
+def test_job_report_gives_both_ratios_from_the_measured_figures() -> None:
+    job = bench.Throughput(900.0, 2000, 3000, 3, 4.0)
+    whole = {"throughput": job, "wall_s": 5.0, "queries": {"q": job}, "alerts": 2}
+    reference = bench.Throughput(3600.0, 2000, 3000, 3, 1.0)
+    floor = bench.Throughput(1200.0, 2000, 3000, 3, 2.0)
+    report = bench.job_report(
+        bench.JOBS["shipping"], 50, 3000, BATCH, whole, reference, {}, 1.5, {"mb": 10.0}, floor
+    ).to_dict()
+    assert report["job"] == "shipping" and report["subject"].startswith("shipping:")
+    assert (report["ratio"], report["floor_rate"], report["floor_ratio"]) == (0.25, 1200.0, 0.75)
+    assert report["floor_events"] == 3000
+    assert "latency_alerts" not in report  # no paced phase for shipping: left out

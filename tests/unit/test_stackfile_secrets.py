@@ -142,7 +142,7 @@ def test_bench_pipeline(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from streamsim.bench import pipeline
+    from streamsim.bench.pipeline import topics as pipeline
 
     def fake_simulate(args: list[str], env: dict[str, str] | None = None) -> Any:
         assert env is not None
