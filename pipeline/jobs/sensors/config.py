@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Literal
+
+from pydantic import Field, model_validator
 
 from core.config.base import Settings
 from core.contracts import topics
-from pipeline.settings import Duration
+from pipeline.settings import Duration, duration_ms
 
 
 class SensorsSettings(Settings):
     """Job `sensors`: the counts always; the sensors alerts when `sensor_alerts`.
 
     The alerts query reads `sensor.reading/1` fields (temperature, humidity, status) keyed by
-    the job's `entity_key`, and runs the rules of `pipeline.jobs.sensors.rules`.
+    the job's `entity_key`, and runs the rules of `pipeline.jobs.sensors.rules`, in the form
+    `rules_form` names.
     """
 
     sensor_alerts: bool = Field(
@@ -30,3 +33,26 @@ class SensorsSettings(Settings):
     max_buffered: int = Field(
         10_000, ge=1, description="Readings a sensor may hold for the watermark (oldest go first)."
     )
+    rules_form: Literal["python", "engine"] = Field(
+        "python",
+        description="python: per-event rule states per sensor (`transformWithStateInPandas`); "
+        "engine: Column expressions over each sensor's readings per sliding event-time window "
+        "(`pipeline.jobs.sensors.engine`), no Python worker; judges only what a window holds "
+        "whole (see `pipeline.rules`).",
+    )
+    rules_window: Duration = Field(
+        "4 minutes",
+        description="engine form: the sliding window's length; a pair, run or silence (with "
+        "its history) spanning more than `rules_window - rules_slide` may go unjudged.",
+    )
+    rules_slide: Duration = Field(
+        "1 minute",
+        description="engine form: the sliding window's step (alerts wait up to one step plus "
+        "the watermark; each reading is in `rules_window / rules_slide` windows).",
+    )
+
+    @model_validator(mode="after")
+    def _slide_within_window(self) -> SensorsSettings:
+        if duration_ms(self.rules_slide) >= duration_ms(self.rules_window):
+            raise ValueError("rules_slide must be shorter than rules_window")
+        return self

@@ -3,13 +3,27 @@ go to the dead-letter topic; optionally the sensors alerts.
 
 source (Kafka JSON events) -> parse; malformed records -> dead-letter topic
   -> watermark -> tumbling window count                   -> `output_topic` (Kafka)
-  -> with `sensors.sensor_alerts`: watermark, each event id once within it -> per
-     entity in event-time order, the sensor rules of `pipeline.jobs.sensors.rules`
-     (stuck sensor, spike, low battery, silent device; `transformWithStateInPandas`)
+  -> with `sensors.sensor_alerts`: watermark, each event id once within it -> the sensor
+     rules of `pipeline.jobs.sensors.rules` (stuck sensor, spike, low battery, silent device)
+     in the form `sensors.rules_form` names:
+     - `python`: per entity in event-time order (`transformWithStateInPandas`);
+     - `engine`: Column expressions over each entity's readings per sliding event-time
+       window (`pipeline.jobs.sensors.engine`; no Python worker)
                                                            -> `alerts_topic` + `<lake>/alerts/`
 
 Queries: `sensors.counts`, `.deadletter`, and `.alerts` (state per sensor, micro-batch,
-`AlertSink`: Kafka + lake, once per alert id).
+`AlertSink`: Kafka + lake, once per alert id: the engine form's overlapping windows repeat
+an alert, and the sink writes it once).
+
+The Python stateful operator left: with `rules_form: python` (the default),
+`SensorRulesProcessor` in `transformWithStateInPandas` (issue 31's profile: about 2.5 ms per
+sensor per batch in state round trips and Arrow framing). With `rules_form: engine` none is
+left; the Python that remains is the driver's `AlertSink` over a batch's few alert rows (and
+their ids' hash).
+
+Each query reads and parses the topic itself: counts and alerts are both stateful
+aggregations, and a `foreachBatch` sink sees a batch after them, so they cannot share one
+scan without merging them into one aggregation.
 """
 
 from __future__ import annotations
@@ -26,6 +40,7 @@ from detectors import ALERT_SPARK_DDL
 from pipeline.alerts_sink import AlertSink
 from pipeline.config import PipelineConfig
 from pipeline.jobs.sensors.config import SensorsSettings
+from pipeline.jobs.sensors.engine import window_alerts
 from pipeline.jobs.sensors.rules import FIELDS, SensorRulesProcessor
 from pipeline.jobs.vehicles.job import FIRST_BATCH_WAIT_S, first_batch
 from pipeline.kafka_io import (
@@ -35,6 +50,7 @@ from pipeline.kafka_io import (
     read_kafka,
     write_kafka,
 )
+from pipeline.rules.alert_rows import with_alert_ids
 from pipeline.session import use_rocksdb_state
 from pipeline.settings import duration_ms
 from pipeline.triggers import query_trigger, with_trigger
@@ -58,8 +74,14 @@ def event_schema(entity_key: str, sensor_fields: bool = False) -> StructType:
 
 
 def alerts_stream(events: DataFrame, cfg: PipelineConfig) -> DataFrame:
-    """Alert rows (`ALERT_SPARK_DDL`) of the sensor rules, per entity in event-time order."""
+    """Alert rows (`ALERT_SPARK_DDL`) of the sensor rules in `rules_form`; the engine form's
+    `alert_id` holds the key text (`pipeline.rules.alert_rows.with_alert_ids` hashes it)."""
     settings: SensorsSettings = cfg.sensors
+    if settings.rules_form == "engine":
+        once = events.withWatermark("event_ts", cfg.watermark).dropDuplicatesWithinWatermark(
+            ["event_id"]
+        )
+        return window_alerts(once, cfg.entity_key, settings.rules_window, settings.rules_slide)
     ttl = settings.sensor_state_ttl
     processor = SensorRulesProcessor(
         None if ttl is None else duration_ms(ttl), settings.max_buffered
@@ -110,7 +132,15 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
         ensure_topics(stack, [topic])
         use_rocksdb_state(spark)
         alerts_checkpoint = checkpoints / "alerts"
-        sink = AlertSink(stack, topic, NAME, alerts_checkpoint, stack.dirs.lake)
+        engine = cfg.sensors.rules_form == "engine"
+        sink = AlertSink(
+            stack,
+            topic,
+            NAME,
+            alerts_checkpoint,
+            stack.dirs.lake,
+            split=with_alert_ids if engine else None,
+        )
         alerts_writer = (
             alerts_stream(events, cfg)
             .writeStream.foreachBatch(sink)
