@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -27,6 +29,8 @@ import yaml
 from core.config import StackConfig
 from core.contracts import labels
 from core.kafka.reader import read_topic
+from scenarios.cards.scenario import CardsScenario
+from scenarios.catalog import ScenarioConfig
 from tests.conftest import REPO_ROOT, STREAMSIM
 
 pytestmark = pytest.mark.integration
@@ -78,13 +82,21 @@ class NaiveEndpoint(BaseHTTPRequestHandler):
         pass
 
 
+class QuietServer(ThreadingHTTPServer):
+    request_queue_size = 128
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A connection the simulator dropped after its timeout is not an error here."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 @pytest.fixture
 def endpoint() -> Iterator[str]:
     NaiveEndpoint.uses.clear()
     NaiveEndpoint.answered.clear()
-    ThreadingHTTPServer.request_queue_size = 128
-    server = ThreadingHTTPServer(("127.0.0.1", 0), NaiveEndpoint)
-    server.daemon_threads = True
+    server = QuietServer(("127.0.0.1", 0), NaiveEndpoint)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -113,13 +125,13 @@ def test_an_endpoint_that_is_not_ours_is_scored_by_its_answers(
         f"dirs:\n  data: {tmp_path / 'data'}\n"
     )
     data = yaml.safe_load((REPO_ROOT / "config" / "scenarios" / "cards.yaml").read_text())
-    data.update(seed=11, run_id=f"it-pos-{suffix}", entities=3000, duration_s=3600)
+    data.update(seed=11, run_id=f"it-pos-{suffix}", entities=2000, duration_s=3600)
     d = data["domain"]
     d["topic"] = f"it-pos.transactions-{suffix}"
     d["delivery"] = "http"
     d["endpoint"] = {"url": endpoint, "concurrency": 16, "timeout_s": TIMEOUT_S, "retries": 0}
     d["profiles"] = {"publish": False}
-    d["fraud"]["card_testing"]["rate_per_1k_card_hours"] = 8.0  # 16x: a few dozen incidents
+    d["fraud"]["card_testing"]["rate_per_1k_card_hours"] = 12.0  # 24x: a few dozen incidents
     scenario = tmp_path / "cards.yaml"
     scenario.write_text(yaml.safe_dump(data))
     # exit 1: requests went unanswered (the planted ones), and the summary says so
@@ -128,9 +140,14 @@ def test_an_endpoint_that_is_not_ours_is_scored_by_its_answers(
 
     recorded = [r for r in read_topic(kafka_stack, "cards.verdicts") if
                 str(r.get("transaction_id")).startswith(prefix)]  # fmt: skip
-    assert len(recorded) >= 2000
+    assert len(recorded) >= 1500
+    # the simulator posted card numbers; it records tokens, never a card number
+    pans = CardsScenario(ScenarioConfig.model_validate(data), kafka_stack).cards.pans or []
+    assert len(pans) == 2000
+    text = orjson.dumps(recorded).decode()
+    assert not [p for p in pans if p in text]
     by_tx = {r["transaction_id"]: r for r in recorded}
-    assert len(by_tx) == run["http"]["requests"] - run["duplicates"]  # a resend: one id
+    assert len(recorded) == run["http"]["requests"]  # one record per request sent
     unplanned: list[dict[str, Any]] = []  # a loaded machine may time out an ordinary request
     for tx, r in by_tx.items():  # what the server did is what was recorded
         b = bucket(tx)
@@ -144,7 +161,7 @@ def test_an_endpoint_that_is_not_ours_is_scored_by_its_answers(
         else:
             assert r["outcome"] in ("timeout", "connection_error") and r["decision"] is None, r
             unplanned.append(r)
-        assert r["card_token"] and r["card_token"] != r.get("card_number")
+        assert re.fullmatch(r"tok_[0-9a-f]{32}", r["card_token"]), r
     assert len(unplanned) <= len(by_tx) // 100, unplanned[:3]
 
     report = cli("evaluate", "cards", "--run", prefix, "--config", str(stack_file))
@@ -172,5 +189,5 @@ def test_an_endpoint_that_is_not_ours_is_scored_by_its_answers(
     one = found["any_fraud"]
     # declines of genuine cards (shoppers, airports) exist: precision is real, not 1.0
     assert 0.3 <= one["precision"] < 1.0, one
-    assert one["recall"] < testing["recall"] or scores["impossible_travel"]["support"] == 0
+    assert one["support"] >= testing["support"] and 0.6 <= one["recall"] <= 1.0, one
     assert report["unknown_label_alerts"]["endpoint"].get("<none>", 0) >= 1
