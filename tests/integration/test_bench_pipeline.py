@@ -260,13 +260,16 @@ def sensor_drain(stack: StackConfig, spark: Any, tag: str, tmp_path_factory: Any
     return drain_with_floor(stack, spark, "sensors", tag, work, 100)
 
 
-def test_sensor_job_runs_its_alerts_and_drains_every_query(sensor_drain: Any) -> None:
+def test_sensor_job_runs_its_alerts_and_drains_every_query(
+    sensor_drain: Any, stack: StackConfig
+) -> None:
     produced, cfg, whole, floor = sensor_drain
     assert produced >= EVENTS and whole["events"] == produced
     assert cfg.sensors.sensor_alerts  # the bench runs the rules, whatever the config says
     assert set(whole["queries"]) == {"sensors.counts", "sensors.deadletter", "sensors.alerts"}
     for query in whole["queries"].values():
         assert query.events == produced  # each query reads the topic once, to its end
+    assert whole["alerts"] == bench.topic_size(stack, cfg.sensors.alerts_topic)  # not counts
     assert floor.events == produced
 
 

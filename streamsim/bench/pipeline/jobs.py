@@ -104,6 +104,8 @@ class JobBench:
     #: query running) drains in micro-batches: (module, queries, stack, config) returns once
     #: its queries have read their input to its end.
     drain: Callable[[Any, list[Any], StackConfig, Any], None] | None = None
+    #: Where its alerts go, when not its `output_topic` (sensors: that is the counts').
+    alerts_topic: Callable[[Any], str] | None = None
 
     def job(self) -> Any:
         return importlib.import_module(self.module)
@@ -271,6 +273,7 @@ JOBS = {
         sensor_sources,
         sensor_streams,
         sensor_outputs,
+        alerts_topic=lambda cfg: cfg.sensors.alerts_topic,
     ),
     "shipping": JobBench(
         "shipping",
@@ -375,8 +378,12 @@ def whole_job_drain(spark: Any, stack: StackConfig, name: str, cfg: Any) -> dict
         "events": events,
         "queries": {n: throughput(p, wall) for n, p in progress.items()},
         "batches": {n: len(with_input(p)) for n, p in progress.items()},
-        "alerts": topic_size(stack, cfg.output_topic),
+        "alerts": topic_size(stack, (job.alerts_topic or outputs_topic)(cfg)),
     }
+
+
+def outputs_topic(cfg: Any) -> str:
+    return str(cfg.output_topic)
 
 
 # -- the rate-source reference ----------------------------------------------------------------
