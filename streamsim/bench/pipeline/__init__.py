@@ -14,7 +14,7 @@ One concept per module:
 
 from __future__ import annotations
 
-from streamsim.bench.pipeline.floor import FLOOR_WINDOW, floor_drain, floor_stream, window_counts
+from streamsim.bench.pipeline.floor import FLOOR_WINDOW, floor_drain, floor_stream, tumbling_counts
 from streamsim.bench.pipeline.jobs import (
     JOBS,
     JobBench,
@@ -111,6 +111,6 @@ __all__ = [
     "throughput",
     "topic_records",
     "topic_size",
+    "tumbling_counts",
     "whole_job_drain",
-    "window_counts",
 ]

@@ -21,7 +21,7 @@ from streamsim.bench.pipeline.measure import Throughput, throughput
 FLOOR_WINDOW = "1 minute"
 
 
-def window_counts(events: Any, entity: str, watermark: str, window: str = FLOOR_WINDOW) -> Any:
+def tumbling_counts(events: Any, entity: str, watermark: str, window: str = FLOOR_WINDOW) -> Any:
     """Events per `entity` per tumbling event-time `window`, behind `watermark` (the
     sensors job's counts)."""
     from pyspark.sql import functions as F
@@ -48,7 +48,7 @@ def floor_stream(spark: Any, stack: StackConfig, sources: Sequence[Any], cfg: An
     union = keyed[0]
     for frame in keyed[1:]:
         union = union.unionByName(frame)
-    return window_counts(union, "key", cfg.watermark)
+    return tumbling_counts(union, "key", cfg.watermark)
 
 
 def floor_drain(

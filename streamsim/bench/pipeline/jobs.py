@@ -34,7 +34,7 @@ from core.config import StackConfig
 from core.errors import StreamsimError
 from core.kafka import ensure_topics
 from core.kafka.admin import admin_client, delete_topics
-from streamsim.bench.pipeline.floor import FLOOR_WINDOW, floor_drain, window_counts
+from streamsim.bench.pipeline.floor import FLOOR_WINDOW, floor_drain, tumbling_counts
 from streamsim.bench.pipeline.latency import (
     LATENCY_WATERMARK,
     alert_latency,
@@ -189,7 +189,7 @@ def sensor_streams(module: Any, events: Mapping[str, Any], cfg: Any) -> dict[str
     """Its counts (a window count per sensor) and its alerts (the sensor rules)."""
     readings = events["input"]
     return {
-        "counts": window_counts(readings, cfg.entity_key, cfg.watermark, cfg.window),
+        "counts": tumbling_counts(readings, cfg.entity_key, cfg.watermark, cfg.window),
         "alerts": module.alerts_stream(readings, sensor_outputs(cfg, "reference")),
     }
 
