@@ -46,7 +46,8 @@ class ThresholdParams(Thresholds):
 
 
 def beyond(values: Any, params: ThresholdParams) -> Any:
-    """True where a value is beyond the limits, on floats or numpy arrays alike."""
+    """True where a value is beyond the limits, on floats, numpy arrays or Spark Columns alike
+    (the engine form, `pipeline.rules.threshold`, calls it too)."""
     out: Any = False
     if params.above is not None:
         out = out | (values > params.above)

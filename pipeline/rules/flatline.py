@@ -24,7 +24,7 @@ from detectors import FlatlineParams
 from detectors.series.flatline import LABEL, RULE
 from pipeline.rules.alert_rows import ALERTS, alert, evidence_json, params_columns
 from pipeline.rules.runs import run_evidence_columns, run_fires, run_ids
-from pipeline.rules.windows import ID, TIME, indices, with_value
+from pipeline.rules.windows import ID, TIME, indices
 
 
 def certain_break(previous: Column, current: Column, signal: str, params: FlatlineParams) -> Column:
@@ -55,11 +55,6 @@ def may_fire(readings: Column, signal: str, params: FlatlineParams) -> Column:
     )
 
 
-def flatline_readings(readings: Column, signal: str) -> Column:
-    """The readings with a value (stage one: select it as a column of its own)."""
-    return with_value(readings, signal)
-
-
 def flatline_alerts(
     entity: Column,
     present: Column,
@@ -67,8 +62,8 @@ def flatline_alerts(
     params: FlatlineParams,
     label: str | None = LABEL,
 ) -> Column:
-    """Array of alert structs of the stuck runs in `present` (`flatline_readings`, as a
-    column reference)."""
+    """Array of alert structs of the stuck runs in `present` (`pipeline.rules.windows.with_value`,
+    as a column reference)."""
     gap_ms = None if params.max_gap_s is None else params.max_gap_s * 1000
     fires = run_fires(
         present,

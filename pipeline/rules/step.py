@@ -17,19 +17,14 @@ from pyspark.sql import functions as F
 from detectors import StepParams
 from detectors.series.step import RULE
 from pipeline.rules.alert_rows import alert, evidence_json, params_columns
-from pipeline.rules.windows import ID, TIME, indices, with_value
-
-
-def step_readings(readings: Column, signal: str) -> Column:
-    """The readings with a value (stage one: select it as a column of its own)."""
-    return with_value(readings, signal)
+from pipeline.rules.windows import ID, TIME, indices
 
 
 def step_alerts(
     entity: Column, present: Column, signal: str, params: StepParams, label: str | None
 ) -> Column:
-    """Array of alert structs of the pairs in `present` (`step_readings`, as a column
-    reference: a lambda re-evaluates an array expression at every element)."""
+    """Array of alert structs of the pairs in `present` (`pipeline.rules.windows.with_value`,
+    as a column reference: a lambda re-evaluates an array expression at every element)."""
     fired = F.filter(
         indices(present, 1), lambda j: fires(present[j - 1], present[j], signal, params)
     )

@@ -18,25 +18,10 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from detectors import ThresholdParams
-from detectors.series.threshold import RULE
+from detectors.series.threshold import RULE, beyond
 from pipeline.rules.alert_rows import ALERTS, alert, evidence_json, params_columns
 from pipeline.rules.runs import run_evidence_columns, run_fires, run_ids
-from pipeline.rules.windows import ID, TIME, with_value
-
-
-def beyond(value: Column, params: ThresholdParams) -> Column:
-    """`detectors.series.threshold.beyond` on a Column."""
-    out = F.lit(False)
-    if params.above is not None:
-        out = out | (value > F.lit(params.above))
-    if params.below is not None:
-        out = out | (value < F.lit(params.below))
-    return out
-
-
-def threshold_readings(readings: Column, signal: str) -> Column:
-    """The readings with a value (stage one: select it as a column of its own)."""
-    return with_value(readings, signal)
+from pipeline.rules.windows import ID, TIME
 
 
 def threshold_alerts(
@@ -46,8 +31,8 @@ def threshold_alerts(
     params: ThresholdParams,
     label: str | None,
 ) -> Column:
-    """Array of alert structs of the runs in `present` (`threshold_readings`, as a column
-    reference)."""
+    """Array of alert structs of the runs in `present` (`pipeline.rules.windows.with_value`,
+    as a column reference)."""
     gap_ms = None if params.max_gap_s is None else params.max_gap_s * 1000
     fires = run_fires(
         present,

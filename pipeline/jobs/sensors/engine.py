@@ -27,11 +27,11 @@ from pipeline.jobs.sensors.rules import (
     reading_state,
 )
 from pipeline.rules.alert_rows import FIELDS as ALERT_FIELDS
-from pipeline.rules.flatline import flatline_alerts, flatline_readings
+from pipeline.rules.flatline import flatline_alerts
 from pipeline.rules.silence import silence_alerts
-from pipeline.rules.step import step_alerts, step_readings
-from pipeline.rules.threshold import threshold_alerts, threshold_readings
-from pipeline.rules.windows import windowed_readings
+from pipeline.rules.step import step_alerts
+from pipeline.rules.threshold import threshold_alerts
+from pipeline.rules.windows import windowed_readings, with_value
 
 #: The per-reading values the engine forms read (besides event time and id).
 VALUES = ("temperature_c", STATE, LOW, "seq")
@@ -55,9 +55,9 @@ def reading_values(events: DataFrame) -> DataFrame:
 def rule_readings(readings: Column) -> dict[str, Column]:
     """Stage one: each rule's own array from the sorted readings (a column reference)."""
     return {
-        "stuck": flatline_readings(readings, STATE),
-        "spike": step_readings(readings, "temperature_c"),
-        "low": threshold_readings(readings, LOW),
+        "stuck": with_value(readings, STATE),
+        "spike": with_value(readings, "temperature_c"),
+        "low": with_value(readings, LOW),
         "silent": readings,
     }
 
