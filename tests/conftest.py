@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import socket
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import orjson
 import pytest
 
 from core.config import StackConfig
@@ -19,6 +22,27 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 REPORTS = REPO_ROOT / ".data" / "test-reports"
 #: The `streamsim` command of this checkout's environment.
 STREAMSIM = str(Path(sys.executable).parent / "streamsim")
+
+
+def streamsim_json(
+    *args: str, env: dict[str, str] | None = None, exit_code: int = 0
+) -> dict[str, Any]:
+    """`streamsim ARGS --json` from the repository root: its last stdout line, parsed, once
+    the command exited with `exit_code` (its output in the failure otherwise)."""
+    done = subprocess.run(
+        [STREAMSIM, *args, "--json"],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        env=env,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == exit_code, done.stdout + done.stderr
+    result: dict[str, Any] = orjson.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
 STARTED = pytest.StashKey[float]()
 
 

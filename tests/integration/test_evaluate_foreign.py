@@ -6,7 +6,6 @@ run, to a topic of its own, and `streamsim evaluate sensors --alerts-topic` scor
 from __future__ import annotations
 
 import functools
-import subprocess
 import time
 import uuid
 from collections import defaultdict
@@ -23,18 +22,9 @@ from core.contracts import labels
 from core.kafka.admin import ensure_topics
 from core.kafka.clients import producer_config
 from core.kafka.reader import read_topic
-from tests.conftest import REPO_ROOT, STREAMSIM
+from tests.conftest import REPO_ROOT, streamsim_json
 
 pytestmark = pytest.mark.integration
-
-
-def cli(*args: str) -> dict[str, Any]:
-    done = subprocess.run(
-        [STREAMSIM, *args, "--json"], capture_output=True, text=True, cwd=REPO_ROOT, timeout=300
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    result: dict[str, Any] = orjson.loads(done.stdout.strip().splitlines()[-1])
-    return result
 
 
 def flat_lines(readings: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -82,9 +72,9 @@ def test_a_foreign_job_is_scored_from_its_topic(kafka_stack: StackConfig, tmp_pa
     data["domain"]["faults"]["rate_per_hour"] = 0.5  # 10x the default: dozens of incidents
     scenario = tmp_path / "sensors.yaml"
     scenario.write_text(yaml.safe_dump(data))
-    prefix = cli("simulate", str(scenario), "--speed", "max", "--config", str(stack_file))[
-        "id_prefix"
-    ]
+    prefix = streamsim_json(
+        "simulate", str(scenario), "--speed", "max", "--config", str(stack_file)
+    )["id_prefix"]
 
     readings = [r for r in read_topic(kafka_stack, readings_topic) if "sensor_id" in r]
     assert readings and all(r["event_id"].startswith(prefix) for r in readings)
@@ -106,7 +96,9 @@ def test_a_foreign_job_is_scored_from_its_topic(kafka_stack: StackConfig, tmp_pa
     send(value=orjson.dumps({**alerts[0], "event_ids": ["x-1"]}))  # no event of the run
     assert producer.flush(30) == 0 and failed == []
 
-    report = cli("evaluate", "sensors", "--alerts-topic", alerts_topic, "--config", str(stack_file))
+    report = streamsim_json(
+        "evaluate", "sensors", "--alerts-topic", alerts_topic, "--config", str(stack_file)
+    )
     assert report["run"]["id_prefix"] == prefix
     assert report["foreign"] == {
         "source": f"topic {alerts_topic}",

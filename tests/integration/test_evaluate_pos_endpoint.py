@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import subprocess
 import sys
 import threading
 import time
@@ -31,7 +30,7 @@ from core.contracts import labels
 from core.kafka.reader import read_topic
 from scenarios.cards.scenario import CardsScenario
 from scenarios.catalog import ScenarioConfig
-from tests.conftest import REPO_ROOT, STREAMSIM
+from tests.conftest import REPO_ROOT, streamsim_json
 
 pytestmark = pytest.mark.integration
 
@@ -106,15 +105,6 @@ def endpoint() -> Iterator[str]:
         server.server_close()
 
 
-def cli(*args: str, exit_code: int = 0) -> dict[str, Any]:
-    done = subprocess.run(
-        [STREAMSIM, *args, "--json"], capture_output=True, text=True, cwd=REPO_ROOT, timeout=300
-    )
-    assert done.returncode == exit_code, done.stdout + done.stderr
-    result: dict[str, Any] = orjson.loads(done.stdout.strip().splitlines()[-1])
-    return result
-
-
 def test_an_endpoint_that_is_not_ours_is_scored_by_its_answers(
     kafka_stack: StackConfig, endpoint: str, tmp_path: Path
 ) -> None:
@@ -135,7 +125,9 @@ def test_an_endpoint_that_is_not_ours_is_scored_by_its_answers(
     scenario = tmp_path / "cards.yaml"
     scenario.write_text(yaml.safe_dump(data))
     # exit 1: requests went unanswered (the planted ones), and the summary says so
-    run = cli("simulate", str(scenario), "--speed", "max", "--config", str(stack_file), exit_code=1)
+    run = streamsim_json(
+        "simulate", str(scenario), "--speed", "max", "--config", str(stack_file), exit_code=1
+    )
     prefix = run["id_prefix"]
 
     recorded = [r for r in read_topic(kafka_stack, "cards.verdicts") if
@@ -164,7 +156,7 @@ def test_an_endpoint_that_is_not_ours_is_scored_by_its_answers(
         assert re.fullmatch(r"tok_[0-9a-f]{32}", r["card_token"]), r
     assert len(unplanned) <= len(by_tx) // 100, unplanned[:3]
 
-    report = cli("evaluate", "cards", "--run", prefix, "--config", str(stack_file))
+    report = streamsim_json("evaluate", "cards", "--run", prefix, "--config", str(stack_file))
     assert report["run"]["id_prefix"] == prefix
     found = report["verdicts"]
     assert found["source"] == "simulator (cards.verdicts)" and found["attributed"] is True

@@ -4,11 +4,9 @@ rules' batch forms over the run's readings against its truth topic."""
 
 from __future__ import annotations
 
-import subprocess
 import uuid
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
@@ -17,18 +15,9 @@ import yaml
 from core.config import StackConfig
 from core.contracts import labels, topics
 from streamsim.verify.readers import consume_topic
-from tests.conftest import REPO_ROOT, STREAMSIM
+from tests.conftest import REPO_ROOT, streamsim_json
 
 pytestmark = pytest.mark.integration
-
-
-def cli(*args: str) -> dict[str, Any]:
-    done = subprocess.run(
-        [STREAMSIM, *args, "--json"], capture_output=True, text=True, cwd=REPO_ROOT, timeout=600
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    result: dict[str, Any] = orjson.loads(done.stdout.strip().splitlines()[-1])
-    return result
 
 
 def test_simulate_then_evaluate_sensors(kafka_stack: StackConfig, tmp_path: Path) -> None:
@@ -43,10 +32,10 @@ def test_simulate_then_evaluate_sensors(kafka_stack: StackConfig, tmp_path: Path
     data.update(seed=12, run_id=f"it-{uuid.uuid4().hex[:8]}", entities=3000, duration_s=900)
     scenario = tmp_path / "sensors.yaml"
     scenario.write_text(yaml.safe_dump(data))
-    sim = cli("simulate", str(scenario), "--speed", "max", "--config", str(stack_file))
+    sim = streamsim_json("simulate", str(scenario), "--speed", "max", "--config", str(stack_file))
     prefix = sim["id_prefix"]
 
-    report = cli("evaluate", "sensors", "--config", str(stack_file))
+    report = streamsim_json("evaluate", "sensors", "--config", str(stack_file))
     assert report["scenario"] == "sensors" and report["run"]["id_prefix"] == prefix
     assert report["pipeline_form"] == "batch" and set(report["paths"]) == {"pipeline"}
     scores = report["paths"]["pipeline"]

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import subprocess
 import time
 import uuid
 from collections import Counter
@@ -29,7 +28,7 @@ from core.kafka import ensure_topics
 from core.kafka.offsets import end_offsets
 from core.kafka.reader import topic_values
 from scenarios.shipping.topics import CONTAINERS
-from tests.conftest import REPO_ROOT, STREAMSIM, free_port
+from tests.conftest import free_port, streamsim_json
 from tests.integration.test_api_endpoint import Server
 from tests.shipping_run import small_shipping
 
@@ -38,20 +37,6 @@ pytestmark = pytest.mark.integration
 A, B = "bigblue", "duckworks"
 TOKENS = {A: "owner-a-token-0123456789abcdef", B: "owner-b-token-fedcba9876543210"}
 TRUTH = truth_topic("shipping").name
-
-
-def cli(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
-    done = subprocess.run(
-        [STREAMSIM, *args, "--json"],
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        env=env,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    result: dict[str, Any] = orjson.loads(done.stdout.strip().splitlines()[-1])
-    return result
 
 
 def of_run(
@@ -88,7 +73,7 @@ def test_owner_scoped_reads_and_the_evaluation_of_a_seeded_run(
     scenario.write_text(yaml.safe_dump(small_shipping(f"it{uuid.uuid4().hex[:8]}")))
     ensure_topics(kafka_stack, [TRUTH, CONTAINERS])
     before = {topic: end_offsets(kafka_stack, topic) for topic in (TRUTH, CONTAINERS)}
-    sim = cli("simulate", str(scenario), "--speed", "max", "--config", str(stack_file))
+    sim = streamsim_json("simulate", str(scenario), "--speed", "max", "--config", str(stack_file))
     assert sim["events"] > 50_000
 
     prefix = sim["id_prefix"]
@@ -139,7 +124,7 @@ def test_owner_scoped_reads_and_the_evaluation_of_a_seeded_run(
     finally:
         assert server.stop() == 0
 
-    report = cli("evaluate", "shipping", "--config", str(stack_file))
+    report = streamsim_json("evaluate", "shipping", "--config", str(stack_file))
     assert report["scenario"] == "shipping" and report["run"]["id_prefix"] == prefix
     scores = report["paths"]["pipeline"]
     assert set(scores) == set(labels.SHIPPING_FAULTS)
