@@ -16,7 +16,6 @@ import pytest
 from core.config import StackConfig
 from streamsim.kafka.broker import LocalBroker
 from tests import suite_report, xdist_groups
-from tests.xdist_groups import SPARK_GROUP
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 REPORTS = REPO_ROOT / ".data" / "test-reports"
@@ -43,7 +42,7 @@ def streamsim_json(
     return result
 
 
-STARTED = pytest.StashKey[float]()
+STARTED = pytest.StashKey[tuple[float, float]]()  # monotonic, epoch
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -106,18 +105,12 @@ def spark(kafka_stack: StackConfig) -> Iterator[object]:
 @pytest.hookimpl(wrapper=True)  # before -m deselects by the marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> Iterator[None]:
     """Mark everything under `tests/integration/` `integration` (`-m "not integration"` is the
-    unit suite), and queue the unit tests first, then the Spark modules (the longest unit of
-    work, `tests/xdist_groups.py`), then the other integration tests."""
+    unit suite), and queue the unit tests first, then the integration units longest first
+    (`tests/xdist_groups.py`)."""
     for item in items:
         if "/integration/" in item.nodeid:
             item.add_marker(pytest.mark.integration)
-
-    def queue(item: pytest.Item) -> int:
-        if "/integration/" not in item.nodeid:
-            return 0
-        return 1 if xdist_groups.unit_of_work(item.nodeid, REPO_ROOT) == SPARK_GROUP else 2
-
-    items.sort(key=queue)  # stable: the collection order holds within each part
+    items.sort(key=lambda item: xdist_groups.queue_key(item.nodeid, REPO_ROOT))  # stable
     yield
 
 
@@ -130,7 +123,13 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    session.config.stash[STARTED] = time.monotonic()
+    session.config.stash[STARTED] = (time.monotonic(), time.time())
+
+
+def worker_of(report: pytest.TestReport) -> str:
+    """The xdist worker that ran a report's test (`gw0`...), or `main` without xdist."""
+    node = getattr(report, "node", None)
+    return str(node.gateway.id) if node is not None else "main"
 
 
 def pytest_terminal_summary(
@@ -147,9 +146,11 @@ def pytest_terminal_summary(
         return
     seconds = suite_report.per_test(reports)
     path = suite_report.write(seconds, REPORTS)
-    wall_s = time.monotonic() - config.stash[STARTED]
+    started, started_epoch = config.stash[STARTED]
     workers = int(getattr(config.option, "numprocesses", 0) or 1)
+    spans = [(worker_of(report), report.start, report.stop) for report in reports]
+    placed = suite_report.per_worker(spans, started_epoch) if workers > 1 else []
     terminalreporter.section("suite time")
-    for line in suite_report.summary(seconds, wall_s, workers):
+    for line in suite_report.summary(seconds, time.monotonic() - started, workers, placed):
         terminalreporter.write_line(line)
     terminalreporter.write_line(f"every test's time: {path.relative_to(REPO_ROOT)}")

@@ -54,12 +54,31 @@ def load_average() -> str:
     return ", ".join(f"{load:.2f}" for load in os.getloadavg())
 
 
-def summary(seconds: dict[str, float], wall_s: float, workers: int) -> list[str]:
-    """The closing lines: the total, the load and the slowest tests."""
+def per_worker(spans: Iterable[tuple[str, float, float]], started: float) -> list[str]:
+    """Per worker, from its test phases' `(worker, start, stop)` epochs: its busy seconds and
+    when it finished, counted from `started`; a worker done long before the other shows a
+    run that ended on one long unit (`tests/xdist_groups.py` queues those first).
+
+    >>> per_worker([("gw0", 10.0, 40.0), ("gw1", 10.0, 20.0), ("gw0", 40.0, 50.0)], 0.0)
+    ['gw0: 40s busy, done at 50s', 'gw1: 10s busy, done at 20s']
+    """
+    busy: dict[str, float] = defaultdict(float)
+    done: dict[str, float] = defaultdict(float)
+    for worker, start, stop in spans:
+        busy[worker] += stop - start
+        done[worker] = max(done[worker], stop - started)
+    return [f"{w}: {busy[w]:.0f}s busy, done at {done[w]:.0f}s" for w in sorted(busy)]
+
+
+def summary(
+    seconds: dict[str, float], wall_s: float, workers: int, placed: list[str] | None = None
+) -> list[str]:
+    """The closing lines: the total, the load, each worker's share and the slowest tests."""
     busy = sum(seconds.values())
     return [
         f"suite: {wall_s:.0f}s wall, {busy:.0f}s of tests on {workers} worker(s), "
         f"{len(seconds)} tests, load average {load_average()}",
+        *(placed or []),
         f"slowest {min(SHOWN, len(seconds))}:",
         *table(seconds, SHOWN),
     ]

@@ -22,3 +22,11 @@ def test_the_summary_names_the_slowest_first_and_the_file_lists_all(tmp_path: Pa
     assert len(lines) == 22
     written = suite_report.write(seconds, tmp_path / "reports").read_text().splitlines()
     assert len(written) == 30 and written[0] == "    30.0s  tests/t.py::t30"
+
+
+def test_each_worker_shows_its_busy_time_and_when_it_finished() -> None:
+    spans = [("gw1", 100.0, 160.0), ("gw0", 100.0, 400.0), ("gw1", 160.0, 170.0)]
+    lines = suite_report.per_worker(spans, started=90.0)
+    assert lines == ["gw0: 300s busy, done at 310s", "gw1: 70s busy, done at 80s"]
+    summary = suite_report.summary({"t": 1.0}, 400.0, 2, lines)
+    assert summary[1:3] == lines and summary[3] == "slowest 1:"
