@@ -9,9 +9,10 @@ ends with fresh checkpoints
 End of input: an event-time job judges a reading once the watermark passes it, and the
 watermark only moves with newer input, so the last `watermark` of a run would stay unjudged.
 Where the scenario asks for it (`end_of_input`), the demo then sends one empty reading an hour
-past the watermark (a vehicle id of its own, no signals: no rule fires on it) and waits until
-the job's queries have moved their watermark there: the stream's end, as a bounded source ends
-(Flink's final watermark). Its stats window stays open and is left out of parity.
+past the watermark (a vehicle or sensor id of its own, no values: no rule fires on it) and
+waits until the job's queries have moved their watermark there: the stream's end, as a
+bounded source ends (Flink's final watermark). Its stats window stays open and is left out
+of parity.
 
 Each run stands alone: its ids carry the run (`run_id`, so an earlier run of the same seed is
 neither answered as repeats nor its alert ids skipped as already written), the pipeline starts
@@ -36,7 +37,7 @@ import yaml
 
 from core.config import StackConfig, load_model
 from core.config.loader import read_yaml
-from core.contracts import VEHICLE_TELEMETRY, labels, topics
+from core.contracts import SENSOR_READING, VEHICLE_TELEMETRY, labels, topics
 from core.errors import StreamsimError
 from core.kafka import ensure_topics, producer_config
 from core.kafka.compacted import ensure_compacted
@@ -62,6 +63,7 @@ class DemoScenario:
     inputs: list[str] | None = None  # the pipeline's input topics, if not its config's
     speed: float | None = None  # the demo's default speed, if not the scenario's
     end_of_input: dict[str, Any] | None = None  # the empty reading that ends the input
+    entity_field: str = "vehicle_id"  # the field of `end_of_input` that keys its record
     settle_s: float = 0.0  # shipping: `drain_job` waits this long for its timers
 
 
@@ -98,7 +100,11 @@ SCENARIOS: dict[str, DemoScenario] = {
         inputs=[topics.CARDS_ACTIVITY.name],
     ),
     "sensors": DemoScenario(
-        Path("config/scenarios/sensors.yaml"), Path("config/pipelines/sensors.yaml")
+        Path("config/scenarios/sensors.yaml"),
+        Path("config/pipelines/sensors.yaml"),
+        evaluation="sensors",
+        end_of_input={"schema": SENSOR_READING.id, "sensor_id": "end-of-input"},
+        entity_field="sensor_id",
     ),
     "vehicles": DemoScenario(
         Path("config/scenarios/vehicles.yaml"),
@@ -251,7 +257,8 @@ def _run(
         simulation = _simulate(path, child, duration_s * speed, speed, queries)
         drain_job(queries, run_stack, cfg, plan.settle_s or None)
         if plan.end_of_input is not None:
-            end = _end_of_input(stack, cfg, queries, {**plan.end_of_input, "event_id": run_id})
+            record = {**plan.end_of_input, "event_id": run_id}
+            end = _end_of_input(stack, cfg, queries, record, plan.entity_field)
             simulation["end_of_input"] = end
     finally:
         stop_job(run_stack, cfg, queries, totals)
@@ -284,7 +291,11 @@ def _own_profiles(stack: StackConfig, cfg: PipelineConfig) -> PipelineConfig:
 
 
 def _end_of_input(
-    stack: StackConfig, cfg: PipelineConfig, queries: list[Any], record: dict[str, Any]
+    stack: StackConfig,
+    cfg: PipelineConfig,
+    queries: list[Any],
+    record: dict[str, Any],
+    entity_field: str,
 ) -> dict[str, Any]:
     """Send the empty reading past the watermark, wait until the queries' watermarks pass every
     reading (see the module docstring); its event time and the watermark reached."""
@@ -301,7 +312,7 @@ def _end_of_input(
     event_time = target + duration_ms(cfg.watermark)
     producer = Producer(producer_config(stack))
     value = {**record, "event_id": f"{record['event_id']}-end-of-input", "event_time": event_time}
-    producer.produce(cfg.input_topics[0], orjson.dumps(value), key=str(record["vehicle_id"]))
+    producer.produce(cfg.input_topics[0], orjson.dumps(value), key=str(record[entity_field]))
     producer.flush(30)
     deadline = time.monotonic() + END_OF_INPUT_TIMEOUT_S
     while time.monotonic() < deadline:

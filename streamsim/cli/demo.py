@@ -20,7 +20,8 @@ def demo(
             callback=domain_name,
             help="cards (endpoint + pipeline + evaluation), vehicles "
             "(pipeline + evaluation with parity), shipping (four simulated weeks, job "
-            "shipping, evaluation of the five incident types) or sensors.",
+            "shipping, evaluation of the five incident types) or sensors (pipeline + "
+            "evaluation of the job's alerts).",
         ),
     ] = DEFAULT_SCENARIO,
     duration: Annotated[
@@ -38,7 +39,7 @@ def demo(
     as_json: JsonOpt = False,
 ) -> None:
     """Start the local stack, run a scenario through endpoint and pipeline, print a summary
-    (for cards, vehicles and shipping, the evaluation against truth)."""
+    (the evaluation against truth)."""
     from pipeline.progress import BatchReport
     from streamsim.demo import run_demo
 

@@ -4,6 +4,7 @@ scoring."""
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,7 +40,9 @@ if TYPE_CHECKING:
 #: form over the run's topics, read to their end, by this function (`streamsim.evaluate.
 #: shipping`: a voyage's readings land days late; `streamsim.evaluate.sensors`);
 #: `arrivals`: incident -> when its data first arrived, from truth; `job`: the Spark job whose
-#: alerts on the alerts topic, where the run has any, are scored instead of the batch form.
+#: alerts on the alerts topic, where the run has any, are scored instead of the batch form;
+#: `unscored`: the job's alert labels that are no fault (a device's own low-battery report):
+#: counted apart (`unscored_alerts`), not scored as alerts of no type.
 SCENARIOS: dict[str, dict[str, Any]] = {  # label types come from the contracts
     "cards": {
         "labels": list(labels.CARD_FRAUDS),
@@ -66,6 +69,8 @@ SCENARIOS: dict[str, dict[str, Any]] = {  # label types come from the contracts
         "horizon_ms": sensors.HORIZON_MS,
         "running_ms": sensors.RUNNING_MS,
         "batch": sensors.batch_detections,
+        "job": "sensors",
+        "unscored": ("low_battery",),
     },
 }
 ALERTS_TOPIC = topics.ALERTS.name
@@ -167,6 +172,10 @@ def evaluate(
         if spec.get("job") or not spec.get("batch")
         else []
     )
+    unscored = Counter(
+        a.get("label") for a in job_alerts if a.get("label") in spec.get("unscored", ())
+    )
+    job_alerts = [a for a in job_alerts if a.get("label") not in unscored]
     form = "streaming" if job_alerts or not spec.get("batch") else "batch"
     if form == "batch":
         paths["pipeline"] = spec["batch"](stack, prefix, truth, since)
@@ -179,6 +188,8 @@ def evaluate(
             pos_verdicts.blank_precision(report["paths"]["endpoint"])
         report["verdicts"] = recorded
     report["late_dropped"] = _late_dropped(metrics, anchor["wall_ms"])
+    if spec.get("unscored"):
+        report["unscored_alerts"] = {label: unscored[label] for label in spec["unscored"]}
     scores = report["paths"]
     if spec.get("batch"):
         # batch: the detectors over the topics; streaming: the alerts of job `spec["job"]`
