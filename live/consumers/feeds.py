@@ -11,6 +11,9 @@
   vehicle, recent readings of a few hundred), at most `vehicle_read_cap_per_s` records/s,
   skipping ahead when the topic runs faster (see `live.consumers.vehicles`). Vehicle
   alerts from the tail are kept per vehicle there too.
+- The same thread publishes each new alert and progress record, with its partition and offset,
+  to an `EventLog` (`alert_stream`, `progress_stream`, see `live.views.stream`): what the
+  server-sent-event routes push to their clients.
 - The rate thread asks the cluster for every topic's end offsets once per `sample_s` (one batched
   ListOffsets request) and turns the deltas into records/s (`RateTracker`).
 
@@ -49,6 +52,7 @@ from live.views.feeds import (
     progress_row,
 )
 from live.views.records import json_object
+from live.views.stream import EventLog
 from live.views.vehicles import VEHICLES_TOPIC, VehicleView
 
 log = logging.getLogger("live.feeds")
@@ -71,6 +75,7 @@ class Feeds:
         refresh_s: float = 3.0,
         vehicle_view: VehicleView | None = None,
         vehicle_read_cap_per_s: int = 5_000,
+        stream_keep: int = 1000,
     ) -> None:
         self.stack = stack
         self.alerts_topic = alerts_topic
@@ -87,6 +92,10 @@ class Feeds:
             tail, key="decided_at", id_key="transaction_id", parse=self._parse_activity
         )
         self.progress = PipelineProgress()
+        #: Every new alert and progress record, with its Kafka position, for the SSE routes.
+        self.alert_stream = EventLog(stream_keep)
+        self.progress_stream = EventLog(stream_keep)
+        self.streams = {alerts_topic: self.alert_stream, metrics_topic: self.progress_stream}
         self.rates = RateTracker()
         self.vehicles = vehicle_view or VehicleView()
         self.vehicle_tail = VehicleTail(
@@ -100,7 +109,7 @@ class Feeds:
         self.assigned: set[tuple[str, int]] = set()
         self.status = "starting"
         self.last_error: str | None = None
-        self._parsers: dict[str, Callable[[Any], None]] = {
+        self._parsers: dict[str, Callable[[Any], dict[str, Any] | None]] = {
             alerts_topic: self._on_alert,
             metrics_topic: self._on_progress,
         }
@@ -172,7 +181,7 @@ class Feeds:
                     if err is not None:
                         self.last_error = err.str()
                         continue
-                    self._on_message(msg.topic() or "", msg.value())
+                    self._on_message(msg.topic() or "", msg.value(), msg.partition(), msg.offset())
                     pacer.tick()
         finally:
             consumer.close()
@@ -197,6 +206,9 @@ class Feeds:
                 )
                 start = max(low, high - self.tail)
                 new.append(TopicPartition(topic, partition, start))
+                stream = self.streams.get(topic)
+                if stream is not None:
+                    stream.cover(partition, start)
         if new:
             consumer.incremental_assign(new)
             # Rebound, not updated in place: request threads iterate it.
@@ -204,25 +216,41 @@ class Feeds:
         self.status = "live"
         self.last_error = None
 
-    def _on_message(self, topic: str, value: bytes | None) -> None:
+    def _on_message(
+        self,
+        topic: str,
+        value: bytes | None,
+        partition: int | None = None,
+        offset: int | None = None,
+    ) -> None:
+        """One record; an alert or progress row read at a known `partition` and `offset` is
+        published to its stream too."""
         if topic == self.activity_topic:
             self.activity.append_raw(value or b"")
             return
         parse = self._parsers.get(topic)
         if parse is None:
             return
-        parse(json_object(value))
+        row = parse(json_object(value))
+        stream = self.streams.get(topic)
+        if stream is None or partition is None or offset is None or offset < 0:
+            return
+        if row is None:
+            stream.advance(partition, offset)
+        else:
+            stream.publish(partition, offset, row)
 
     def _count_malformed(self, topic: str) -> None:
         self.malformed[topic] = self.malformed.get(topic, 0) + 1
 
-    def _on_alert(self, record: Any) -> None:
+    def _on_alert(self, record: Any) -> dict[str, Any] | None:
         row = alert_row(record)
         if row is None:
             self._count_malformed(self.alerts_topic)
         else:
             self.alerts.append(row)
             self.vehicles.add_alert(row)
+        return row
 
     def _parse_activity(self, value: bytes) -> dict[str, Any] | None:
         """The row of a raw activity record (when read), counting a malformed one."""
@@ -231,11 +259,12 @@ class Feeds:
             self._count_malformed(self.activity_topic)
         return row
 
-    def _on_progress(self, record: Any) -> None:
+    def _on_progress(self, record: Any) -> dict[str, Any] | None:
         row = progress_row(record)
         if row is None:
-            return  # other schemas may share the metrics topic
+            return None  # other schemas may share the metrics topic
         self.progress.add(row)
+        return row
 
     def _vehicle_loop(self, stop: threading.Event) -> None:
         self.vehicle_tail.run(self._stop)

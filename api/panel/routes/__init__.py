@@ -8,6 +8,7 @@ from api.panel.routes import (
     sensors,
     shipping,
     ships,
+    stream,
     vehicles,
 )
 
@@ -21,4 +22,5 @@ ROUTERS = (
     shipping.router,
     ships.router,
     sensors.router,
+    stream.router,
 )
