@@ -38,6 +38,18 @@ CARDS_PROFILES = Topic(
 )
 SENSORS_READINGS = Topic("sensors.readings", "sensor_id", doc="Sensor fleet readings.")
 VEHICLES_TELEMETRY = Topic("vehicles.telemetry", "vehicle_id", doc="Vehicle telemetry, 1 Hz.")
+SENSORS_CLOCK_OFFSETS = Topic(
+    "sensors.clock-offsets",
+    "device_id",
+    compacted=True,
+    doc="Each sensor's latest estimated clock offset (`pipeline.clock`).",
+)
+VEHICLES_CLOCK_OFFSETS = Topic(
+    "vehicles.clock-offsets",
+    "device_id",
+    compacted=True,
+    doc="Each vehicle's latest estimated clock offset (`pipeline.clock`).",
+)
 SHIPPING_POSITIONS = Topic(
     "shipping.positions", "ship_id", doc="Ship positions (IMO number), logged on board."
 )
@@ -96,6 +108,8 @@ TOPICS: tuple[Topic, ...] = (
     CARDS_PROFILES,
     SENSORS_READINGS,
     VEHICLES_TELEMETRY,
+    SENSORS_CLOCK_OFFSETS,
+    VEHICLES_CLOCK_OFFSETS,
     SHIPPING_POSITIONS,
     SHIPPING_CONTAINERS,
     SHIPPING_PORT_EVENTS,
@@ -107,3 +121,8 @@ TOPICS: tuple[Topic, ...] = (
     METRICS,
     DEADLETTER,
 )
+
+
+def clock_offsets(domain: str) -> Topic:
+    """The compacted per-device clock offset topic of `domain` (`sensors`, `vehicles`)."""
+    return {"sensors": SENSORS_CLOCK_OFFSETS, "vehicles": VEHICLES_CLOCK_OFFSETS}[domain]
