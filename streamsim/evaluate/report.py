@@ -19,7 +19,7 @@ from core.errors import StreamsimError
 from core.kafka.reader import latest_run, read_topic
 from pipeline.config import PipelineConfig
 from pipeline.late_drops import QUERY_SUFFIX as LATE_DROPS
-from streamsim.evaluate import foreign, sensors, shipping
+from streamsim.evaluate import clock, foreign, sensors, shipping
 from streamsim.evaluate import verdicts as pos_verdicts
 from streamsim.evaluate.scoring import (
     RUNNING_MS,
@@ -42,7 +42,8 @@ if TYPE_CHECKING:
 #: `arrivals`: incident -> when its data first arrived, from truth; `job`: the Spark job whose
 #: alerts on the alerts topic, where the run has any, are scored instead of the batch form;
 #: `unscored`: the job's alert labels that are no fault (a device's own low-battery report):
-#: counted apart (`unscored_alerts`), not scored as alerts of no type.
+#: counted apart (`unscored_alerts`), not scored as alerts of no type; `clock`: the report
+#: has the skew estimator's `clock` block (`streamsim.evaluate.clock`).
 SCENARIOS: dict[str, dict[str, Any]] = {  # label types come from the contracts
     "cards": {
         "labels": list(labels.CARD_FRAUDS),
@@ -53,6 +54,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {  # label types come from the contracts
         "endpoint_topic": None,
         "oracle": Path("config/pipelines/vehicles.yaml"),
         "horizon_ms": 600_000,
+        "clock": True,
     },
     "shipping": {
         "labels": list(labels.SHIPPING_FAULTS),
@@ -71,6 +73,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {  # label types come from the contracts
         "batch": sensors.batch_detections,
         "job": "sensors",
         "unscored": ("low_battery",),
+        "clock": True,
     },
 }
 ALERTS_TOPIC = topics.ALERTS.name
@@ -190,6 +193,8 @@ def evaluate(
     report["late_dropped"] = _late_dropped(metrics, anchor["wall_ms"])
     if spec.get("unscored"):
         report["unscored_alerts"] = {label: unscored[label] for label in spec["unscored"]}
+    if spec.get("clock"):
+        report["clock"] = _clock(stack, name, truth, truth_topic, prefix, since)
     scores = report["paths"]
     if spec.get("batch"):
         # batch: the detectors over the topics; streaming: the alerts of job `spec["job"]`
@@ -304,6 +309,22 @@ def _oracle(
         if spark is None:
             session.stop()
     return parity, late
+
+
+def _clock(
+    stack: StackConfig,
+    name: str,
+    truth: pd.DataFrame,
+    topic: str,
+    prefix: str,
+    since: Mapping[str, Mapping[int, int]],
+) -> dict[str, Any]:
+    """The skew estimator's `clock` block, over the truth columns it needs (read again when the
+    scoring's frame has fewer)."""
+    if not set(clock.COLUMNS) <= set(truth.columns):
+        truth = shipping.read_frame(stack, topic, clock.COLUMNS, prefix, since.get(topic))
+    classes = clock.entity_classes(Path(f"config/scenarios/{name}.yaml"), truth["entity_id"])
+    return clock.clock_report(truth, classes)
 
 
 def save(report: dict[str, Any], stack: StackConfig) -> Path:
