@@ -40,6 +40,7 @@ from api.fraud.routes import ROUTERS as FRAUD_ROUTERS
 from api.fraud.routes.transactions import TransactionLane
 from api.fraud.service import FraudService
 from api.fraud.settings import load_secrets, load_settings, run_settings
+from api.fraud.shedding import LoadShedder
 from api.fraud.stats import LatencyMiddleware
 from api.panel.routes import ROUTERS as PANEL_ROUTERS
 from api.panel.routes import loadtests as loadtest_routes
@@ -132,6 +133,13 @@ def create_app(
     # Inside the latency middleware, so lane requests are timed and counted like the rest.
     app.add_middleware(TransactionLane, service=service)
     app.add_middleware(LatencyMiddleware, stats=service.stats)
+    # Outermost: a shed request costs no body read, no timing, no decision.
+    app.add_middleware(
+        LoadShedder,
+        stats=service.stats,
+        limit=service.settings.max_in_flight,
+        retry_after_s=service.settings.retry_after_s,
+    )
     return app
 
 

@@ -304,6 +304,7 @@ class Stats(BaseModel):
     replays: int
     rejected: int = Field(description="422 responses.")
     errors: int = Field(description="5xx responses.")
+    shed: int = Field(0, description="429 responses of load shedding (not in `requests`).")
     latency_ms: LatencyMs = Field(description="In-process handling time, HdrHistogram.")
     publish: PublishStats
     state: StateStats

@@ -16,6 +16,13 @@ retried until `message.timeout.ms`; whatever still fails is counted (`failed`, `
 logged, never dropped silently. A broker that throttles the publisher (a client quota) is
 logged when it starts and stops (`core.kafka.throttle`). Records never hold a PAN.
 
+With `reports=True` (durability `ack` or `log`, see `api.fraud.durability`) every record gets a
+delivery report, and `publish(..., on_acked=cb)` calls `cb(None)` once the broker has
+acknowledged the record, or `cb(reason)` once it failed (from the thread that polls: the poll
+thread with `start(loop, thread=True)`, else the event loop). Durability `ack` answers after
+that callback, so it polls from a thread (`poll(0.1)` wakes as soon as a report arrives) and
+lingers `ACK_LINGER_MS` only.
+
 Each record carries its transaction id in the `transaction_id` header (`TXID_HEADER`), so the
 updater can skip the endpoint's own records as they come back without parsing them.
 """
@@ -26,6 +33,7 @@ import asyncio
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
@@ -41,14 +49,26 @@ log = logging.getLogger("api.publisher")
 TXID_HEADER = "transaction_id"
 #: How long librdkafka holds records to batch them (see above).
 LINGER_MS = 100
+#: The linger when each answer waits for its record's acknowledgement (durability `ack`):
+#: long enough to batch a burst, short against the broker's round trip.
+ACK_LINGER_MS = 2
 #: How often the event loop serves librdkafka's callbacks (failed deliveries, errors, logs).
 POLL_INTERVAL_S = 0.1
 
+#: Called once per record: None when the broker acknowledged it, else why it failed.
+OnAcked = Callable[[str | None], None]
+
 
 class Publisher(Protocol):
-    def start(self, loop: asyncio.AbstractEventLoop | None = None) -> None: ...
+    def start(
+        self, loop: asyncio.AbstractEventLoop | None = None, thread: bool = False
+    ) -> None: ...
 
-    def publish(self, key: str, value: bytes, transaction_id: str) -> None: ...
+    def publish(
+        self, key: str, value: bytes, transaction_id: str, on_acked: OnAcked | None = None
+    ) -> None: ...
+
+    def flush(self, timeout_s: float) -> int: ...
 
     def counters(self) -> dict[str, Any]: ...
 
@@ -58,7 +78,14 @@ class Publisher(Protocol):
 
 
 class KafkaPublisher:
-    def __init__(self, stack: StackConfig, topic: str) -> None:
+    def __init__(
+        self,
+        stack: StackConfig,
+        topic: str,
+        *,
+        reports: bool = False,
+        linger_ms: int = LINGER_MS,
+    ) -> None:
         self.topic = topic
         self.bootstrap = stack.kafka.bootstrap_servers
         self.sent = 0  # enqueued (event loop thread)
@@ -73,8 +100,8 @@ class KafkaPublisher:
                 stack,
                 **{
                     "client.id": "streamsim-api",
-                    "linger.ms": LINGER_MS,
-                    "delivery.report.only.error": True,
+                    "linger.ms": linger_ms,
+                    "delivery.report.only.error": not reports,
                     "on_delivery": self._on_delivery,
                     "error_cb": self._on_error,
                     "throttle_cb": self.throttle,
@@ -84,10 +111,13 @@ class KafkaPublisher:
         )
         self._thread = threading.Thread(target=self._poll_loop, name="publisher", daemon=True)
         self._loop: asyncio.AbstractEventLoop | None = None
+        #: Called by the poll thread after each poll (the acks' hand-over to the event loop).
+        self.after_poll: Callable[[], None] | None = None
 
-    def start(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
-        """Serve callbacks on `loop` (call from its thread), else in a poll thread."""
-        if loop is None:
+    def start(self, loop: asyncio.AbstractEventLoop | None = None, thread: bool = False) -> None:
+        """Serve callbacks on `loop` (call from its thread), else (or with `thread`) in a poll
+        thread."""
+        if loop is None or thread:
             self._thread.start()
         else:
             self._loop = loop
@@ -99,16 +129,41 @@ class KafkaPublisher:
         self._producer.poll(0)
         self._loop.call_later(POLL_INTERVAL_S, self._poll_tick)
 
-    def publish(self, key: str, value: bytes, transaction_id: str) -> None:
+    def publish(
+        self, key: str, value: bytes, transaction_id: str, on_acked: OnAcked | None = None
+    ) -> None:
+        headers: list[tuple[str, str | bytes | None]] = [(TXID_HEADER, transaction_id)]
         try:
-            self._producer.produce(self.topic, value, key, headers=[(TXID_HEADER, transaction_id)])
+            if on_acked is None:
+                self._producer.produce(self.topic, value, key, headers=headers)
+            else:
+                self._producer.produce(
+                    self.topic, value, key, headers=headers, on_delivery=self._reporter(on_acked)
+                )
         except BufferError:
-            self._fail("local queue full (Kafka unreachable for long?)")
-            return
+            reason = "local queue full (Kafka unreachable for long?)"
         except KafkaException as exc:
-            self._fail(str(exc.args[0]))
+            reason = str(exc.args[0])
+        else:
+            self.sent += 1
             return
-        self.sent += 1
+        self._fail(reason)
+        if on_acked is not None:
+            on_acked(reason)
+
+    def _reporter(self, on_acked: OnAcked) -> Callable[[KafkaError | None, Message], None]:
+        def report(err: KafkaError | None, msg: Message) -> None:
+            if err is None:
+                on_acked(None)
+                return
+            self._on_delivery(err, msg)
+            on_acked(err.str())
+
+        return report
+
+    def flush(self, timeout_s: float) -> int:
+        """Wait (blocking) until librdkafka holds nothing or `timeout_s`; what it still holds."""
+        return int(self._producer.flush(timeout_s))
 
     @property
     def delivered(self) -> int:
@@ -178,6 +233,8 @@ class KafkaPublisher:
     def _poll_loop(self) -> None:
         while not self._stop.is_set():
             self._producer.poll(0.1)
+            if self.after_poll is not None:
+                self.after_poll()
 
 
 class MemoryPublisher:
@@ -187,12 +244,19 @@ class MemoryPublisher:
         self.records: list[tuple[str, bytes]] = []
         self.headers: list[list[tuple[str, bytes]]] = []  # per record, as a consumer gets them
 
-    def start(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+    def start(self, loop: asyncio.AbstractEventLoop | None = None, thread: bool = False) -> None:
         pass
 
-    def publish(self, key: str, value: bytes, transaction_id: str) -> None:
+    def publish(
+        self, key: str, value: bytes, transaction_id: str, on_acked: OnAcked | None = None
+    ) -> None:
         self.records.append((key, value))
         self.headers.append([(TXID_HEADER, transaction_id.encode())])
+        if on_acked is not None:
+            on_acked(None)
+
+    def flush(self, timeout_s: float) -> int:
+        return 0
 
     def counters(self) -> dict[str, Any]:
         n = len(self.records)

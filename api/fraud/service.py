@@ -1,5 +1,7 @@
 """The fraud service: state, decider, publisher, updater and counters, started and stopped
-with the app (see `api.main`)."""
+with the app (see `api.main`). `answer` is what routes await: the verdict once it is as
+durable as `settings.durability` asks (`api.fraud.durability`); `handle` decides and
+publishes without waiting (the evaluation suite, unit tests)."""
 
 from __future__ import annotations
 
@@ -8,14 +10,23 @@ import contextlib
 import gc
 import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import orjson
 
-from api.fraud.decision import Decider, wall_clock_ms
+from api.fraud.decision import Decider, response_body, wall_clock_ms
+from api.fraud.durability import AckWaiter, NotDurable, WriteAheadLog, wal_directory
 from api.fraud.models import TransactionRequest
 from api.fraud.profiles import ProfileStore, ProfileUpdater
-from api.fraud.publisher import KafkaPublisher, MemoryPublisher, Publisher
+from api.fraud.publisher import (
+    ACK_LINGER_MS,
+    LINGER_MS,
+    KafkaPublisher,
+    MemoryPublisher,
+    OnAcked,
+    Publisher,
+)
 from api.fraud.settings import ApiSecrets, ApiSettings
 from api.fraud.state import LastUseState
 from api.fraud.stats import RequestStats
@@ -54,9 +65,27 @@ class FraudService:
             if stack and settings.profiles_topic
             else None
         )
+        #: Durability needs a broker: without a stack, `none`.
+        self.durability = settings.durability if stack is not None else "none"
         if publisher is None:
-            publisher = KafkaPublisher(stack, settings.topic) if stack else MemoryPublisher()
+            publisher = (
+                KafkaPublisher(
+                    stack,
+                    settings.topic,
+                    reports=self.durability != "none",
+                    linger_ms=ACK_LINGER_MS if self.durability == "ack" else LINGER_MS,
+                )
+                if stack
+                else MemoryPublisher()
+            )
         self.publisher = publisher
+        self.wal: WriteAheadLog | None = None
+        if self.durability == "log" and stack is not None:
+            directory = settings.wal_dir or wal_directory(stack.dirs.data, stack.api.port)
+            self.wal = WriteAheadLog(Path(directory), fsync=settings.wal_fsync)
+        self._acks: AckWaiter | None = None
+        #: transaction_id -> the future of its record's acknowledgement (`ack`), until resolved.
+        self._pending: dict[str, asyncio.Future[str | None]] = {}
         self.decider = Decider(
             settings, self.tokenizer, self.state, clock, self.rebuilt, self.profiles
         )
@@ -69,7 +98,14 @@ class FraudService:
         )
 
     async def start(self) -> None:
-        self.publisher.start(asyncio.get_running_loop())
+        loop = asyncio.get_running_loop()
+        if self.durability == "ack":
+            self._acks = AckWaiter(loop)
+            if isinstance(self.publisher, KafkaPublisher):
+                self.publisher.after_poll = self._acks.hand_over
+            self.publisher.start(loop, thread=True)
+        else:
+            self.publisher.start(loop)
         if self.profile_updater is not None:
             self.profile_updater.start()
         if self.updater is not None:
@@ -85,6 +121,8 @@ class FraudService:
                     self.settings.topic,
                     timeout,
                 )
+        if self.wal is not None and self.wal.leftover:
+            await self._replay_wal()
         interval = self.settings.gc_freeze_interval_s
         if interval is not None:
             gc.collect()
@@ -109,16 +147,98 @@ class FraudService:
             await asyncio.to_thread(self.profile_updater.stop)
         left = await asyncio.to_thread(self.publisher.close, self.settings.flush_timeout_s)
         log.info("publisher flushed (%d records left undelivered)", left)
+        if self.wal is not None:
+            kept = self.wal.close()
+            if kept:
+                log.error("%d records kept in the write-ahead log, replayed at next start", kept)
+
+    async def _replay_wal(self) -> None:
+        """Publish what the write-ahead log of a previous process holds and the rebuilt state
+        does not know (it reached the topic otherwise); delete it once acknowledged."""
+        assert self.wal is not None
+        records = []
+        for line in self.wal.leftover_records():
+            try:
+                record = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                log.warning("skipping a torn write-ahead record")
+                continue
+            if not self.state.knows(str(record["transaction_id"])):
+                records.append(record)
+        failed: list[str] = []
+
+        def on_acked(error: str | None) -> None:
+            if error is not None:
+                failed.append(error)
+
+        with self.state.lock:
+            for record in records:
+                self.state.apply(record, response_body(record))
+        for record in records:
+            self.publisher.publish(
+                record["card_token"], orjson.dumps(record), record["transaction_id"], on_acked
+            )
+        left = await asyncio.to_thread(self.publisher.flush, self.settings.flush_timeout_s)
+        if left or failed:
+            log.error(
+                "write-ahead replay: %d records not acknowledged (%s); kept for the next start",
+                left + len(failed),
+                failed[:1],
+            )
+            return
+        self.wal.drop_leftover()
+        log.info(
+            "write-ahead replay: %d records published to %s", len(records), self.settings.topic
+        )
 
     def handle(self, tx: TransactionRequest) -> bytes:
-        """Decide (or replay) and publish; the response body."""
+        """Decide (or replay) and publish, without waiting for durability; the response body."""
+        return self._decide(tx)[0]
+
+    async def answer(self, tx: TransactionRequest) -> bytes:
+        """The response body once the decision is as durable as `durability` asks; raises
+        `NotDurable` when it cannot be (the route answers 503)."""
+        body, pending = self._decide(tx)
+        if pending is not None:
+            await pending
+        return body
+
+    def _decide(self, tx: TransactionRequest) -> tuple[bytes, Any]:
+        """The body and what to await before answering it (None: nothing)."""
         body, record = self.decider.decide(tx)
         if record is None:
             self.stats.replays += 1
-            return body
-        self.publisher.publish(record["card_token"], orjson.dumps(record), tx.transaction_id)
+            ack = self._pending.get(tx.transaction_id)  # a retry of an unacknowledged one
+            return body, (None if ack is None else self._acked(ack))
+        value = orjson.dumps(record)
         self.stats.decisions[record["decision"]] += 1
-        return body
+        if self._acks is not None:
+            future, on_acked = self._acks.waiter()
+            self._watch(tx.transaction_id, future)
+            self.publisher.publish(record["card_token"], value, tx.transaction_id, on_acked)
+            return body, self._acked(future)
+        if self.wal is not None:
+            logged: OnAcked = self.wal.append(value)
+            self.publisher.publish(record["card_token"], value, tx.transaction_id, logged)
+            return body, (self.wal.synced() if self.wal.fsync else None)
+        self.publisher.publish(record["card_token"], value, tx.transaction_id)
+        return body, None
+
+    def _watch(self, transaction_id: str, future: asyncio.Future[str | None]) -> None:
+        pending = self._pending
+        pending[transaction_id] = future
+        future.add_done_callback(lambda _: pending.pop(transaction_id, None))
+
+    async def _acked(self, future: asyncio.Future[str | None]) -> None:
+        try:
+            async with asyncio.timeout(self.settings.ack_timeout_s):
+                error = await asyncio.shield(future)  # a retry may wait on it as well
+        except TimeoutError:
+            raise NotDurable(
+                f"not acknowledged by the broker within {self.settings.ack_timeout_s:g} s"
+            ) from None
+        if error is not None:
+            raise NotDurable(f"not acknowledged by the broker: {error}")
 
     def state_stats(self) -> dict[str, Any]:
         updater = self.updater

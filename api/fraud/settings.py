@@ -174,6 +174,41 @@ class ApiSettings(Settings):
         "already answered; what is left then is logged as lost. Longer than a quota's "
         "throttle (Kafka mutes a throttled client for up to ~10 s).",
     )
+    durability: Literal["ack", "log", "none"] = Field(
+        "ack",
+        description="When a verdict is answered (`api.fraud.durability`): `ack` once the broker "
+        "acknowledged its cards.activity record (a kill -9 loses no answered decision); `log` "
+        "once the record is in a local write-ahead log (fsynced with `wal_fsync`), replayed "
+        "into Kafka on restart; `none` before the broker acknowledges (a kill -9 loses the "
+        "decisions answered in the last ~100 ms linger).",
+    )
+    ack_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        description="Under `ack`: how long a request waits for its record's acknowledgement "
+        "before it is answered 503 with Retry-After (the retry gets the cached verdict).",
+    )
+    wal_dir: Path | None = Field(
+        None,
+        description="Under `log`: the write-ahead log's directory; unset: "
+        "`<dirs.data>/api/wal-<api.port>`. One instance per directory.",
+    )
+    wal_fsync: bool = Field(
+        True,
+        description="Under `log`: fdatasync the log before answering (group commit: one sync "
+        "covers every request appended before it started). False: the answer leaves once the "
+        "record is in the page cache (survives a kill -9, not a machine crash).",
+    )
+    max_in_flight: int | None = Field(
+        512,
+        ge=1,
+        description="Load shedding: transactions in flight or queued in this instance beyond "
+        "which a new one is answered 429 with Retry-After at once instead of queued. None: "
+        "no bound.",
+    )
+    retry_after_s: int = Field(
+        1, ge=0, description="The Retry-After (seconds) of a 429 or 503 answer."
+    )
     gc_freeze_interval_s: float | None = Field(
         1.0,
         gt=0,

@@ -30,6 +30,7 @@ class RequestStats:
         self.rejected = 0
         self.errors = 0
         self.replays = 0
+        self.shed = 0  # 429s of the load shedder (`api.fraud.shedding`), not in `requests`
         self.decisions: Counter[str] = Counter({"approve": 0, "review": 0, "decline": 0})
 
     def record(self, elapsed_ns: int, status: int) -> None:

@@ -13,10 +13,14 @@ it starts again and rebuilds its state from `cards.activity`. Then:
 3. the rest of the stream is sent, the endpoint stopped (it flushes), and every 200 since the
    restart must be in the topic, each transaction once.
 
-Why decisions can be lost: the endpoint answers before its decision is acknowledged by the
-broker (records linger `api.fraud.publisher.LINGER_MS` to be batched). Only decisions answered
-in that last window before a kill -9 can be lost; `LOSS_WINDOW_S` bounds it with a margin for
-the broker round trip on a loaded machine. Any other loss fails the fault.
+The endpoint runs with `durability` (`api.fraud.durability`; the endpoint's default, `ack`,
+unless `--durability` says otherwise). Under `ack` and `log` the fault is ok only if no
+decision answered 200 is missing from the topic after the restart (`log`: once its write-ahead
+log is replayed, before it is live again). Under `none` the endpoint answers before its
+decision is acknowledged by the broker (records linger `api.fraud.publisher.LINGER_MS` to be
+batched): only decisions answered in that last window before a kill -9 may be lost;
+`LOSS_WINDOW_S` bounds it with a margin for the broker round trip on a loaded machine. Any
+other loss fails the fault.
 """
 
 from __future__ import annotations
@@ -30,13 +34,14 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, get_args
 
 import httpx
 import numpy as np
 import yaml
 
 from api.fraud.publisher import LINGER_MS
+from api.fraud.settings import ApiSettings
 from core.config import StackConfig
 from core.contracts import topics
 from core.errors import StreamsimError
@@ -64,6 +69,9 @@ WORKERS = 4
 #: margin for the send and the broker's acknowledgement on a loaded machine.
 LOSS_WINDOW_S = LINGER_MS / 1000 + 0.4
 PAN_SECRET = "chaos-endpoint-pan-secret-0123456789"  # only for the private endpoint's run
+#: The endpoint's `durability` values, and its default.
+DURABILITIES: tuple[str, ...] = get_args(ApiSettings.model_fields["durability"].annotation)
+DEFAULT_DURABILITY = str(ApiSettings.model_fields["durability"].default)
 
 
 @dataclass
@@ -133,17 +141,17 @@ def private_endpoint_stack(stack: StackConfig, home: Path) -> tuple[StackConfig,
 
 
 def endpoint_files(
-    private: StackConfig, home: Path, topic: str
+    private: StackConfig, home: Path, topic: str, durability: str = DEFAULT_DURABILITY
 ) -> tuple[Path, Path, dict[str, str]]:
     """The private endpoint's stack file, settings file (POS mode: decisions to `topic`, no
-    profiles) and environment, in `home`."""
+    profiles, `durability`) and environment, in `home`."""
     stack_file = home / "stack.yaml"
     env = write_stack_file(private, stack_file)
     env["STREAMSIM_PAN_SECRET"] = PAN_SECRET
     settings_file = home / "api.yaml"
     settings_file.write_text(
         yaml.safe_dump({"kind": "api", "topic": topic, "profiles_topic": None,
-                        "rebuild_timeout_s": 120.0}),
+                        "rebuild_timeout_s": 120.0, "durability": durability}),
         encoding="utf-8",
     )  # fmt: skip
     return stack_file, settings_file, env
@@ -182,7 +190,16 @@ class EndpointRig:
     endpoint and slow-broker faults start. Leaving it stops both and removes the home unless
     `keep`."""
 
-    def __init__(self, stack: StackConfig, fault: str, events: int, seed: int, keep: bool) -> None:
+    def __init__(
+        self,
+        stack: StackConfig,
+        fault: str,
+        events: int,
+        seed: int,
+        keep: bool,
+        durability: str = DEFAULT_DURABILITY,
+    ) -> None:
+        self.durability = durability
         stack.dirs.data.mkdir(parents=True, exist_ok=True)
         self.home = Path(tempfile.mkdtemp(prefix=f"chaos-{fault}-", dir=stack.dirs.data)).resolve()
         self.private, self.url = private_endpoint_stack(stack, self.home)
@@ -196,7 +213,7 @@ class EndpointRig:
         try:
             self._broker.up()
             ensure_topics(self.private, [self.topic])
-            self._files = endpoint_files(self.private, self.home, self.topic)
+            self._files = endpoint_files(self.private, self.home, self.topic, self.durability)
         except BaseException:
             self.__exit__()
             raise
@@ -227,13 +244,17 @@ def run_endpoint_fault(
     outage_s: float = 5.0,
     seed: int | None = None,
     keep: bool = False,
+    durability: str = DEFAULT_DURABILITY,
 ) -> ChaosReport:
-    """Post a seeded card stream of `events` transactions to a private endpoint, kill -9 it
-    half way, restart it, replay what it answered, send the rest, and account for every 200."""
+    """Post a seeded card stream of `events` transactions to a private endpoint (with
+    `durability`), kill -9 it half way, restart it, replay what it answered, send the rest,
+    and account for every 200."""
     require_card_scenario(config, "endpoint")
+    if durability not in DURABILITIES:
+        raise StreamsimError(f"durability {durability!r}: one of {', '.join(DURABILITIES)}")
     run_seed = config.seed if seed is None else seed
-    notes: list[str] = []
-    with EndpointRig(stack, "endpoint", events, run_seed, keep) as rig:
+    notes: list[str] = [f"durability: {durability}"]
+    with EndpointRig(stack, "endpoint", events, run_seed, keep, durability) as rig:
         private, topic, ids, server = rig.private, rig.topic, rig.ids, rig.start()
         load = rig.load()
         threads = load.run(list(range(events)), background=True)
@@ -285,7 +306,7 @@ def run_endpoint_fault(
             f"killed after {len(before)} answers ({sent_before} requests sent); "
             f"{acks.lost} acknowledged decisions missing from {topic} after the kill, answered "
             f"at most {acks.lost_max_age_s * 1000:.0f} ms before it (window "
-            f"{LOSS_WINDOW_S * 1000:.0f} ms)"
+            f"{LOSS_WINDOW_S * 1000 if durability == 'none' else 0:.0f} ms)"
         )
         notes.append(
             f"replayed {acks.replayed} decisions in the topic: {acks.replay_mismatches} "
@@ -300,8 +321,10 @@ def run_endpoint_fault(
         statuses = load.statuses + replay.statuses + rest.statuses
         if set(statuses) - {200}:
             notes.append(f"responses other than 200: {dict(statuses)}")
+        # `none` may lose the last window's decisions; `ack` and `log` none at all.
+        loss_ok = acks.lost_max_age_s <= LOSS_WINDOW_S if durability == "none" else acks.lost == 0
         ok = (
-            acks.lost_max_age_s <= LOSS_WINDOW_S
+            loss_ok
             and acks.replay_mismatches == 0
             and acks.replayed > 0
             and missing_after == 0

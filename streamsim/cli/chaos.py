@@ -93,6 +93,13 @@ def chaos(
     keep: Annotated[
         bool, typer.Option(help="Keep the private broker's directory (logs) afterwards.")
     ] = False,
+    durability: Annotated[
+        str | None,
+        typer.Option(
+            help="endpoint: the endpoint's durability setting (ack, log, none). Default: the "
+            "endpoint's (ack). Under ack and log no answered decision may be lost."
+        ),
+    ] = None,
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -103,7 +110,8 @@ def chaos(
 
     Exit status 1 when anything was lost or duplicated beyond truth (driver: an alert of the
     uninterrupted run missing or written twice; endpoint: an acknowledged decision missing
-    from cards.activity beyond the publish linger's window, or a replay answered differently),
+    from cards.activity (under --durability none: beyond the publish linger's window), or a
+    replay answered differently),
     or a check of the run failed. Exit status 3 when the fault could not be injected mid-run
     (e.g. the simulator finished first) or left nothing to compare: nothing lost, nothing
     proven.
@@ -138,6 +146,8 @@ def chaos(
             scenario_config, stack, events=run.events, speed=run.speed, **common
         )
     else:
+        if durability is not None:
+            common["durability"] = durability
         report = run_endpoint_fault(scenario_config, stack, events=run.events, **common)
     verdict = "[green]ok[/]" if report.ok else "[red]FAILED[/]"
     human = "\n".join(

@@ -236,13 +236,13 @@ def test_dependencies_take_fastapi_s_handler(monkeypatch: pytest.MonkeyPatch, wh
 
 
 def test_errors_in_the_lane_are_the_route_s_errors(monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(self: FraudService, tx: TransactionRequest) -> bytes:
+    async def broken(self: FraudService, tx: TransactionRequest) -> bytes:
         raise RuntimeError("boom")
 
     bodies = [orjson.dumps(valid(i, random.Random(i))) for i in range(3)]
     subject = service()
     with monkeypatch.context() as m:
-        m.setattr(FraudService, "handle", broken)
+        m.setattr(FraudService, "answer", broken)
         got, served = answers(bodies, subject=subject)
         m.setattr(route, "plain_json", lambda headers: False)
         want, _ = answers(bodies)

@@ -24,6 +24,7 @@ async def stats(request: Request) -> OrjsonResponse:
             "replays": s.replays,
             "rejected": s.rejected,
             "errors": s.errors,
+            "shed": s.shed,
             "latency_ms": s.latency_ms(),
             "publish": service.publisher.counters(),
             "state": service.state_stats(),

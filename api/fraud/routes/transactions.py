@@ -23,6 +23,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 import fastapi.routing
+import orjson
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.routing import APIRoute
 from fastapi.telemetry import get_telemetry_data
@@ -31,8 +32,9 @@ from starlette.middleware.body_limit import MAX_BODY_SIZE_SCOPE_KEY
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api.errors import BAD_BODY
+from api.errors import BAD_BODY, ErrorBody
 from api.fraud.deps import service_of
+from api.fraud.durability import NotDurable
 from api.fraud.models import TransactionRequest, TransactionResponse, ValidationErrorBody
 from api.fraud.service import FraudService
 from api.responses import JsonBytesResponse
@@ -148,7 +150,12 @@ class TransactionLane:
             await self.app(scope, _replay(messages, receive), send)
             return
         self.served += 1
-        body = self.service.handle(tx)
+        try:
+            body = await self.service.answer(tx)
+        except NotDurable as exc:
+            response = not_durable(self.service, exc)
+            await response(scope, receive, send)
+            return
         # What JsonBytesResponse(body) sends, without building one per request.
         await send(
             {
@@ -158,6 +165,15 @@ class TransactionLane:
             }
         )
         await send({"type": "http.response.body", "body": body})
+
+
+def not_durable(service: FraudService, exc: NotDurable) -> JsonBytesResponse:
+    """503 with Retry-After: the decision is taken (a retry gets it) but not yet durable."""
+    return JsonBytesResponse(
+        orjson.dumps({"detail": f"decision not durable yet ({exc}); retry"}),
+        status_code=503,
+        headers={"Retry-After": str(service.settings.retry_after_s)},
+    )
 
 
 def _replay(messages: list[Message], receive: Receive) -> Receive:
@@ -182,6 +198,15 @@ router = APIRouter(prefix="/v1", tags=["transactions"], route_class=TransactionR
         200: {"model": TransactionResponse, "description": "The verdict."},
         **BAD_BODY,
         422: {"model": ValidationErrorBody, "description": "Invalid body, field by field."},
+        429: {
+            "model": ErrorBody,
+            "description": "Shed: too many transactions in flight; retry after `Retry-After`.",
+        },
+        503: {
+            "model": ErrorBody,
+            "description": "The decision is not acknowledged by the broker yet (`durability: "
+            "ack`); the retry after `Retry-After` gets it.",
+        },
     },
     summary="Decide on a card transaction",
 )
@@ -189,6 +214,11 @@ async def post_transaction(tx: TransactionRequest, request: Request) -> JsonByte
     """Approve, review or decline, with the score, the reasons and the evidence.
 
     Idempotent on `transaction_id`: a repeat gets the same body and is not published again.
-    The decision is published to `cards.activity` with the card as token + last 4 digits.
+    The decision is published to `cards.activity` with the card as token + last 4 digits;
+    under `durability: ack` (the default) the answer leaves once the broker acknowledged it.
     """
-    return JsonBytesResponse(service_of(request).handle(tx))
+    service = service_of(request)
+    try:
+        return JsonBytesResponse(await service.answer(tx))
+    except NotDurable as exc:
+        return not_durable(service, exc)

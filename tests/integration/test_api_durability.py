@@ -1,0 +1,123 @@
+"""The fraud endpoint's default durability and its load shedding, on the session broker and a
+real `streamsim api` (uvicorn) process.
+
+- kill -9 under load: every decision answered 200 before the kill is in `cards.activity`
+  (the default `durability: ack` answers once the broker acknowledged the record);
+- past `max_in_flight`: 429 with Retry-After and an error body, never a 5xx.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from api.fraud.settings import ApiSettings
+from core.config import StackConfig
+from core.kafka.admin import ensure_topics
+from core.kafka.reader import read_topic
+from runs import commands
+from streamsim.bench.api import ServerProcess, wait_ready
+from streamsim.chaos.endpoint import Load, seeded_requests
+from tests.conftest import free_port
+
+pytestmark = pytest.mark.integration
+PAN_SECRET = "durability-it-secret-0123456789"
+
+
+@contextmanager
+def endpoint(
+    kafka_stack: StackConfig, tmp: Path, **settings: Any
+) -> Iterator[tuple[ServerProcess, str, str]]:
+    """`streamsim api` on a free port with `settings`, deciding into a topic of its own."""
+    port = free_port()
+    topic = f"cards.activity-dur-{uuid.uuid4().hex[:8]}"
+    ensure_topics(kafka_stack, [topic])
+    stack_file = tmp / "stack.yaml"
+    stack_file.write_text(
+        f"kafka:\n  bootstrap: {kafka_stack.kafka.bootstrap_servers}\n"
+        f"dirs:\n  data: {tmp / 'data'}\napi:\n  port: {port}\n"
+    )
+    settings_file = tmp / "api.yaml"
+    settings_file.write_text(
+        yaml.safe_dump({"kind": "api", "topic": topic, "profiles_topic": None, **settings})
+    )
+    env = {**os.environ, "STREAMSIM_PAN_SECRET": PAN_SECRET}
+    server = ServerProcess(
+        "fraud endpoint", commands.api(stack_file, settings_file), tmp / "api.log", env
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(
+            server,
+            lambda: httpx.get(f"{url}/v1/health", timeout=2).json()["state"]["status"] == "live",
+        )
+        yield server, url, topic
+    finally:
+        server.stop()
+
+
+def test_kill_9_under_load_loses_no_answered_decision_by_default(
+    kafka_stack: StackConfig, tmp_path: Path
+) -> None:
+    assert ApiSettings().durability == "ack"  # the default this test proves
+    ids, bodies = seeded_requests(2_000, seed=33)
+    with endpoint(kafka_stack, tmp_path) as (server, url, topic):
+        load = Load(url, bodies, ids)
+        threads = load.run(list(range(len(ids))), background=True)
+        while load.answered() < 1_000:
+            server.check_alive()
+            assert any(t.is_alive() for t in threads), dict(load.statuses)
+        os.killpg(server.proc.pid, signal.SIGKILL)
+        server.proc.wait(30)
+        load.halt.set()
+        for thread in threads:
+            thread.join(60)
+        answered = {a.transaction_id for a in load.answers}
+        in_topic = {str(r["transaction_id"]) for r in read_topic(kafka_stack, topic)}
+    assert set(load.statuses) == {200}
+    assert len(answered) >= 1_000
+    assert answered - in_topic == set()  # not one answered decision lost
+    assert in_topic <= set(ids)
+
+
+def test_past_the_bound_requests_are_shed_with_429_and_retry_after(
+    kafka_stack: StackConfig, tmp_path: Path
+) -> None:
+    ids, bodies = seeded_requests(1_500, seed=34)
+    with endpoint(kafka_stack, tmp_path, max_in_flight=2, retry_after_s=2) as (_, url, _topic):
+        shed: list[httpx.Response] = []
+
+        class Shedding(Load):
+            def _worker(self, queue: Iterator[int]) -> None:  # keeps every 429 too
+                with httpx.Client(base_url=self.url, timeout=30) as client:
+                    while (i := self._take(queue)) is not None:
+                        response = client.post(
+                            "/v1/transactions",
+                            content=self.bodies[i],
+                            headers={"content-type": "application/json"},
+                        )
+                        with self._lock:
+                            self.statuses[response.status_code] += 1
+                            if response.status_code == 429:
+                                shed.append(response)
+
+        load = Shedding(url, bodies, ids)
+        threads = [t for _ in range(4) for t in load.run(list(range(len(ids))), background=True)]
+        for thread in threads:
+            thread.join(120)
+        stats = httpx.get(f"{url}/v1/stats", timeout=5).json()
+    assert sum(load.statuses.values()) == len(ids) * 4
+    assert set(load.statuses) == {200, 429}, dict(load.statuses)  # no 5xx, nothing else
+    assert all(r.headers["retry-after"] == "2" for r in shed)
+    assert all(r.json()["detail"].startswith("overloaded: 2 transactions") for r in shed)
+    assert stats["shed"] == load.statuses[429]
+    assert stats["errors"] == 0

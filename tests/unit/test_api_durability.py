@@ -1,0 +1,122 @@
+"""The fraud endpoint's durability parts (write-ahead log, ack hand-over) and load shedder."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from api.fraud.durability import SUFFIX, AckWaiter, WriteAheadLog
+from api.fraud.shedding import LoadShedder
+from api.fraud.stats import TRANSACTIONS_PATH, RequestStats
+
+
+def test_a_segment_is_deleted_once_closed_and_every_record_acknowledged(tmp_path: Path) -> None:
+    wal = WriteAheadLog(tmp_path, fsync=False, segment_records=3)
+    callbacks = [wal.append(b'{"n":%d}' % i) for i in range(7)]
+    assert len(list(tmp_path.glob(f"*{SUFFIX}"))) == 3  # 3 + 3 + the open one
+    for callback in callbacks[:3]:
+        callback(None)
+    wal.collect()
+    assert len(list(tmp_path.glob(f"*{SUFFIX}"))) == 2
+    callbacks[3]("broker down")  # a failed record keeps its segment for the next start
+    for callback in callbacks[4:]:
+        callback(None)
+    assert wal.close() == 1
+    left = WriteAheadLog(tmp_path, fsync=False)
+    assert [orjson.loads(r)["n"] for r in left.leftover_records()] == [3, 4, 5]
+    left.drop_leftover()
+    left.close()
+    assert list(tmp_path.glob(f"*{SUFFIX}")) == []
+
+
+def test_leftovers_skip_blank_lines_and_stay_in_order(tmp_path: Path) -> None:
+    (tmp_path / f"{1:020d}{SUFFIX}").write_bytes(b'{"n":1}\n\n{"n":2}\n')
+    (tmp_path / f"{2:020d}{SUFFIX}").write_bytes(b'{"n":3}\n{"n":')  # torn by a kill
+    wal = WriteAheadLog(tmp_path, fsync=False)
+    assert list(wal.leftover_records()) == [b'{"n":1}', b'{"n":2}', b'{"n":3}', b'{"n":']
+    wal.close()
+
+
+def test_group_commit_covers_every_append_before_it(tmp_path: Path) -> None:
+    wal = WriteAheadLog(tmp_path, fsync=True)
+
+    async def run() -> int:
+        for i in range(5):
+            wal.append(b'{"n":%d}' % i)
+        await asyncio.gather(*(wal.synced() for _ in range(5)))
+        wal.append(b'{"n":5}')
+        await wal.synced()
+        return wal._synced
+
+    assert asyncio.run(run()) == 6
+    assert wal.close() == 6  # written, none acknowledged: all kept
+
+
+def test_acks_from_another_thread_resolve_futures_on_the_loop() -> None:
+    async def run() -> list[str | None]:
+        waiter = AckWaiter(asyncio.get_running_loop())
+        pairs = [waiter.waiter() for _ in range(3)]
+
+        def poll_thread() -> None:
+            pairs[0][1](None)
+            pairs[1][1]("timed out")
+            waiter.hand_over()
+            pairs[2][1](None)
+            waiter.hand_over()
+
+        thread = threading.Thread(target=poll_thread)
+        thread.start()
+        results = await asyncio.wait_for(asyncio.gather(*(f for f, _ in pairs)), 10)
+        thread.join()
+        return list(results)
+
+    assert asyncio.run(run()) == [None, "timed out", None]
+
+
+def test_past_the_bound_a_transaction_is_shed_with_429_and_retry_after() -> None:
+    release = asyncio.Event()
+    entered = 0
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        nonlocal entered
+        entered += 1
+        await release.wait()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    stats = RequestStats()
+    shedder = LoadShedder(app, stats, limit=2, retry_after_s=3)
+
+    async def request(sent: list[dict[str, Any]], path: str = TRANSACTIONS_PATH) -> None:
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": b"{}"}
+
+        async def send(message: Any) -> None:
+            sent.append(message)
+
+        scope = {"type": "http", "path": path, "method": "POST", "headers": []}
+        await shedder(scope, receive, send)
+
+    async def run() -> list[list[dict[str, Any]]]:
+        sent: list[list[dict[str, Any]]] = [[] for _ in range(4)]
+        held = [asyncio.create_task(request(sent[i])) for i in range(2)]
+        await asyncio.sleep(0)
+        await request(sent[2])  # the third while two are held: shed at once
+        other = asyncio.create_task(request(sent[3], "/v1/stats"))  # other paths: never shed
+        await asyncio.sleep(0)
+        assert shedder.in_flight == 2 and entered == 3
+        release.set()
+        await asyncio.gather(*held, other)
+        assert shedder.in_flight == 0
+        return sent
+
+    sent = asyncio.run(run())
+    assert [s[0]["status"] for s in sent] == [200, 200, 429, 200]
+    headers = dict(sent[2][0]["headers"])
+    assert headers[b"retry-after"] == b"3"
+    assert orjson.loads(sent[2][1]["body"])["detail"].startswith("overloaded: 2 transactions")
+    assert stats.shed == 1
