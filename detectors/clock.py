@@ -76,11 +76,14 @@ class ClockParams(Thresholds):
 CLOCK = ClockParams()
 
 
-def regime(lag_ms: int | np.ndarray, params: ClockParams = CLOCK) -> int | np.ndarray:
+def regime(lag_ms: int, params: ClockParams = CLOCK) -> int:
     """1 for a record of a reset clock (its lag beyond `sane_s`, either way), else 0."""
-    if isinstance(lag_ms, np.ndarray):
-        return (np.abs(lag_ms) > params.sane_ms).astype(np.int8)
     return int(abs(lag_ms) > params.sane_ms)
+
+
+def regimes(lag_ms: np.ndarray, params: ClockParams = CLOCK) -> np.ndarray:
+    """`regime` of each lag."""
+    return (np.abs(lag_ms) > params.sane_ms).astype(np.int8)
 
 
 @dataclass
@@ -109,7 +112,7 @@ class ClockEstimator:
         """(offset_estimate_ms, corrected_event_time) of this record."""
         lag = kafka_ms - event_ms
         state = self._devices.setdefault(device, _Device())
-        q = state.envelopes.setdefault(int(regime(lag, self.params)), deque())
+        q = state.envelopes.setdefault(regime(lag, self.params), deque())
         horizon = kafka_ms - self.params.window_ms
         while q and q[0][0] < horizon:
             q.popleft()
@@ -151,7 +154,7 @@ def estimate(
     work = pd.DataFrame(
         {
             "d": out[device].to_numpy(),
-            "r": regime(lag, params),
+            "r": regimes(lag, params),
             "t": pd.to_datetime(ts, unit="ms"),
             "lag": lag.astype("float64"),
             "i": np.arange(len(out)),

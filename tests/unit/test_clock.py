@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import doctest
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,15 @@ import pytest
 import detectors.clock as clock_module
 import streamsim.evaluate.clock as clock_eval
 from core.contracts import topics
-from detectors.clock import CORRECTED, OFFSET, ClockEstimator, ClockParams, estimate, regime
+from detectors.clock import (
+    CORRECTED,
+    OFFSET,
+    ClockEstimator,
+    ClockParams,
+    estimate,
+    regime,
+    regimes,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 T0 = 1_767_225_600_000
@@ -88,7 +97,8 @@ def test_a_reset_clock_is_its_own_regime() -> None:
     offset, corrected = est.update("d", EPOCH_2000 + 5_000, T0 + 5_050)
     assert corrected == T0 + 5_050 and offset == EPOCH_2000 + 5_000 - (T0 + 5_050)
     assert est.update("d", T0 + 12_000, T0 + 10_400) == (1_900, T0 + 10_100)  # kept
-    assert regime(np.array([0, 86_400_001, -86_400_001])).tolist() == [0, 1, 1]
+    assert regimes(np.array([0, 86_400_001, -86_400_001])).tolist() == [0, 1, 1]
+    assert regime(-86_400_001) == 1
 
 
 def test_offsets_gives_each_devices_latest_estimate() -> None:
@@ -98,7 +108,7 @@ def test_offsets_gives_each_devices_latest_estimate() -> None:
     assert est.offsets() == {"a": 100, "b": -20}
 
 
-def truth(rows: list[tuple[str, int, int, int | None]]) -> pd.DataFrame:
+def truth(rows: Sequence[tuple[str, int, int, int | None]]) -> pd.DataFrame:
     """(entity, true_time, offset, delay or None for dropped) -> truth records."""
     return pd.DataFrame(
         [
@@ -128,7 +138,9 @@ def test_states_split_reset_settling_and_steady() -> None:
 
 
 def test_the_report_scores_steady_records_and_each_state() -> None:
-    rows = [("a", T0 + s * 1000, 3_000, 50) for s in range(30)]
+    rows: list[tuple[str, int, int, int | None]] = [
+        ("a", T0 + s * 1000, 3_000, 50) for s in range(30)
+    ]
     rows += [("a", T0 + s * 1000, -2_000, 50) for s in range(30, 60)]  # a jump back
     rows += [("c", T0 + s * 1000, 90_000, 40) for s in range(60)]
     rows += [("c", T0 + 61_000, 90_000, None)]  # dropped: never sent, not scored
