@@ -128,6 +128,8 @@ class Subscriber:
         self.after: Position = {}
         self.queue: deque[Event] = deque()
         self.dropped = False
+        #: The server is stopping: the stream ends (`close`).
+        self.closed = False
         self._lock = threading.Lock()
         self._loop = loop
         self._ready = asyncio.Event() if loop is not None else None
@@ -144,6 +146,11 @@ class Subscriber:
                 self.queue.append(event)
         self._wake()
         return not self.dropped
+
+    def close(self) -> None:
+        """End the stream at its next wait (safe from a signal handler or another thread)."""
+        self.closed = True
+        self._wake()
 
     def wants(self, event: Event) -> bool:
         return event.offset >= self.after.get(event.partition, 0) and self.accept(event.row)
@@ -166,7 +173,7 @@ class Subscriber:
         if self._ready is None:
             raise RuntimeError("get needs a Subscriber made with its event loop")
         events = self.take()
-        if events or self.dropped:
+        if events or self.dropped or self.closed:
             return events
         self._ready.clear()
         events = self.take()  # one queued between take and clear
@@ -176,7 +183,7 @@ class Subscriber:
             await asyncio.wait_for(self._ready.wait(), timeout_s)
         except TimeoutError:
             return []
-        return self.take()
+        return [] if self.closed else self.take()
 
 
 class EventLog:

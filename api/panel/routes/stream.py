@@ -17,7 +17,8 @@ so a client that saw no row yet still resumes from where it joined.
 A comment line (`: heartbeat <epoch ms>`) goes out after `heartbeat_s` without an event. A
 client's queue holds at most `queue_max` events; one that reads slower than rows land is
 dropped: `event: dropped`, the stream ends (counted in `status`, logged), and EventSource
-reconnects and resumes from its last id.
+reconnects and resumes from its last id. When the server is told to stop (SIGINT, SIGTERM),
+every stream ends with `event: bye`, so uvicorn's graceful shutdown does not wait on them.
 
 Auth: none, as `/v1/alerts`, `/v1/shipping/alerts`, `/v1/sensors/alerts` and `/v1/pipeline`
 are open (no owner scope applies to them; nothing owner-scoped is streamed), so no token ever
@@ -36,9 +37,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from types import FrameType
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
@@ -121,6 +125,37 @@ def stream_headers(request: Request, settings: StreamSettings) -> dict[str, str]
     return headers
 
 
+#: The streams open in this process: ended when the server is told to stop.
+OPEN: set[Subscriber] = set()
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_chained = False
+
+
+def end_streams_on_stop() -> None:
+    """Chain a handler before the server's own SIGINT/SIGTERM handlers (uvicorn's, installed
+    by then) that ends every open stream; uvicorn's graceful shutdown waits for open responses.
+    Only from the main thread (signals are delivered there); once per process."""
+    global _chained
+    if _chained or threading.current_thread() is not threading.main_thread():
+        return
+    _chained = True
+    for sig in _STOP_SIGNALS:
+        previous = signal.getsignal(sig)
+
+        def handler(signum: int, frame: FrameType | None, previous: object = previous) -> None:
+            for sub in list(OPEN):
+                sub.close()
+            if callable(previous):
+                previous(signum, frame)
+            elif signum == signal.SIGINT:
+                signal.default_int_handler(signum, frame)
+            elif previous == signal.SIG_DFL:
+                signal.signal(signum, signal.SIG_DFL)
+                signal.raise_signal(signum)
+
+        signal.signal(sig, handler)
+
+
 def merged_id(position: str, after: dict[int, int]) -> str:
     """The `live` event's id: the log's position, not behind where a resuming client was."""
     now = parse_id(position) or {}
@@ -139,6 +174,7 @@ async def events(
 ) -> AsyncIterator[bytes]:
     """The stream of one subscription: retry, gap (if any), backlog, `live`, then each new
     event, a heartbeat comment after `heartbeat_s` of silence; `dropped` ends it."""
+    OPEN.add(sub)
     try:
         yield retry_line(settings.retry_ms)
         if resume.gap:
@@ -158,6 +194,9 @@ async def events(
         yield frame(hello, event="live", event_id=merged_id(log.position(), sub.after))
         while True:
             batch = await sub.get(settings.heartbeat_s)
+            if sub.closed:
+                yield frame({"reason": "the server is stopping"}, event="bye")
+                return
             if sub.dropped:
                 yield frame(
                     {
@@ -174,6 +213,7 @@ async def events(
             for event in batch:
                 yield frame(event.row, event=name, event_id=event.id)
     finally:
+        OPEN.discard(sub)
         log.unsubscribe(sub)
 
 
@@ -187,6 +227,7 @@ async def open_stream(
     backlog: int,
 ) -> StreamingResponse:
     settings = settings_of(request)
+    end_streams_on_stop()
     sub = Subscriber(accept, settings.queue_max, asyncio.get_running_loop())
     resume = log.subscribe(sub, last_event_id, backlog)
     return StreamingResponse(
