@@ -18,6 +18,11 @@ Method:
 - peak_rss_mb: the subject process's peak resident set (wait4 rusage when it exits).
 - server_cpu_us_per_request: each server process's CPU time (all threads) over a run divided
   by the answers in it: the cost per request without the machine's other load.
+- `durability`: the subject's `durability` setting (`api.fraud.durability`; unset: its
+  default), so each mode's cost can be measured.
+- `generator`: `ours` (the closed loop above), `wrk` (`streamsim.bench.wrk`: Debian's wrk with
+  a Lua script for the bodies, in place of ours) or `both` (ours for the main figures, and a
+  `wrk` section with wrk's rounds against the same two servers right after ours, each round).
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import numpy as np
@@ -48,6 +53,7 @@ from core.ports import free_port
 from runs.process import spawn
 from streamsim.bench.bare_app import PATH
 from streamsim.bench.report import BenchReport
+from streamsim.bench.wrk import write_bodies, wrk_saturate
 from streamsim.loadtest.closed_loop import Saturation, saturate
 from streamsim.loadtest.config import PayloadMix
 from streamsim.loadtest.connection import post_request, request_head
@@ -55,6 +61,7 @@ from streamsim.loadtest.payloads import PayloadSet, build_payloads, id_tag
 from streamsim.stackfile import write_stack_file
 
 POOL_BODIES = 50_000
+Generator = Literal["ours", "wrk", "both"]
 READY_TIMEOUT_S = 90.0
 
 
@@ -164,6 +171,9 @@ def bench_api(
     warmup_s: float = 3.0,
     duration_s: float = 10.0,
     rounds: int = 2,
+    durability: str | None = None,
+    generator: Generator = "ours",
+    wrk_threads: int = 1,
     progress: Callable[[str], None] = lambda _: None,
 ) -> BenchReport:
     host = stack.api.host
@@ -178,7 +188,10 @@ def bench_api(
         child_env = write_stack_file(subject_stack, stack_file)  # client secrets by env only
         settings_file = work / "api.yaml"
         topic = f"bench.cards-activity-{uuid.uuid4().hex[:8]}"
-        settings_file.write_text(f"kind: api\ntopic: {topic}\nrebuild_timeout_s: 30\n")
+        settings_file.write_text(
+            f"kind: api\ntopic: {topic}\nrebuild_timeout_s: 30\n"
+            + (f"durability: {durability}\n" if durability else "")
+        )
         env = {
             **child_env,
             "STREAMSIM_PAN_SECRET": f"bench-api-{secrets.token_hex(16)}",
@@ -242,6 +255,20 @@ def bench_api(
                 duration_s=min(duration_s, 5.0),
             )
             streams = {name: RequestStream(urls[name], payloads) for name in runs}
+            bodies = write_bodies(work / "wrk-bodies.txt", payloads)
+            wrk_runs: dict[str, list[Saturation]] = {"subject": [], "reference": []}
+
+            def with_wrk(name: str, r: int) -> Saturation:
+                return wrk_saturate(
+                    urls[name],
+                    bodies,
+                    f"wrk-{id_tag()}-{r}",
+                    connections=connections,
+                    threads=wrk_threads,
+                    warmup_s=warmup_s,
+                    duration_s=duration_s,
+                )
+
             for r in range(rounds):
                 for name in ("subject", "reference"):
                     progress(f"round {r + 1}/{rounds}: {name}")
@@ -249,10 +276,18 @@ def bench_api(
                     for server in servers.values():
                         _wait_idle(server)
                     cpu_before = _server_cpu_s(servers[name])
-                    run = _saturate(urls[name], streams[name], **options)
+                    if generator == "wrk":
+                        run = with_wrk(name, r)
+                    else:
+                        run = _saturate(urls[name], streams[name], **options)
                     cpu = _server_cpu_s(servers[name]) - cpu_before
                     runs[name].append(run)
                     cpu_per_request[name].append(cpu / max(run.total_requests, 1))
+                    if generator == "both":
+                        progress(f"round {r + 1}/{rounds}: {name}, wrk")
+                        for server in servers.values():
+                            _wait_idle(server)
+                        wrk_runs[name].append(with_wrk(name, r))
         except BaseException:
             for server in servers.values():
                 server.stop()
@@ -273,6 +308,10 @@ def bench_api(
         payloads=payloads,
         load=(load_before, os.getloadavg()),
         subject_log=subject_log,
+        durability=durability,
+        generator=generator,
+        wrk_runs=wrk_runs if generator == "both" else None,
+        wrk_threads=wrk_threads,
     )
 
 
@@ -313,6 +352,10 @@ def _report(
     payloads: PayloadSet,
     load: tuple[tuple[float, float, float], tuple[float, float, float]],
     subject_log: str,
+    durability: str | None = None,
+    generator: Generator = "ours",
+    wrk_runs: dict[str, list[Saturation]] | None = None,
+    wrk_threads: int = 1,
 ) -> BenchReport:
     subject, reference = runs["subject"], runs["reference"]
     if any(run.requests == 0 for run in subject):
@@ -377,5 +420,31 @@ def _report(
             "body_bytes": round(body_bytes, 1),
             "load_average": {"before": round(load[0][0], 2), "after": round(load[1][0], 2)},
             "cpu_count": os.cpu_count(),
+            "durability": durability or "default",
+            "generator": generator,
+            **({"wrk_threads": wrk_threads} if generator != "ours" else {}),
+            **({"wrk": _wrk_section(wrk_runs, median)} if wrk_runs is not None else {}),
         },
     )
+
+
+def _wrk_section(
+    runs: dict[str, list[Saturation]], median: Callable[[list[float]], float]
+) -> dict[str, Any]:
+    """wrk's rounds against the subject and the reference: medians, and the rates' ratio."""
+    section: dict[str, Any] = {}
+    for name, done in runs.items():
+        section[name] = {
+            "requests_per_s": median([r.requests_per_s for r in done]),
+            "rates": [round(r.requests_per_s, 1) for r in done],
+            "latency_ms": {
+                "p50": median([r.latency_ms["p50"] for r in done]),
+                "p99": median([r.latency_ms["p99"] for r in done]),
+            },
+            "errors": sum(r.errors for r in done),
+            "generator_cpu_cores": median([r.client_cpu_s / r.elapsed_s for r in done]),
+        }
+    section["ratio"] = round(
+        section["subject"]["requests_per_s"] / section["reference"]["requests_per_s"], 3
+    )
+    return section

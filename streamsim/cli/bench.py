@@ -189,12 +189,28 @@ def api_bench(
     rounds: Annotated[
         int, typer.Option(min=1, help="Runs of each, alternating; medians are reported.")
     ] = 2,
+    durability: Annotated[
+        str | None,
+        typer.Option(help="The endpoint's durability setting: ack, log or none. Default: its own."),
+    ] = None,
+    generator: Annotated[
+        str,
+        typer.Option(
+            help="Load generator: ours (closed loop), wrk (Debian's wrk with a Lua script, "
+            "instead) or both (ours, plus a wrk section: the cross-check)."
+        ),
+    ] = "ours",
+    wrk_threads: Annotated[int, typer.Option(min=1, help="wrk's threads (-t).")] = 1,
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Fraud endpoint vs a bare FastAPI endpoint (same uvicorn settings), saturated."""
     from streamsim.bench.api import bench_api
 
+    if generator not in ("ours", "wrk", "both"):
+        raise typer.BadParameter(f"{generator!r}: ours, wrk or both", param_hint="--generator")
+    if durability not in (None, "ack", "log", "none"):
+        raise typer.BadParameter(f"{durability!r}: ack, log or none", param_hint="--durability")
     stack = stack_from(config)
     with local_broker(stack, announce):
         report = bench_api(
@@ -203,9 +219,22 @@ def api_bench(
             warmup_s=warmup,
             duration_s=duration,
             rounds=rounds,
+            durability=durability,
+            generator=generator,  # type: ignore[arg-type]
+            wrk_threads=wrk_threads,
             progress=lambda step: err_console.print(f"bench api: {step}", highlight=False),
         )
     r = report.to_dict()
+    wrk = r.get("wrk")
+    wrk_line = (
+        f"\nwrk ({wrk_threads} thread(s)): fraud endpoint {wrk['subject']['requests_per_s']:,.0f} "
+        f"req/s, p50 {wrk['subject']['latency_ms']['p50']:.2f} ms, p99 "
+        f"{wrk['subject']['latency_ms']['p99']:.2f} ms; bare FastAPI "
+        f"{wrk['reference']['requests_per_s']:,.0f} req/s; ratio {wrk['ratio']:.2f}; ours/wrk "
+        f"on the endpoint {r['requests_per_s'] / wrk['subject']['requests_per_s']:.2f}"
+        if wrk
+        else ""
+    )
     emit(
         r,
         as_json,
@@ -219,5 +248,6 @@ def api_bench(
         f"generator CPU {r['generator_cpu_cores']} cores; {connections} connections, "
         f"{warmup:g} s warm-up + {duration:g} s per run; load average "
         f"{r['load_average']['before']} -> {r['load_average']['after']} on "
-        f"{r['cpu_count']} CPUs",
+        f"{r['cpu_count']} CPUs; durability {r['durability']}, generator {r['generator']}"
+        + wrk_line,
     )
