@@ -5,7 +5,9 @@ published none to `cards.activity` for the run (an endpoint in another language,
 sandbox), or when asked (`--verdicts simulator`): `streamsim.evaluate.verdicts`.
 
 A request that got no 2xx answer is recorded with its `outcome` (a timeout, a 5xx, ...) and no
-`decision`: it is counted as such, never as an approval.
+`decision`: it is counted as such, never as an approval. `shed`: the endpoint answered 429
+(load shedding) to every attempt, the terminal fell back to its stand-in decision (named in
+`error`), and the endpoint decided nothing.
 """
 
 from __future__ import annotations
@@ -14,14 +16,16 @@ from core.contracts import topics
 from core.contracts.events import DECISIONS, Field, Record
 
 #: How a request ended: a 2xx (`ok`: `decision` read from the body, if it had one), a 4xx or
-#: 5xx status after the retries, a timeout, a connection error, or anything else (`error`).
+#: 5xx status after the retries, shed (429 to every attempt: the terminal's stand-in), a
+#: timeout, a connection error, or anything else (`error`).
 OK = "ok"
 HTTP_4XX = "http_4xx"
 HTTP_5XX = "http_5xx"
+SHED = "shed"
 TIMEOUT = "timeout"
 CONNECTION = "connection_error"
 ERROR = "error"
-OUTCOMES = (OK, HTTP_4XX, HTTP_5XX, TIMEOUT, CONNECTION, ERROR)
+OUTCOMES = (OK, HTTP_4XX, HTTP_5XX, SHED, TIMEOUT, CONNECTION, ERROR)
 
 CARD_VERDICT = Record(
     "cards.verdict",

@@ -8,6 +8,13 @@ terminals and asks the fraud endpoint for a verdict on every transaction.
   queue.
 - A connection error or a 5xx is retried (`retries` times, short backoff); a repeat is safe
   because the endpoint is idempotent on the transaction id.
+- A 429 (the endpoint shed the request: too much in flight) is retried too, after its
+  `Retry-After` (capped at `MAX_RETRY_AFTER_S`, at least the backoff), `retries` times. If
+  every attempt is shed, the terminal does what a card terminal does when its issuer cannot
+  answer: stand-in processing, approving offline up to a floor limit (`STAND_IN_FLOOR`) and
+  declining above it. The request is recorded as `shed` (never as the endpoint's decision),
+  and the counters keep both apart: `shed_retries` (429s retried) and `stand_in` (requests
+  decided by the terminal, per stand-in decision).
 - Nothing is dropped silently: every response is counted by status, every request that never
   got a 2xx is counted as failed, and the first few error bodies (422 field errors included) are
   kept for the run summary, PAN-scrubbed.
@@ -36,6 +43,12 @@ from simulators.sinks.base import Records, Sink, SinkReport, Topics
 
 MAX_ERRORS_KEPT = 5
 BACKOFF_S = 0.05
+#: The longest a terminal waits on a 429's Retry-After before its retry (a customer is at
+#: the till).
+MAX_RETRY_AFTER_S = 1.0
+#: Stand-in processing: approve offline up to this amount, decline above (a terminal's floor
+#: limit; the amount in the request's own currency).
+STAND_IN_FLOOR = 50.0
 _ID_HEAD = b'{"transaction_id":"'
 
 
@@ -61,6 +74,8 @@ def outcome_of(status: int | None, exc: BaseException | None = None) -> str:
 
     >>> outcome_of(200), outcome_of(503), outcome_of(422), outcome_of(None, httpx.ReadTimeout(""))
     ('ok', 'http_5xx', 'http_4xx', 'timeout')
+    >>> outcome_of(429)
+    'shed'
     """
     if exc is not None:
         if isinstance(exc, httpx.TimeoutException):
@@ -72,11 +87,21 @@ def outcome_of(status: int | None, exc: BaseException | None = None) -> str:
         return verdicts.ERROR
     if 200 <= status < 300:
         return verdicts.OK
+    if status == 429:
+        return verdicts.SHED
     if status >= 500:
         return verdicts.HTTP_5XX
     if status >= 400:
         return verdicts.HTTP_4XX
     return verdicts.ERROR
+
+
+def retry_after(response: httpx.Response) -> float:
+    """A 429's Retry-After in seconds (delta-seconds form; 0 when absent or a date)."""
+    try:
+        return max(0.0, float(response.headers.get("retry-after", "0")))
+    except ValueError:
+        return 0.0
 
 
 def verdict_record(
@@ -89,9 +114,11 @@ def verdict_record(
     answered_at_s: float,
     attempts: int,
     exc: BaseException | None = None,
+    stand_in: str | None = None,
 ) -> dict[str, Any]:
     """The `cards.verdict` record of one request (`core.contracts.verdicts.CARD_VERDICT`): the
-    decision and alerts come from a 2xx body only; a timeout or a 5xx has neither."""
+    decision and alerts come from a 2xx body only; a timeout or a 5xx has neither; a shed one
+    names the terminal's `stand_in` decision in `error`."""
     outcome = outcome_of(status, exc)
     decision = alerts = None
     if outcome == verdicts.OK and content:
@@ -108,6 +135,8 @@ def verdict_record(
     error = None
     if exc is not None:
         error = scrub_text(f"{type(exc).__name__}: {exc}")[:200]
+    elif outcome == verdicts.SHED:
+        error = f"HTTP 429; stand-in {stand_in}" if stand_in else "HTTP 429"
     elif outcome != verdicts.OK:
         error = f"HTTP {status}"
     return {
@@ -159,7 +188,8 @@ class HttpEventSink:
         self._decisions: Counter[str] = Counter()
         self._errors: Counter[str] = Counter()
         self._samples: list[str] = []
-        self._sent = self._ok = self._failed = self._retried = 0
+        self._sent = self._ok = self._failed = self._retried = self._shed_retries = 0
+        self._stand_in: Counter[str] = Counter()
         self._latency = HdrHistogram(1, 60_000_000, 3)  # microseconds
 
     def open(self, topics: Topics) -> None:
@@ -232,14 +262,17 @@ class HttpEventSink:
         content: bytes | None = None
         error: BaseException | None = None
         attempts = 0
+        stand_in: str | None = None
         try:
             status, content, error, attempts = self._attempts(body)
+            if status == 429:
+                stand_in = self._stand_in_decision(body)
         except Exception as exc:  # never lose a request silently, whatever went wrong
             error = exc
             self._fail(f"{type(exc).__name__}: {exc}", None)
         finally:
             try:
-                self._log_verdict(body, key, status, content, error, sent_at, attempts)
+                self._log_verdict(body, key, status, content, error, sent_at, attempts, stand_in)
             finally:
                 with self._lock:
                     self._in_flight -= 1
@@ -254,6 +287,7 @@ class HttpEventSink:
         error: BaseException | None,
         sent_at: float,
         attempts: int,
+        stand_in: str | None = None,
     ) -> None:
         token = key.decode() if isinstance(key, bytes) else str(key)
         record = verdict_record(
@@ -265,6 +299,7 @@ class HttpEventSink:
             answered_at_s=time.time(),
             attempts=max(1, attempts),
             exc=error if status is None else None,
+            stand_in=stand_in,
         )
         value = orjson.dumps(record)
         with self._lock:
@@ -287,6 +322,9 @@ class HttpEventSink:
                 return None, None, exc, attempt + 1
             micros = max(1, int((time.perf_counter() - started) * 1e6))
             status = response.status_code
+            if status == 429 and attempt < self.retries:
+                self._retry(attempt, retry_after(response))
+                continue
             if status >= 500 and attempt < self.retries:
                 self._retry(attempt)
                 continue
@@ -294,10 +332,27 @@ class HttpEventSink:
             return status, response.content, None, attempt + 1
         raise AssertionError("unreachable: the last attempt returns")
 
-    def _retry(self, attempt: int) -> None:
+    def _retry(self, attempt: int, after_s: float | None = None) -> None:
+        """Back off before retry `attempt + 1`; a shed request (`after_s`: its Retry-After)
+        waits at least that long, at most `MAX_RETRY_AFTER_S`."""
+        backoff = BACKOFF_S * (2**attempt)
         with self._lock:
             self._retried += 1
-        time.sleep(BACKOFF_S * (2**attempt))
+            if after_s is not None:
+                self._shed_retries += 1
+                backoff = max(backoff, min(after_s, MAX_RETRY_AFTER_S))
+        time.sleep(backoff)
+
+    def _stand_in_decision(self, body: bytes) -> str:
+        """What the terminal decides by itself when the endpoint shed every attempt."""
+        try:
+            amount = float(orjson.loads(body).get("amount"))
+        except (orjson.JSONDecodeError, AttributeError, TypeError, ValueError):
+            amount = float("inf")
+        decision = "approve" if amount <= STAND_IN_FLOOR else "decline"
+        with self._lock:
+            self._stand_in[decision] += 1
+        return decision
 
     def _record(self, status: int, content: bytes, micros: int) -> None:
         decision = None
@@ -366,6 +421,8 @@ class HttpEventSink:
                 "ok": self._ok,
                 "failed": self._failed,
                 "retried": self._retried,
+                "shed_retries": self._shed_retries,
+                "stand_in": dict(sorted(self._stand_in.items())),
                 "status": dict(sorted(self._status.items())),
                 "decisions": dict(sorted(self._decisions.items())),
                 "latency_ms": latency,

@@ -192,3 +192,48 @@ def test_the_endpoint_url_defaults_to_the_stacks_api_address() -> None:
     assert endpoint_url(domain, stack) == "http://api.internal:80/v1/transactions"
     chosen = CardsDomain.model_validate({"endpoint": {"url": "https://fraud.example/tx"}})
     assert endpoint_url(chosen, stack) == "https://fraud.example/tx"
+
+
+def test_a_shed_request_is_retried_after_retry_after_then_decided_by_stand_in(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import simulators.sinks.http as http_sink
+
+    slept: list[float] = []
+    monkeypatch.setattr(http_sink.time, "sleep", slept.append)
+    calls: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        txid = orjson.loads(request.content)["transaction_id"]
+        with lock:
+            calls[txid] = calls.get(txid, 0) + 1
+            n = calls[txid]
+        if txid == "t0" and n == 1:  # shed once, then answered
+            return httpx.Response(429, headers={"retry-after": "0.3"}, json={"detail": "x"})
+        if txid in ("t1", "t2"):  # shed every time: stand-in
+            return httpx.Response(429, headers={"retry-after": "30"}, json={"detail": "x"})
+        return httpx.Response(200, json={"decision": "approve"})
+
+    bodies = [
+        orjson.dumps({"transaction_id": f"t{i}", "card_number": PAN, "amount": amount})
+        for i, amount in enumerate([10.0, 20.0, 900.0])
+    ]
+    inner = MemorySink()
+    sink = HttpEventSink(
+        inner, URL, transport=httpx.MockTransport(handler), retries=2, concurrency=1
+    )
+    sink.open(TOPICS)
+    sink.write(Records([b"k"] * 3, bodies, [0, 1, 2]), Records())
+    report = sink.close()
+    stats = report.details["http"]
+    assert calls == {"t0": 2, "t1": 3, "t2": 3}
+    assert stats["ok"] == 1 and stats["shed_retries"] == 5 and stats["retried"] == 5
+    assert stats["stand_in"] == {"approve": 1, "decline": 1}  # 20.00 under the floor, 900 not
+    assert stats["status"] == {"200": 1, "429": 2}
+    assert 0.3 in slept and http_sink.MAX_RETRY_AFTER_S in slept  # Retry-After, capped
+    outcomes = {orjson.loads(v)["transaction_id"]: orjson.loads(v) for v in sink.recorded.values}
+    assert outcomes["t0"]["outcome"] == "ok" and outcomes["t0"]["attempts"] == 2
+    assert outcomes["t1"]["outcome"] == "shed" and outcomes["t1"]["decision"] is None
+    assert outcomes["t1"]["error"] == "HTTP 429; stand-in approve"
+    assert outcomes["t2"]["error"] == "HTTP 429; stand-in decline"

@@ -138,7 +138,7 @@ def test_declines_are_scored_against_truth_and_failures_are_not_approvals() -> N
     frame["detected_sim_ms"] = float("nan")
     out = scoring.summary(found, frame, truth(), "simulator")
     assert out["requests"] == 6 and out["attributed"] is True
-    assert out["outcomes"] == {"ok": 4, "http_4xx": 0, "http_5xx": 1, "timeout": 1,
+    assert out["outcomes"] == {"ok": 4, "http_4xx": 0, "http_5xx": 1, "shed": 0, "timeout": 1,
                                "connection_error": 0, "error": 0}  # fmt: skip
     assert out["decisions"] == {"approve": 1, "decline": 2, "review": 1}
     assert out["fraud_unanswered"] == {"http_5xx": 1, "timeout": 1}
