@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from streamsim.loadtest.recorder import ERROR, GOOD, Recorder
+from streamsim.loadtest.recorder import ERROR, GOOD, SHED, Recorder
 
 SCHEMA = "loadtest.progress/1"
 PERCENTILES = {"p50": 50.0, "p95": 95.0, "p99": 99.0}
@@ -94,6 +94,7 @@ class LiveFile:
             "achieved_rate": round(rate, 1),
             "good": good,
             "errors": int(np.count_nonzero(rec.outcome == ERROR)),
+            "shed": int(np.count_nonzero(rec.outcome == SHED)),
             "latency_ms": latency_so_far(rec),
         }
 

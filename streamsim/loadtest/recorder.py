@@ -7,6 +7,9 @@ the in-flight bound, a late generator): this is what keeps a slow server from hi
 Requests intended during the warm-up are tracked but left out of every figure. Outcomes:
 - an answer: its latency goes into the HdrHistogram (1 µs .. 60 s, 3 significant digits);
   2xx is good, and so is 422 for a body from the invalid share;
+- shed: a 429 (the endpoint's load shedding, `api.fraud.shedding`) to a valid body: counted
+  apart (`shed`), neither good nor an error, and kept out of the latency histogram, so the
+  percentiles are those of the accepted requests;
 - errors, counted by kind: `status_<code>` (any other non-2xx, 422 to a valid body included),
   `accepted_invalid` (2xx to an invalid body), `timeout`, `connection` (closed mid-request).
 """
@@ -19,7 +22,7 @@ import numpy as np
 from hdrh.histogram import HdrHistogram
 
 LOWEST_US, HIGHEST_US, SIGNIFICANT_DIGITS = 1, 60_000_000, 3
-PENDING, GOOD, ERROR = 0, 1, 2
+PENDING, GOOD, ERROR, SHED = 0, 1, 2, 3
 
 
 class Recorder:
@@ -41,6 +44,8 @@ class Recorder:
         self.statuses: Counter[int] = Counter()
         self.decisions: Counter[str] = Counter()
         self.finished = 0  # requests answered or failed, warm-up included
+        self.shed = 0  # 429s in the measured window
+        self.shed_latency = HdrHistogram(LOWEST_US, HIGHEST_US, SIGNIFICANT_DIGITS)
 
     @property
     def requests(self) -> int:
@@ -59,6 +64,13 @@ class Recorder:
         self.finished += 1
         self.done_at[slot] = done_s
         self.latency_s[slot] = latency
+        if status == 429 and not self.expect_422[slot]:
+            self.outcome[slot] = SHED
+            if slot >= self.first_measured:
+                self.shed += 1
+                self.statuses[status] += 1
+                self.shed_latency.record_value(_us(latency))
+            return
         good = 200 <= status < 300
         kind = None
         if self.expect_422[slot]:
@@ -94,6 +106,9 @@ class Recorder:
     # figures
     def latency_ms(self) -> dict[str, float | None]:
         return _percentiles_ms(self.histogram, {"p50": 50, "p90": 90, "p99": 99, "p999": 99.9})
+
+    def shed_latency_ms(self) -> dict[str, float | None]:
+        return _percentiles_ms(self.shed_latency, {"p50": 50, "p99": 99})
 
     def latency_from_send_ms(self) -> dict[str, float | None]:
         return _percentiles_ms(self.from_send, {"p50": 50, "p99": 99})

@@ -22,6 +22,7 @@ import numpy as np
 import orjson
 
 from streamsim.loadtest.config import LoadTestConfig, SloSettings
+from streamsim.loadtest.recorder import ERROR, SHED
 from streamsim.loadtest.runner import RunResult
 from streamsim.loadtest.slo import all_ok, evaluate
 
@@ -98,6 +99,9 @@ def build_report(
         "achieved_rate_fraction": figures["achieved_rate_fraction"],
         "error_rate": figures["error_rate"],
         "errors_by_kind": dict(sorted(rec.errors.items())),
+        "shed": rec.shed,
+        "shed_rate": round(rec.shed / requests, 6) if requests else None,
+        "shed_latency_ms": rec.shed_latency_ms(),
         "statuses": {str(k): v for k, v in sorted(rec.statuses.items())},
         "decisions": dict(sorted(rec.decisions.items())),
         "payload_kinds": payload_kinds,
@@ -136,9 +140,10 @@ def step_table(
         if hi <= lo:
             continue
         inside = (times >= lo) & (times < hi)
-        lat = rec.latency_s[inside]
+        shed = inside & (rec.outcome == SHED)
+        lat = rec.latency_s[inside & ~shed]  # the accepted requests' latency
         answered = lat[~np.isnan(lat)]
-        errors = int(np.count_nonzero(rec.outcome[inside] == 2))
+        errors = int(np.count_nonzero(rec.outcome[inside] == ERROR))
         p99 = round(float(np.percentile(answered, 99)) * 1000, 3) if answered.size else None
         holds = p99 is not None and errors == 0 and (p99_ms is None or p99 <= p99_ms)
         steps.append(
@@ -146,6 +151,7 @@ def step_table(
                 "rate": step.rate,
                 "requests": int(np.count_nonzero(inside)),
                 "errors": errors,
+                "shed": int(np.count_nonzero(shed)),
                 "p99_ms": p99,
                 "holds": holds,
             }
@@ -173,6 +179,14 @@ def summary(report: dict[str, Any]) -> str:
         f"p99 {ms('p99')}  p99.9 {ms('p999')}  max {ms('max')}",
         f"errors {report['errors']:,} {report['errors_by_kind'] or ''}; statuses "
         f"{report['statuses']}; decisions {report['decisions']}",
+        f"shed (429, apart from errors; latency above is the accepted requests'): "
+        f"{report.get('shed', 0):,}"
+        + (
+            f", answered in p50 {report['shed_latency_ms']['p50']} ms, p99 "
+            f"{report['shed_latency_ms']['p99']} ms"
+            if report.get("shed")
+            else ""
+        ),
         f"from the actual send (what coordinated omission would show): p50 "
         f"{report['latency_from_send_ms']['p50']}  p99 {report['latency_from_send_ms']['p99']}; "
         f"generator lag ms p50 {report['generator_lag_ms']['p50']} p99 "
@@ -194,7 +208,7 @@ def summary(report: dict[str, Any]) -> str:
             mark = "holds" if step["holds"] else "fails"
             lines.append(
                 f"  step {step['rate']:,.0f}/s: p99 {step['p99_ms']} ms, "
-                f"errors {step['errors']:,} ({mark})"
+                f"errors {step['errors']:,}, shed {step.get('shed', 0):,} ({mark})"
             )
         lines.append(f"knee: highest rate where p99 holds {report['step_knee']['knee_rate']}")
     for name, check in report["slo"].items():
