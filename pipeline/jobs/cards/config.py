@@ -137,6 +137,15 @@ class CardsSettings(Settings):
         "for more cards than the heap holds, and needed by transformWithStateInPandas. "
         "Part of the checkpoint: a checkpoint keeps the store it was created with.",
     )
+    rules_form: Literal["python", "engine"] = Field(
+        "python",
+        description="python: every rule in the one Python stateful operator "
+        "(`pipeline.jobs.cards.state`); engine: velocity and compromised terminal as one "
+        "sliding-window aggregation, impossible travel as a time-bounded self-join "
+        "(`pipeline.jobs.cards.engine`), each its own query with no Python worker, and only "
+        "the spending rule left in the Python operator, fed only card rows. Differences by "
+        "design: `pipeline.rules.velocity`, `.terminal`, `.travel`.",
+    )
     features_trigger: TriggerSettings = Field(
         TriggerSettings(mode="microbatch", interval="10 seconds"),
         description="Trigger of the features query: larger, fewer batches than the alerts "
