@@ -22,8 +22,12 @@ from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql.streaming import DataStreamWriter
 
+from core.config import StackConfig
+from core.kafka.compacted import ensure_compacted
 from detectors.clock import CLOCK, CORRECTED, OFFSET, ClockParams
+from pipeline.kafka_io import write_kafka
 
 LAG = "clock_lag_ms"
 REGIME = "clock_regime"
@@ -108,3 +112,19 @@ def offset_records(table: DataFrame) -> DataFrame:
         F.col("device_id").alias("key"),
         F.to_json(F.struct("device_id", OFFSET, "reset", "records", "as_of")).alias("value"),
     )
+
+
+def offsets_writer(
+    events: DataFrame,
+    device: str,
+    stack: StackConfig,
+    topic: str,
+    checkpoint: str,
+    params: ClockParams = CLOCK,
+    slide_s: float = 30.0,
+) -> DataStreamWriter:
+    """The streaming query that keeps `topic` (compacted, created if missing) at each device's
+    latest offsets, from parsed `events` (with `kafka_time`); the caller sets the trigger."""
+    ensure_compacted(stack, topic)
+    records = offset_records(offset_table(events, device, params, slide_s))
+    return write_kafka(records, stack, topic, checkpoint)
