@@ -153,6 +153,10 @@ class ApiClient:
     def pipeline(self) -> dict[str, Any]:
         return self._get("/v1/pipeline")
 
+    def stream_status(self) -> dict[str, Any]:
+        """The SSE streams' positions and counters (`/v1/stream/status`)."""
+        return self._get("/v1/stream/status")
+
     def rates(self) -> dict[str, Any]:
         return self._get("/v1/rates")
 

@@ -1,5 +1,9 @@
 """Alerts page: what the pipeline's detectors raised (the `alerts` topic) and what the fraud
-endpoint declined or sent to review, each with its evidence."""
+endpoint declined or sent to review, each with its evidence.
+
+The pipeline's alerts are the ones recent when the page opened, and above them, in the browser,
+each new one as it lands (`ui.live_feed`: an EventSource on `/v1/stream/alerts`, started after
+the stream position read before the snapshot, so none falls between the two)."""
 
 from __future__ import annotations
 
@@ -7,7 +11,8 @@ from typing import Any
 
 import streamlit as st
 
-from ui.client import ApiClient
+from ui import live_feed
+from ui.client import ApiClient, ApiError
 from ui.view import REFRESH_S, api_errors, fmt_ms, fmt_num, masked
 
 TIME_KEYS = ("event_time", "decided_at", "detected_at", "at")
@@ -48,11 +53,33 @@ def evidence_lines(evidence: Any, depth: int = 0) -> list[str]:
     return lines
 
 
-@st.fragment(run_every=REFRESH_S)
+def stream_position(client: ApiClient) -> str | None:
+    """The alerts stream's position now ("" before its topic exists); None for an API
+    without the streams."""
+    try:
+        position = client.stream_status()["alerts"]["position"]
+    except ApiError:
+        return None
+    return str(position)
+
+
 def _pipeline_alerts(client: ApiClient, limit: int) -> None:
     with api_errors("Reading alerts"):
+        position = stream_position(client)
         feed = client.alerts(limit=limit)
         alerts = feed["alerts"]
+        if position is not None:
+            st.caption("New alerts appear here as they land, with no page refresh.")
+            live_feed.show(
+                live_feed.feed_html(
+                    live_feed.browser_api_url(client.base_url),
+                    limit=limit,
+                    after=position or None,
+                    skip=live_feed.alert_ids(alerts),
+                    backlog=limit,
+                ),
+                height=320,
+            )
         if not alerts:
             source = feed["source"]
             st.info(
@@ -64,7 +91,7 @@ def _pipeline_alerts(client: ApiClient, limit: int) -> None:
                 )
             )
             return
-        st.caption(f"{len(alerts)} most recent, newest first.")
+        st.caption(f"{len(alerts)} most recent when the page opened, newest first.")
         for alert in alerts:
             with st.container(border=True):
                 st.markdown(

@@ -1,5 +1,9 @@
 """Live page: records/s per topic, the pipeline's watermarks and late drops, the endpoint's
-counters. Refreshes itself every few seconds."""
+counters. Refreshes itself every few seconds; below the pipeline, in the browser, each new
+alert and job report as it lands (`ui.live_feed`, server-sent events).
+
+A query whose last report is older than `ui.status.STALE_S` is shown stale, with its report's
+age: the feed keeps a stopped job's last reports, and its rows/s are not today's."""
 
 from __future__ import annotations
 
@@ -10,7 +14,9 @@ import pandas as pd
 import streamlit as st
 
 from core.contracts.topics import is_truth
+from ui import live_feed
 from ui.client import ApiClient
+from ui.status import STALE_S
 from ui.view import REFRESH_S, api_errors, fmt_duration, fmt_ms, fmt_num, fmt_rate
 
 
@@ -20,6 +26,17 @@ def render(client: ApiClient) -> None:
     _rates(client, show_truth)
     st.subheader("Pipeline")
     _pipeline(client)
+    st.caption("Job reports and new alerts as they land (no page refresh):")
+    live_feed.show(
+        live_feed.feed_html(
+            live_feed.browser_api_url(client.base_url),
+            limit=5,
+            backlog=5,
+            progress=True,
+            stale_s=STALE_S,
+        ),
+        height=260,
+    )
     st.subheader("Fraud endpoint")
     _endpoint(client)
 
@@ -105,12 +122,18 @@ def _pipeline(client: ApiClient) -> None:
         # Late input rows counted once per job (its queries read the same input).
         jobs = view.get("jobs") or []
         dropped = sum(j["late_events_seen"] for j in jobs)
+        current = [q for q in queries if not is_stale(q)]
+        if len(current) < len(queries):
+            st.warning(stale_note(queries, len(current)), icon=":material/history:")
         cols = st.columns(3)
-        cols[0].metric("Queries reporting", len(queries), border=True)
+        cols[0].metric("Queries reporting", len(current), border=True)
         cols[1].metric(
             "Rows processed/s",
-            fmt_rate(sum(q.get("processed_rows_per_s") or 0.0 for q in queries)),
+            fmt_rate(sum(q.get("processed_rows_per_s") or 0.0 for q in current))
+            if current
+            else "stopped",
             border=True,
+            help="Of the queries reporting now; a stale query's last rate is in the table.",
         )
         cols[2].metric("Late rows dropped (seen)", fmt_num(dropped), border=True)
         st.table(
@@ -132,7 +155,7 @@ def _pipeline(client: ApiClient) -> None:
                         "late drops (seen)": fmt_num(
                             _first(q.get("late_events_seen"), q.get("dropped_by_watermark_seen"))
                         ),
-                        "report age (s)": fmt_num(q.get("report_age_s"), 1),
+                        "last report": report_state(q),
                     }
                     for q in queries
                 ]
@@ -163,6 +186,32 @@ def _endpoint(client: ApiClient) -> None:
             f"queued {fmt_num(publish['queued'])}; state {stats['state']['status']} with "
             f"{fmt_num(stats['state']['cards'])} cards; up {fmt_num(stats['uptime_s'])} s."
         )
+
+
+def is_stale(query: dict[str, Any]) -> bool:
+    """Whether a query's last report is older than `STALE_S` (its job stopped, or stalls)."""
+    age = query.get("report_age_s")
+    return isinstance(age, int | float) and age > STALE_S
+
+
+def report_state(query: dict[str, Any]) -> str:
+    """ "live, 2.0 s ago" or "STALE, 5.3 min ago" (— when the report has no time)."""
+    age = query.get("report_age_s")
+    if not isinstance(age, int | float):
+        return "—"
+    return f"{'STALE' if age > STALE_S else 'live'}, {fmt_duration(age)} ago"
+
+
+def stale_note(queries: list[dict[str, Any]], current: int) -> str:
+    """What the warning above a block with stale queries says."""
+    stale = [q for q in queries if is_stale(q)]
+    newest = min(float(q["report_age_s"]) for q in stale)
+    what = "These figures stopped updating" if current == 0 else f"{len(stale)} queries stopped"
+    return (
+        f"**{what}**: {len(stale)} of {len(queries)} queries last reported "
+        f"{fmt_duration(newest)} ago or earlier (a stopped job's last reports, shown STALE "
+        f"below). Rows/s above count only the queries reporting within {STALE_S:.0f} s."
+    )
 
 
 def _first(*values: Any) -> Any:

@@ -11,8 +11,10 @@ Each event's `id:` is the Kafka position after it (`live.views.stream`: `partiti
 per partition, e.g. `0:124,1:457`). A client reconnecting with `Last-Event-ID` gets every held
 row after that position; a position the server no longer holds first gets `event: gap` naming
 the offsets missed (an id that is not ours: `gap` with a `reason`). Without one, `backlog=N`
-sends the newest N held rows first. Then `event: live` carries the current position as its id,
-so a client that saw no row yet still resumes from where it joined.
+sends the newest N held rows first; `after=<id>` starts after an id as the header does (a
+page that read the position from `/v1/stream/status` before its snapshot). Then `event: live`
+carries the current position as its id, so a client that saw no row yet still resumes from
+where it joined.
 
 A comment line (`: heartbeat <epoch ms>`) goes out after `heartbeat_s` without an event. A
 client's queue holds at most `queue_max` events; one that reads slower than rows land is
@@ -245,6 +247,14 @@ LastEventId = Annotated[
         description="Resume after this event id (EventSource sends it when it reconnects).",
     ),
 ]
+After = Annotated[
+    str | None,
+    Query(
+        max_length=4096,
+        description="Start after this id, as Last-Event-ID does (the header wins): a page "
+        "that read `/v1/stream/status` before its snapshot streams what came after it.",
+    ),
+]
 Backlog = Annotated[
     int,
     Query(ge=0, le=1000, description="Without Last-Event-ID: first send the newest N held rows."),
@@ -268,6 +278,7 @@ async def alert_stream(
     run: Run = None,
     job: Job = None,
     backlog: Backlog = 0,
+    after: After = None,
     last_event_id: LastEventId = None,
 ) -> StreamingResponse:
     """Each new alert of the `alerts` topic as it is read, evidence decoded (`event: alert`,
@@ -296,7 +307,7 @@ async def alert_stream(
         return (job is None or row.get("job") == job) and test(row)
 
     return await open_stream(
-        request, feeds.alert_stream, accept, "alert", hello, last_event_id, backlog
+        request, feeds.alert_stream, accept, "alert", hello, last_event_id or after, backlog
     )
 
 
@@ -305,6 +316,7 @@ async def metrics_stream(
     request: Request,
     job: Job = None,
     backlog: Backlog = 0,
+    after: After = None,
     last_event_id: LastEventId = None,
 ) -> StreamingResponse:
     """Each new progress record of the `metrics` topic as it is read (`event: progress`, a
@@ -316,7 +328,13 @@ async def metrics_stream(
 
     hello = {"topic": feeds.metrics_topic, "job": job}
     return await open_stream(
-        request, feeds.progress_stream, accept, "progress", hello, last_event_id, backlog
+        request,
+        feeds.progress_stream,
+        accept,
+        "progress",
+        hello,
+        last_event_id or after,
+        backlog,
     )
 
 
