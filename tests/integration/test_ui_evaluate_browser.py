@@ -65,11 +65,11 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "while_running": True,
         "path": "endpoint",
     },
-    # 100 vehicles for 10 simulated minutes at 30x, the short faults at the slider's top rate
+    # 50 vehicles for 10 simulated minutes at 30x, the short faults at the slider's top rate
     # (the best-supported type, gps_jump, had 24 incidents at 150 vehicles and 1.5 an hour).
     "vehicles": {
         "sliders": {
-            ENTITIES: "100",
+            ENTITIES: "50",
             SPEED: "30",
             **{
                 f"faults / rate per hour / {kind}": "max"
