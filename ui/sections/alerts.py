@@ -83,7 +83,7 @@ def _pipeline_alerts(client: ApiClient, limit: int) -> None:
         if not alerts:
             source = feed["source"]
             st.info(
-                "No alerts yet"
+                ("No alerts when the page opened" if position is not None else "No alerts yet")
                 + (
                     f" (following {source['partitions']} partitions of `{source['topic']}`)."
                     if source["partitions"]
