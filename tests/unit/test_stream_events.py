@@ -11,6 +11,7 @@ import orjson
 
 from api.panel.routes.stream import (
     StreamSettings,
+    alert_filter,
     allowed_origin,
     events,
     merged_id,
@@ -194,3 +195,25 @@ def test_settings_come_from_the_environment() -> None:
     assert (found.heartbeat_s, found.queue_max) == (0.5, 8)
     assert found.origins == ("https://a.example", "https://b.example")
     assert StreamSettings.from_env({}) == StreamSettings()
+
+
+def test_alert_streams_filter_as_their_read_routes() -> None:
+    """kind=shipping as /v1/shipping/alerts, kind=sensors as /v1/sensors/alerts (the run's,
+    by its event ids, or for a silence by the run having the device), and `job`."""
+    card = alert(1, "cards")
+    ship = {**alert(2, "shipping"), "label": "reefer_failure"}
+    sensor = {**alert(3, "sensors"), "label": "spike", "event_ids": ["sf-r1-x1"]}
+    other_run = {**sensor, "alert_id": "a4", "event_ids": ["sf-r2-x1"]}
+    silence = {**alert(5, "sensors"), "label": "silent_device", "event_ids": [],
+               "entity_id": "sensor-7"}  # fmt: skip
+    rows = [card, ship, sensor, other_run, silence]
+
+    def kept(kind: str, job: str | None = None, run: str | None = None) -> list[object]:
+        accept = alert_filter(kind, job, run, lambda r, d: (r, d) == ("sf-r1", "sensor-7"))
+        return [row["alert_id"] for row in rows if accept(row)]
+
+    assert kept("all") == ["a1", "a2", "a3", "a4", "a5"]
+    assert kept("all", job="cards") == ["a1"]
+    assert kept("shipping") == ["a2"]
+    assert kept("sensors", run="sf-r1") == ["a3", "a5"]
+    assert kept("sensors") == ["a3", "a4", "a5"]  # no run read yet: every sensor alert

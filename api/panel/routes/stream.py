@@ -265,6 +265,33 @@ Job = Annotated[
 ]
 
 
+def no_device(run: str, device: str) -> bool:
+    return False
+
+
+def alert_filter(
+    kind: str, job: str | None, run: str | None, has_device: Callable[[str, str], bool]
+) -> Callable[[dict[str, Any]], bool]:
+    """Which alert rows a stream sends, as its read route picks them: `shipping` as
+    `/v1/shipping/alerts` (`is_shipping`), `sensors` as `/v1/sensors/alerts` (`run`'s, by
+    `run_alerts`; every sensor alert while no run is known yet), `all` as `/v1/alerts`; and
+    only `job`'s when given."""
+
+    def kind_of(row: dict[str, Any]) -> bool:
+        if kind == "shipping":
+            return is_shipping(row)
+        if kind == "sensors":
+            if run is None:
+                return is_sensor_alert(row)
+            return bool(run_alerts([row], run, has_device))
+        return True
+
+    def accept(row: dict[str, Any]) -> bool:
+        return (job is None or row.get("job") == job) and kind_of(row)
+
+    return accept
+
+
 @router.get("/alerts", response_class=StreamingResponse, include_in_schema=False)
 async def alert_stream(
     request: Request,
@@ -285,27 +312,12 @@ async def alert_stream(
     the row of `/v1/alerts`)."""
     feeds = feeds_of(request)
     hello: dict[str, Any] = {"topic": feeds.alerts_topic, "kind": kind, "job": job}
-    test: Callable[[dict[str, Any]], bool]
-    if kind == "shipping":
-        test = is_shipping
-    elif kind == "sensors":
+    has_device: Callable[[str, str], bool] = no_device
+    if kind == "sensors":
         feed = sensors_of(request)
-        chosen = feed.view.run_of_request(run)
-        hello["run"] = chosen
-        if chosen is None:
-            test = is_sensor_alert
-        else:
-
-            def test(row: dict[str, Any]) -> bool:
-                return bool(run_alerts([row], chosen, feed.view.has_device))
-    else:
-
-        def test(row: dict[str, Any]) -> bool:
-            return True
-
-    def accept(row: dict[str, Any]) -> bool:
-        return (job is None or row.get("job") == job) and test(row)
-
+        run = hello["run"] = feed.view.run_of_request(run)
+        has_device = feed.view.has_device
+    accept = alert_filter(kind, job, run, has_device)
     return await open_stream(
         request, feeds.alert_stream, accept, "alert", hello, last_event_id or after, backlog
     )
