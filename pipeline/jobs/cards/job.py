@@ -61,8 +61,10 @@ from core.config import StackConfig
 from core.contracts import CARD_PROFILE, CARD_TRANSACTION
 from core.kafka import ensure_topics
 from core.kafka.compacted import ensure_compacted
+from pipeline.alerts_sink import AlertSink
 from pipeline.config import PipelineConfig
 from pipeline.jobs.cards.config import CardsSettings
+from pipeline.jobs.cards.engine import travel_alerts, window_alerts
 from pipeline.jobs.cards.state import (
     STATE_DDL,
     CardBucketProcessor,
@@ -79,11 +81,16 @@ from pipeline.kafka_io import (
     write_kafka,
 )
 from pipeline.late_drops import OUTPUT_DDL, counting_sink
+from pipeline.rules.alert_rows import with_alert_ids
 from pipeline.session import scheduler_pool, use_state_store
 from pipeline.settings import TriggerSettings, duration_ms
 from pipeline.triggers import MICROBATCH, output_mode, query_trigger, realtime_fits, start_query
 
 NAME = "cards"
+#: The engine form's queries (`cards.rules_form: engine`), beside `cards.alerts`.
+WINDOWS_QUERY, TRAVEL_QUERY = f"{NAME}.alerts-windows", f"{NAME}.alerts-travel"
+#: The rules that keep the Python operator in the engine form.
+PYTHON_RULES = ("spending_anomaly",)
 #: The update-mode variant of the features query (`cards.provisional_features`).
 PROVISIONAL_QUERY = f"{NAME}.features-provisional"
 
@@ -257,16 +264,45 @@ def _terminal(key: str) -> Column:
     return F.coalesce(F.col("terminal_id"), F.col("merchant_id"))
 
 
+def python_settings(settings: CardsSettings) -> CardsSettings | None:
+    """The settings of the Python operator's query: every rule in the python form; in the
+    engine form only `PYTHON_RULES` (None: none of them is enabled)."""
+    if settings.rules_form == "python":
+        return settings
+    rules = [rule for rule in settings.rules if rule in PYTHON_RULES]
+    return settings.model_copy(update={"rules": rules}) if rules else None
+
+
+def engine_streams(events: DataFrame, cfg: PipelineConfig) -> dict[str, DataFrame]:
+    """The engine form's alert queries on parsed `events` by query name (none in the python
+    form): velocity and terminal windows on the de-duplicated transactions, travel's
+    self-join on the watermarked ones (a pair's id is the same whichever copy it joined)."""
+    settings = cfg.cards
+    if settings.rules_form != "engine":
+        return {}
+    rules = set(settings.rules)
+    streams = {}
+    if rules & {"velocity", "compromised_terminal"}:
+        streams["alerts-windows"] = window_alerts(transactions(events, cfg.watermark), settings)
+    if "impossible_travel" in rules:
+        watermarked = events.withWatermark("event_ts", cfg.watermark)
+        streams["alerts-travel"] = travel_alerts(watermarked, settings)
+    return streams
+
+
 def logic_streams(events: DataFrame, cfg: PipelineConfig) -> dict[str, DataFrame]:
     """The job's stateful queries on parsed `events` from any source, by query name."""
     settings = cfg.cards
     tx = transactions(events, cfg.watermark)
-    return {
+    streams = {
         "features": card_features(
             tx, settings.feature_windows, settings.velocity.small_amount, settings.distinct_rsd
         ),
-        "alerts": rule_alerts(tx, settings, cfg.watermark),
     }
+    python = python_settings(settings)
+    if python is not None:
+        streams["alerts"] = rule_alerts(tx, python, cfg.watermark)
+    return {**streams, **engine_streams(events, cfg)}
 
 
 def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[StreamingQuery]:
@@ -309,18 +345,32 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
         settings.features_topic,
         str(checkpoints / "features"),
     )
-    alerts_checkpoint = Path(checkpoints / "alerts")
-    sink = counting_sink(stack, cfg.output_topic, NAME, alerts_checkpoint)
-    alerts = (
-        rule_alerts(tx, settings, cfg.watermark, profiles)
-        .writeStream.foreachBatch(sink)
-        .option("checkpointLocation", str(alerts_checkpoint))
-        .outputMode("append")
-    )
     with scheduler_pool(spark, "deadletter"):
         queries = [start_query(deadletter, f"{NAME}.deadletter", stateless, note)]
-    with scheduler_pool(spark, "alerts"):
-        queries.append(start_query(alerts, f"{NAME}.alerts", stateful))
+    python = python_settings(settings)
+    if python is not None:
+        alerts_checkpoint = Path(checkpoints / "alerts")
+        sink = counting_sink(stack, cfg.output_topic, NAME, alerts_checkpoint)
+        alerts = (
+            rule_alerts(tx, python, cfg.watermark, profiles)
+            .writeStream.foreachBatch(sink)
+            .option("checkpointLocation", str(alerts_checkpoint))
+            .outputMode("append")
+        )
+        with scheduler_pool(spark, "alerts"):
+            queries.append(start_query(alerts, f"{NAME}.alerts", stateful))
+    for name, stream in engine_streams(events, cfg).items():
+        checkpoint = Path(checkpoints / name)
+        engine_sink = AlertSink(
+            stack, cfg.output_topic, NAME, checkpoint, stack.dirs.lake, split=with_alert_ids
+        )
+        writer = (
+            stream.writeStream.foreachBatch(engine_sink)
+            .option("checkpointLocation", str(checkpoint))
+            .outputMode("append")
+        )
+        with scheduler_pool(spark, "alerts"):
+            queries.append(start_query(writer, f"{NAME}.{name}", stateful))
     if profile_rejects is not None:
         profile_deadletter = write_kafka(
             deadletter_records(profile_rejects, NAME),
