@@ -14,11 +14,14 @@ Method (one Spark session, `local[2]`, shuffle partitions = 2):
 5. **Alert latency** where the job has a paced phase (cards, vehicles; see `latency`).
 
 Each job is a `JobBench`: its scenario, config, module, input kinds and logic as data.
+`$STREAMSIM_BENCH_PIPELINE` names another pipeline YAML for the job (e.g. one with
+`cards.rules_form: engine`) to bench instead of its own.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import tempfile
 import time
 import uuid
@@ -507,7 +510,7 @@ def bench_job(
     keys = keys or job.default_keys
     if events < 2 * batch_events:
         raise StreamsimError("events must be at least two batches (the first is warm-up)")
-    base = load_model(PipelineConfig, job.pipeline)
+    base = load_model(PipelineConfig, pipeline_path(job))
     tag = uuid.uuid4().hex[:8]
     with tempfile.TemporaryDirectory(prefix="streamsim-bench-job-") as tmp, peak_rss() as rss:
         stack = bench_stack(stack, Path(tmp))
@@ -548,6 +551,17 @@ def bench_job(
     return job_report(
         job, keys, produced, batch_events, whole, reference, latency, state_mb, rss, floor
     )
+
+
+#: A pipeline YAML to bench instead of the job's own (e.g. another `cards.rules_form`).
+PIPELINE_ENV = "STREAMSIM_BENCH_PIPELINE"
+
+
+def pipeline_path(job: JobBench) -> Path:
+    """The job's pipeline config: `$STREAMSIM_BENCH_PIPELINE` when set (its `job` must be the
+    benched one), else the job's own YAML."""
+    override = os.environ.get(PIPELINE_ENV)
+    return Path(override) if override else job.pipeline
 
 
 def produce_job_input(
