@@ -13,6 +13,11 @@ over the records sent in the `window_s` before a record is its offset estimate, 
   send time, which the producer sets in order per device); `offset_records` turns it into the
   compacted topic's records, keyed by device: `<domain>.clock-offsets`
   (`core.contracts.topics.clock_offsets`), the fleet's latest offsets.
+- a job on corrected time (`pipeline.clock_settings`, `clock.time: corrected_event_time`):
+  `corrected_events` looks each record's device (and regime) up in that table, read back as a
+  static DataFrame that Spark re-reads from Kafka each micro-batch (a stream-static join): the
+  latest published envelope, a slide behind the record at most once the table has the device.
+  A device not in the table yet falls back to its send time (the record's delay, uncorrected).
 
 Kafka's `timestamp` is the producer's CreateTime; the simulator sets it to the simulated send
 time (`emit_time` in truth), so the estimate does not depend on `--speed`.
@@ -20,14 +25,14 @@ time (`emit_time` in truth), so the estimate does not depend on `--speed`.
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import DataStreamWriter
 
 from core.config import StackConfig
 from core.kafka.compacted import ensure_compacted
 from detectors.clock import CLOCK, CORRECTED, OFFSET, ClockParams
-from pipeline.kafka_io import write_kafka
+from pipeline.kafka_io import read_kafka_batch, write_kafka
 
 LAG = "clock_lag_ms"
 REGIME = "clock_regime"
@@ -128,3 +133,59 @@ def offsets_writer(
     ensure_compacted(stack, topic)
     records = offset_records(offset_table(events, device, params, slide_s))
     return write_kafka(records, stack, topic, checkpoint)
+
+
+OFFSETS_DDL = (
+    "device_id STRING, offset_estimate_ms BIGINT, reset BOOLEAN, records BIGINT, as_of BIGINT"
+)
+
+
+def latest_offsets(table: DataFrame) -> DataFrame:
+    """Per device and regime, the newest row of an offsets topic's (key, value) records."""
+    rows = table.select(F.from_json(F.col("value"), OFFSETS_DDL).alias("r")).select("r.*")
+    return (
+        rows.where(F.col("device_id").isNotNull())
+        .groupBy("device_id", "reset")
+        .agg(F.max_by(OFFSET, "as_of").alias("table_offset_ms"))
+        .select(
+            F.col("device_id").alias("clock_device"),
+            F.col("reset").cast("tinyint").alias("clock_reset"),
+            "table_offset_ms",
+        )
+    )
+
+
+def corrected_events(
+    events: DataFrame,
+    device: str,
+    offsets: DataFrame,
+    params: ClockParams = CLOCK,
+    event_time: str = "event_time",
+    kafka_time: str = "kafka_time",
+) -> DataFrame:
+    """`events` judged on corrected time: `event_time` (and `event_ts`) become the corrected
+    time, the device's own is kept as `device_event_time`, with `offset_estimate_ms` beside it.
+    `offsets`: `latest_offsets` of the table (static; streaming `events` join it per batch)."""
+    lag = lag_ms(F.col(event_time), F.col(kafka_time))
+    staged = events.withColumn(REGIME, regime(lag, params))
+    joined = staged.join(
+        offsets,
+        (F.col(device) == F.col("clock_device")) & (F.col(REGIME) == F.col("clock_reset")),
+        "left",
+    )
+    offset = F.coalesce(F.col("table_offset_ms"), -lag_ms(F.col(event_time), F.col(kafka_time)))
+    corrected = F.col("device_event_time") - F.col(OFFSET)
+    return (
+        joined.withColumn("device_event_time", F.col(event_time))
+        .withColumn(OFFSET, offset)
+        .withColumn(event_time, corrected)
+        .withColumn("event_ts", F.timestamp_millis(F.col(event_time)))
+        .drop(REGIME, "clock_device", "clock_reset", "table_offset_ms")
+    )
+
+
+def offsets_lookup(spark: SparkSession, stack: StackConfig, topic: str) -> DataFrame:
+    """`latest_offsets` of `topic` (created compacted if missing), read whole from Kafka each
+    time the plan runs."""
+    ensure_compacted(stack, topic)
+    return latest_offsets(read_kafka_batch(spark, stack, [topic]))

@@ -9,6 +9,7 @@ from pydantic import Field, field_validator, model_validator
 from core.config.base import Settings
 from core.contracts import topics
 from core.names import DOMAINS, canonical, canonical_keys
+from pipeline.clock_settings import ClockSettings
 from pipeline.jobs.cards.config import CardsSettings
 from pipeline.jobs.sensors.config import SensorsSettings
 from pipeline.jobs.shipping.config import ShippingSettings, offsets_by_topic, topics_by_kind
@@ -34,6 +35,11 @@ class PipelineConfig(Settings):
         TriggerSettings(),
         description="Trigger of the job's queries; a stateful query asked for realtime runs in "
         "micro-batches (Spark 4.2's Real-time Mode is stateless only).",
+    )
+    clock: ClockSettings = Field(
+        ClockSettings(),
+        description="Which time the job windows on: the device's (event_time, the default) or "
+        "corrected for its estimated clock offset (corrected_event_time; sensors only).",
     )
     sensors: SensorsSettings = Field(
         SensorsSettings(), description="Settings of job sensors (only)."

@@ -15,7 +15,15 @@ from pyspark.sql import functions as F
 
 from core.config import StackConfig
 from detectors.clock import CORRECTED, OFFSET, ClockParams, estimate
-from pipeline.clock import offset_table, offsets_writer, with_clock
+from pipeline.clock import (
+    corrected_events,
+    latest_offsets,
+    offset_records,
+    offset_table,
+    offsets_lookup,
+    offsets_writer,
+    with_clock,
+)
 from pipeline.jobs.sensors.job import event_schema
 from pipeline.kafka_io import parse_events, read_kafka, read_kafka_batch
 from scenarios.catalog import ScenarioConfig, run_scenario
@@ -50,6 +58,24 @@ def test_the_window_function_gives_the_detectors_figures(spark) -> None:
         & (lags["kafka_ts"] < row["as_of"])
     ]
     assert row[OFFSET] == -inside["lag"].min() and row["records"] == len(inside)
+
+
+def test_corrected_events_look_each_device_up_in_the_table(spark) -> None:
+    frame = stream(12, devices=3)
+    df = spark.createDataFrame(frame).withColumn("kafka_time", F.timestamp_millis("kafka_ts"))
+    published = offset_records(offset_table(df, "entity_id", ClockParams(window_s=120)))
+    known = published.where(F.col("key") != "dev-2")  # dev-2 not in the table yet
+    judged = corrected_events(df, "entity_id", latest_offsets(known))
+    judged = judged.withColumn("ts_ms", F.unix_millis("event_ts")).drop("event_ts")
+    got = pd.DataFrame(judged.toPandas()).sort_values("kafka_ts")
+    assert (got["device_event_time"].to_numpy() == frame["event_time"].to_numpy()).all()
+    assert (got["ts_ms"] == got["event_time"]).all()
+    error = (got["event_time"] - got["true_time"]).abs()
+    table_side = got["entity_id"] != "dev-2"
+    assert (error[table_side] <= 1000).mean() > 0.99
+    # the fallback: the send time (the delay uncorrected; the held records a minute off)
+    fallback = got[~table_side]
+    assert (fallback["event_time"] == fallback["kafka_ts"]).all()
 
 
 def sensor_run(stack: StackConfig) -> tuple[ScenarioConfig, pd.DataFrame]:
@@ -98,6 +124,30 @@ def test_spark_corrects_a_sensor_run_from_kafka(
         assert query.awaitTermination(180), "the offsets query did not finish"
     finally:
         query.stop()
+    # a job on corrected time: the stream looks each record up in the table (stream-static)
+    corrected_stream = corrected_events(
+        stream_events, "sensor_id", offsets_lookup(spark, kafka_stack, topic)
+    )
+    sink_name = f"clock_{cfg.name}"
+    lookup = (
+        corrected_stream.select("event_id", "event_time", "device_event_time")
+        .writeStream.format("memory")
+        .queryName(sink_name)
+        .option("checkpointLocation", str(tmp_path / "corrected"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    try:
+        assert lookup.awaitTermination(180), "the corrected query did not finish"
+    finally:
+        lookup.stop()
+    judged = pd.DataFrame(spark.table(sink_name).toPandas()).drop_duplicates("event_id")
+    judged = judged.merge(truth, on="event_id", suffixes=("", "_truth"))
+    assert len(judged) == len(truth)
+    judged = judged[judged["clock_offset_ms"].abs() < DAY_MS]
+    assert (judged["device_event_time"] == judged["event_time_truth"]).all()
+    assert ((judged["event_time"] - judged["true_time"]).abs() <= 1000).mean() >= 0.95
+
     table = consume_topic(kafka_stack, topic)
     latest: dict[str, dict] = {}
     for key, value in zip(table.keys, table.values, strict=True):

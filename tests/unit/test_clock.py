@@ -175,3 +175,16 @@ def test_each_domain_has_a_compacted_offsets_topic(domain: str) -> None:
     topic = topics.clock_offsets(domain)
     assert topic.name == f"{domain}.clock-offsets" and topic.compacted
     assert topic in topics.TOPICS
+
+
+def test_the_pipeline_setting_defaults_to_the_devices_time() -> None:
+    from pipeline.config import PipelineConfig
+
+    base = {"job": "sensors", "input_topics": ["sensors.readings"], "output_topic": "x"}
+    assert PipelineConfig.model_validate(base).clock.time == "event_time"
+    picked = PipelineConfig.model_validate(
+        {**base, "clock": {"time": "corrected_event_time", "params": {"window_s": 120}}}
+    )
+    assert picked.clock.corrected and picked.clock.params.window_s == 120
+    with pytest.raises(ValueError, match="clock"):
+        PipelineConfig.model_validate({**base, "clock": {"time": "kafka_time"}})

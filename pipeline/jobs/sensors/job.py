@@ -41,10 +41,11 @@ from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from core.config import StackConfig
-from core.contracts import SENSOR_READING
+from core.contracts import SENSOR_READING, topics
 from core.kafka import ensure_topics
 from detectors import ALERT_SPARK_DDL
 from pipeline.alerts_sink import AlertSink
+from pipeline.clock import corrected_events, offsets_lookup, offsets_writer
 from pipeline.config import PipelineConfig
 from pipeline.jobs.sensors.config import SensorsSettings
 from pipeline.jobs.sensors.engine import window_alerts
@@ -109,6 +110,24 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
         spark, stack, cfg.input_topics, cfg.starting_offsets, cfg.max_offsets_per_trigger
     )
     events, rejects = parse_events(raw, event_schema(cfg.entity_key, alerting))
+    clock_queries: list[StreamingQuery] = []
+    if cfg.clock.corrected:  # windows, watermarks and rules on corrected time
+        offsets_topic = cfg.clock.offsets_topic or topics.clock_offsets(NAME).name
+        offsets = offsets_writer(
+            events,
+            cfg.entity_key,
+            stack,
+            offsets_topic,
+            str(checkpoints / "clock-offsets"),
+            cfg.clock.params,
+            cfg.clock.slide_s,
+        )
+        stateful = query_trigger(cfg.trigger, stateful=True)
+        clock_queries.append(
+            with_trigger(offsets, stateful).queryName(f"{NAME}.clock-offsets").start()
+        )
+        lookup = offsets_lookup(spark, stack, offsets_topic)
+        events = corrected_events(events, cfg.entity_key, lookup, cfg.clock.params)
 
     counts = (
         events.withWatermark("event_ts", cfg.watermark)
@@ -147,6 +166,7 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
             alerts_checkpoint,
             stack.dirs.lake,
             split=with_alert_ids if engine else None,
+            extra={"time": cfg.clock.time} if cfg.clock.corrected else None,
         )
         alerts_writer = (
             alerts_stream(events, cfg)
@@ -161,4 +181,5 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
         with_trigger(counts_writer, cfg.trigger).queryName(f"{NAME}.counts").start(),
         with_trigger(deadletter_writer, cfg.trigger).queryName(f"{NAME}.deadletter").start(),
         *queries,
+        *clock_queries,
     ]
