@@ -77,6 +77,7 @@ def test_an_alert_written_to_kafka_shows_on_the_open_alerts_page(
         "detected_at": int(time.time() * 1000),
     }
     producer = Producer(producer_config(kafka_stack))
+    written = time.monotonic()
     producer.produce(ALERTS, orjson.dumps(alert), str(alert["entity_id"]).encode())
     assert producer.flush(30) == 0
 
@@ -84,6 +85,7 @@ def test_an_alert_written_to_kafka_shows_on_the_open_alerts_page(
     WebDriverWait(browser, WAIT_S, poll_frequency=0.1).until(
         lambda d: live_frame(d) and events in d.find_element(By.ID, "alerts").text
     )
+    print(f"alert shown {time.monotonic() - written:.2f} s after its write (not asserted)")
     card = browser.find_element(By.CSS_SELECTOR, f"[data-alert-id='ui-sse-{tag}']").text
     assert "velocity · label card_testing" in card and "tx_count: 11" in card, card
     assert browser.execute_script(f"return {MARK};") == "component"  # the frame was kept
