@@ -218,10 +218,14 @@ class EventLog:
             self._floor.setdefault(partition, offset)
             self._position[partition] = max(self._position.get(partition, 0), offset + 1)
 
-    def publish(self, partition: int, offset: int, row: dict[str, Any]) -> Event:
+    def publish(self, partition: int, offset: int, row: dict[str, Any]) -> Event | None:
         """Append the row read at `offset`, evicting the oldest beyond `keep`, and offer it to
-        every subscriber; a subscriber whose queue is full is dropped (counted, logged)."""
+        every subscriber; a subscriber whose queue is full is dropped (counted, logged). A row
+        below the position (read again after the tail thread restarted) is not published
+        twice: None."""
         with self._lock:
+            if offset < self._position.get(partition, 0):
+                return None
             self._floor.setdefault(partition, offset)
             self._position[partition] = max(self._position.get(partition, 0), offset + 1)
             event = Event(partition, offset, row, format_id(self._position))

@@ -63,7 +63,9 @@ def test_resume_sends_every_held_row_after_the_id() -> None:
     log.cover(0, 10)
     log.cover(1, 0)
     published(log, 0, range(10, 15))
-    last_seen = log.publish(1, 0, alert(100)).id
+    first = log.publish(1, 0, alert(100))
+    assert first is not None
+    last_seen = first.id
     assert last_seen == "0:15,1:1"
     published(log, 0, range(15, 18))
     published(log, 1, range(1, 3))
@@ -81,9 +83,10 @@ def test_resume_sends_every_held_row_after_the_id() -> None:
 def test_resume_from_an_evicted_position_says_what_was_missed() -> None:
     log = EventLog(keep=3)
     log.cover(0, 0)
-    first = log.publish(0, 0, alert(0)).id
+    first = log.publish(0, 0, alert(0))
+    assert first is not None
     published(log, 0, range(1, 6))  # 0..2 evicted: the log holds 3, 4, 5
-    resume = log.subscribe(Subscriber(everything, 10), first)
+    resume = log.subscribe(Subscriber(everything, 10), first.id)
     assert resume.missed == {0: (1, 3)} and resume.gap
     assert [e.offset for e in resume.backlog] == [3, 4, 5]
 
@@ -217,3 +220,15 @@ def test_alert_streams_filter_as_their_read_routes() -> None:
     assert kept("shipping") == ["a2"]
     assert kept("sensors", run="sf-r1") == ["a3", "a5"]
     assert kept("sensors") == ["a3", "a4", "a5"]  # no run read yet: every sensor alert
+
+
+def test_rows_read_again_after_a_tail_restart_are_not_published_twice() -> None:
+    log = EventLog()
+    log.cover(0, 0)
+    sub = Subscriber(everything, 10)
+    log.subscribe(sub)
+    published(log, 0, range(3))
+    log.cover(0, 0)  # the tail thread restarted: it reads from its start again
+    assert log.publish(0, 1, alert(1)) is None
+    published(log, 0, range(3, 4))
+    assert [e.offset for e in sub.take()] == [0, 1, 2, 3] and log.position() == "0:4"
