@@ -30,8 +30,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import DataStreamWriter
 
 from core.config import StackConfig
+from core.contracts import topics
 from core.kafka.compacted import ensure_compacted
 from detectors.clock import CLOCK, CORRECTED, OFFSET, ClockParams
+from pipeline.clock_settings import ClockSettings
 from pipeline.kafka_io import read_kafka_batch, write_kafka
 
 LAG = "clock_lag_ms"
@@ -189,3 +191,33 @@ def offsets_lookup(spark: SparkSession, stack: StackConfig, topic: str) -> DataF
     time the plan runs."""
     ensure_compacted(stack, topic)
     return latest_offsets(read_kafka_batch(spark, stack, [topic]))
+
+
+def on_clock(
+    spark: SparkSession,
+    stack: StackConfig,
+    settings: ClockSettings,
+    events: DataFrame,
+    device: str,
+    domain: str,
+    checkpoint: str,
+) -> tuple[DataFrame, DataStreamWriter | None]:
+    """A job's parsed `events` on the time `settings` picks, and the offsets query to start
+    (None on `event_time`: the events as they are). For the jobs of `sensors` and `vehicles`."""
+    if not settings.corrected:
+        return events, None
+    topic = settings.offsets_topic or topics.clock_offsets(domain).name
+    writer = offsets_writer(
+        events, device, stack, topic, checkpoint, settings.params, settings.slide_s
+    )
+    lookup = offsets_lookup(spark, stack, topic)
+    return corrected_events(events, device, lookup, settings.params), writer
+
+
+def alert_extra(settings: ClockSettings) -> dict[str, str]:
+    """What a job's alerts carry of the clock: `time` when judged on corrected time.
+
+    >>> alert_extra(ClockSettings()), alert_extra(ClockSettings(time="corrected_event_time"))
+    ({}, {'time': 'corrected_event_time'})
+    """
+    return {"time": settings.time} if settings.corrected else {}

@@ -39,7 +39,7 @@ class PipelineConfig(Settings):
     clock: ClockSettings = Field(
         ClockSettings(),
         description="Which time the job windows on: the device's (event_time, the default) or "
-        "corrected for its estimated clock offset (corrected_event_time; sensors only).",
+        "corrected for its estimated clock offset (corrected_event_time; sensors, vehicles).",
     )
     sensors: SensorsSettings = Field(
         SensorsSettings(), description="Settings of job sensors (only)."

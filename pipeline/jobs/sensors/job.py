@@ -41,11 +41,11 @@ from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from core.config import StackConfig
-from core.contracts import SENSOR_READING, topics
+from core.contracts import SENSOR_READING
 from core.kafka import ensure_topics
 from detectors import ALERT_SPARK_DDL
 from pipeline.alerts_sink import AlertSink
-from pipeline.clock import corrected_events, offsets_lookup, offsets_writer
+from pipeline.clock import alert_extra, on_clock
 from pipeline.config import PipelineConfig
 from pipeline.jobs.sensors.config import SensorsSettings
 from pipeline.jobs.sensors.engine import window_alerts
@@ -110,24 +110,16 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
         spark, stack, cfg.input_topics, cfg.starting_offsets, cfg.max_offsets_per_trigger
     )
     events, rejects = parse_events(raw, event_schema(cfg.entity_key, alerting))
+    # windows, watermarks and rules on the time `clock.time` picks (`pipeline.clock`)
+    events, offsets = on_clock(
+        spark, stack, cfg.clock, events, cfg.entity_key, NAME, str(checkpoints / "clock-offsets")
+    )
     clock_queries: list[StreamingQuery] = []
-    if cfg.clock.corrected:  # windows, watermarks and rules on corrected time
-        offsets_topic = cfg.clock.offsets_topic or topics.clock_offsets(NAME).name
-        offsets = offsets_writer(
-            events,
-            cfg.entity_key,
-            stack,
-            offsets_topic,
-            str(checkpoints / "clock-offsets"),
-            cfg.clock.params,
-            cfg.clock.slide_s,
-        )
+    if offsets is not None:
         stateful = query_trigger(cfg.trigger, stateful=True)
         clock_queries.append(
             with_trigger(offsets, stateful).queryName(f"{NAME}.clock-offsets").start()
         )
-        lookup = offsets_lookup(spark, stack, offsets_topic)
-        events = corrected_events(events, cfg.entity_key, lookup, cfg.clock.params)
 
     counts = (
         events.withWatermark("event_ts", cfg.watermark)
@@ -166,7 +158,7 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
             alerts_checkpoint,
             stack.dirs.lake,
             split=with_alert_ids if engine else None,
-            extra={"time": cfg.clock.time} if cfg.clock.corrected else None,
+            extra=alert_extra(cfg.clock),
         )
         alerts_writer = (
             alerts_stream(events, cfg)

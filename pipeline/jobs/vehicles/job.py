@@ -52,6 +52,7 @@ from core.kafka import ensure_topics
 from detectors import ALERT_SPARK_DDL
 from pipeline.aggregates_sink import AggregatesSink
 from pipeline.alerts_sink import AlertSink
+from pipeline.clock import alert_extra, on_clock
 from pipeline.config import PipelineConfig
 from pipeline.jobs.vehicles.config import VehiclesSettings
 from pipeline.jobs.vehicles.rules import VehicleRulesProcessor
@@ -214,6 +215,10 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
         spark, stack, cfg.input_topics, cfg.starting_offsets, cfg.max_offsets_per_trigger
     )
     events, rejects = parse_events(raw, VEHICLE_SCHEMA, REQUIRED)
+    # windows, watermarks and rules on the time `clock.time` picks (`pipeline.clock`)
+    events, offsets = on_clock(
+        spark, stack, cfg.clock, events, "vehicle_id", NAME, str(checkpoints / "clock-offsets")
+    )
 
     stateful = query_trigger(cfg.trigger, stateful=True)
     windowed = aggregates_trigger(stateful, settings)
@@ -246,7 +251,14 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
     trips = aggregates(trips_stream(events, cfg), settings.trips_topic, "trips")
 
     alerts_checkpoint = checkpoints / "alerts"
-    main_sink = AlertSink(stack, cfg.output_topic, NAME, alerts_checkpoint, stack.dirs.lake)
+    main_sink = AlertSink(
+        stack,
+        cfg.output_topic,
+        NAME,
+        alerts_checkpoint,
+        stack.dirs.lake,
+        extra=alert_extra(cfg.clock),
+    )
     alerts = (
         alerts_stream(events, settings, cfg.watermark)
         .writeStream.foreachBatch(main_sink)
@@ -274,6 +286,8 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
                 "update",
             )
             queries.append(start_query(provisional, PROVISIONAL_STATS_QUERY, windowed))
+        if offsets is not None:
+            queries.append(start_query(offsets, f"{NAME}.clock-offsets", stateful))
     if late.mode == "rescore":
         late_checkpoint = checkpoints / "late-alerts"
         late_sink = AlertSink(
@@ -283,7 +297,7 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
             late_checkpoint,
             stack.dirs.lake,
             folder=LATE_FOLDER,
-            extra={"late": True},
+            extra={"late": True, **alert_extra(cfg.clock)},
             also_known=main_sink.known_ids,
             wait_for=waiter(lambda: main, LATE_WAIT_S),
         )
