@@ -30,6 +30,7 @@ pytestmark = pytest.mark.integration
 
 TOKEN = "it-stream-control-token"
 ALERTS = topics.ALERTS.name
+METRICS = topics.METRICS.name
 HEARTBEAT_S = 0.5
 QUEUE = 16
 #: Rows written to one partition before the server starts: more than the feed's tail (500), so
@@ -86,7 +87,7 @@ def write(producer: Producer, rows: list[tuple[bytes, bytes]]) -> list[int]:
 @pytest.fixture(scope="module")
 def api(kafka_stack: StackConfig, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     work = tmp_path_factory.mktemp("stream")
-    ensure_topics(kafka_stack, [ALERTS])
+    ensure_topics(kafka_stack, [ALERTS, METRICS])
     producer = Producer(producer_config(kafka_stack, **{"linger.ms": 5}))
     filler = f"it-stream-filler-{uuid.uuid4().hex[:6]}"
     landed = write(producer, [alert(filler, n, key=FILLER_KEY) for n in range(FILLER)])
@@ -100,8 +101,13 @@ def api(kafka_stack: StackConfig, tmp_path_factory: pytest.TempPathFactory) -> I
     try:
         with panel_api(work, stack, f"cards.activity-it-{filler}", TOKEN, 30) as (http, log):
             env.undo()
+
             # The feed's tail follows `alerts` once it has assigned the topic's partitions.
-            wait(lambda: ":" in http.get("/v1/stream/status").json()["alerts"]["position"])
+            def following() -> bool:
+                status = http.get("/v1/stream/status").json()
+                return ":" in status["alerts"]["position"] and ":" in status["metrics"]["position"]
+
+            wait(following)
             yield Api(http, str(http.base_url).rstrip("/"), log, producer, landed[0])
             assert "Traceback" not in log.read_text(), log.read_text()
     finally:
@@ -171,9 +177,9 @@ def alerts_of(seen: list[Sse]) -> list[str]:
 
 
 @contextmanager
-def stream(api: Api, query: str, **headers: str) -> Iterator[Reader]:
+def stream(api: Api, query: str, path: str = "alerts", **headers: str) -> Iterator[Reader]:
     request = api.http.build_request(
-        "GET", f"/v1/stream/alerts?{query}", headers=headers, timeout=httpx.Timeout(30)
+        "GET", f"/v1/stream/{path}?{query}", headers=headers, timeout=httpx.Timeout(30)
     )
     response = api.http.send(request, stream=True)
     try:
@@ -197,6 +203,21 @@ def test_an_alert_written_to_kafka_arrives_on_the_stream(api: Api) -> None:
     assert event.data["evidence"]["n"] == 1  # type: ignore[index]
     with stream(api, f"job={job}", Origin="https://elsewhere.example") as response:
         assert "access-control-allow-origin" not in response.headers
+
+
+def test_a_progress_report_arrives_on_the_metrics_stream(api: Api) -> None:
+    job = f"it-sse-{uuid.uuid4().hex[:8]}"
+    report = {"schema": "pipeline.progress/1", "job": job, "mode": "append",
+              "query": f"{job}-q", "batch_id": 7, "input_rows": 10,
+              "processed_rows_per_s": 42.5, "at": int(time.time() * 1000)}  # fmt: skip
+    with stream(api, f"job={job}", path="metrics") as response:
+        response.until(has("live"))
+        api.producer.produce(METRICS, orjson.dumps(report), job.encode())
+        assert api.producer.flush(30) == 0
+        seen = response.until(lambda s: any(e.event == "progress" for e in s))
+    (event,) = [s for s in seen if s.event == "progress"]
+    assert isinstance(event.data, dict) and event.data["query"] == f"{job}-q"
+    assert event.data["processed_rows_per_s"] == 42.5 and parse_id(event.id) is not None
 
 
 def test_heartbeats_flow_while_nothing_lands(api: Api) -> None:

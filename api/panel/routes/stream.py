@@ -52,6 +52,7 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
 from api.panel.deps import UNAVAILABLE, feeds_of
+from api.panel.models.stream import StreamStatus
 from api.panel.routes.sensors import Run, sensors_of
 from api.panel.routes.ships import is_shipping
 from api.responses import OrjsonResponse
@@ -362,7 +363,11 @@ def preflight(request: Request) -> Response:
     return Response(status_code=204, headers=headers)
 
 
-@router.get("/status", response_class=OrjsonResponse, responses=UNAVAILABLE)
+@router.get(
+    "/status",
+    response_class=OrjsonResponse,
+    responses={200: {"model": StreamStatus}, **UNAVAILABLE},
+)
 def status(request: Request) -> OrjsonResponse:
     """Per stream: clients following it, rows published, clients dropped for reading too
     slowly, rows held for resuming, the current position; and the settings."""
