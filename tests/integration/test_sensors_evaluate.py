@@ -59,4 +59,10 @@ def test_simulate_then_evaluate_sensors(kafka_stack: StackConfig, tmp_path: Path
     assert stuck["incident_precision"] >= 0.9 and stuck["recall"] >= 0.6, stuck
     assert spike["incident_precision"] >= 0.5 and spike["recall"] >= 0.5, spike
     assert report["unknown_label_alerts"] == {"pipeline": {}}
+    # the clock block: corrected time vs true time, records of devices not in a reset
+    clock = report["clock"]
+    assert clock["within_1s_share"] >= 0.95 and clock["p50_ms"] < 1000, clock
+    assert set(clock["by_class"]) == {"smart_meter", "env_sensor", "legacy_logger"}
+    assert all(c["within_1s_share"] >= 0.95 for c in clock["by_class"].values()), clock
+    assert clock["by_state"]["steady"]["records"] == clock["records"]
     assert list((tmp_path / "data" / "evaluations").glob("sensors-*.json"))
