@@ -105,6 +105,8 @@ class Resume:
     backlog: list[Event]
     missed: dict[int, tuple[int, int]] = field(default_factory=dict)
     reason: str | None = None
+    #: The log's position when the subscription began: every later row goes to the queue.
+    position: Position = field(default_factory=dict)
 
     @property
     def gap(self) -> bool:
@@ -284,17 +286,21 @@ class EventLog:
         with self._lock:
             held = list(self._events)
             floor = dict(self._floor)
+            position = dict(self._position)
             self._subscribers.add(sub)
         if seen is None:
             fresh = newest((e for e in held if sub.accept(e.row)), backlog)
             if last_id is None or not last_id.strip():
-                return Resume(fresh)
+                return Resume(fresh, position=position)
             return Resume(
                 fresh,
                 reason=f"Last-Event-ID {last_id[:80]!r} is no id of this stream "
                 "(partition:offset,...): starting from the newest rows",
+                position=position,
             )
-        return Resume([e for e in held if sub.wants(e)], resume_gaps(seen, floor))
+        return Resume(
+            [e for e in held if sub.wants(e)], resume_gaps(seen, floor), position=position
+        )
 
     def unsubscribe(self, sub: Subscriber) -> None:
         self._forget(sub)

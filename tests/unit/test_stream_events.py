@@ -126,7 +126,7 @@ def test_resuming_ahead_of_a_restarted_tail_sends_nothing_twice() -> None:
     assert resume.backlog == [] and not resume.gap
     published(log, 0, range(5))  # the new server's tail reads 0..4
     assert [e.offset for e in sub.take()] == [3, 4]
-    assert merged_id("0:1", sub.after) == "0:3"  # its `live` id does not go back either
+    assert merged_id({0: 1}, sub.after) == "0:3"  # its `live` id does not go back either
 
 
 def test_a_full_queue_drops_the_client_and_counts_it() -> None:
@@ -162,18 +162,23 @@ def test_the_stream_heartbeats_then_ends_with_dropped() -> None:
         log.cover(0, 0)
         sub = Subscriber(everything, settings.queue_max, asyncio.get_running_loop())
         resume = log.subscribe(sub)
+        published(log, 0, range(2))  # after the subscription: queued, after `live`
         stream = events(log, sub, resume, settings, "alert", {"topic": "alerts"})
-        chunks = [await anext(stream) for _ in range(3)]  # retry, live, a heartbeat
-        published(log, 0, range(5))  # the client reads nothing meanwhile: dropped
+        chunks = [await anext(stream) for _ in range(4)]  # retry, live, the two rows
+        chunks.append(await anext(stream))  # a heartbeat
+        published(log, 0, range(2, 7))  # the client reads nothing meanwhile: dropped
         chunks += [chunk async for chunk in stream]
         assert log.subscribers == 0
         return chunks
 
     chunks = asyncio.run(main())
     assert chunks[0] == b"retry: 500\n\n"
+    # `live` carries the position at subscription, before the rows queued since.
     assert chunks[1].startswith(b"event: live\nid: 0:0\n")
-    assert chunks[2].startswith(b": heartbeat ")
-    assert chunks[-1].startswith(b"event: dropped\n") and len(chunks) == 4
+    assert chunks[2].startswith(b"event: alert\nid: 0:1\n")
+    assert chunks[3].startswith(b"event: alert\nid: 0:2\n")
+    assert chunks[4].startswith(b": heartbeat ")
+    assert chunks[-1].startswith(b"event: dropped\n") and len(chunks) == 6
 
 
 def test_only_the_apis_own_host_or_listed_origins_may_read_a_stream() -> None:

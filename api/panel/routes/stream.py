@@ -57,7 +57,7 @@ from api.panel.routes.sensors import Run, sensors_of
 from api.panel.routes.ships import is_shipping
 from api.responses import OrjsonResponse
 from live.views.sensors import is_sensor_alert, run_alerts
-from live.views.stream import EventLog, Resume, Subscriber, comment, format_id, frame, parse_id
+from live.views.stream import EventLog, Resume, Subscriber, comment, format_id, frame
 from live.views.stream import retry as retry_line
 
 router = APIRouter(prefix="/v1/stream", tags=["read", "stream"])
@@ -159,9 +159,10 @@ def end_streams_on_stop() -> None:
         signal.signal(sig, handler)
 
 
-def merged_id(position: str, after: dict[int, int]) -> str:
-    """The `live` event's id: the log's position, not behind where a resuming client was."""
-    now = parse_id(position) or {}
+def merged_id(position: dict[int, int], after: dict[int, int]) -> str:
+    """The `live` event's id: the log's position when the client subscribed (rows after it
+    are in its queue), not behind where a resuming client was."""
+    now = dict(position)
     for partition, offset in after.items():
         now[partition] = max(now.get(partition, 0), offset)
     return format_id(now)
@@ -194,7 +195,7 @@ async def events(
             )
         for event in resume.backlog:
             yield frame(event.row, event=name, event_id=event.id)
-        yield frame(hello, event="live", event_id=merged_id(log.position(), sub.after))
+        yield frame(hello, event="live", event_id=merged_id(resume.position, sub.after))
         while True:
             batch = await sub.get(settings.heartbeat_s)
             if sub.closed:
