@@ -165,8 +165,8 @@ function render() {
   dot.textContent = live ? "●" : "○";
   dot.style.color = live ? "#21c354" : "#ff8c00";
   document.getElementById("state").textContent = (live ? "live" : "reconnecting…") +
-    " · " + count + " new alert" + (count === 1 ? "" : "s") +
-    (lastAlertAt ? " · last " + ago(lastAlertAt) + " ago" : "");
+    " · " + count + " alert" + (count === 1 ? "" : "s") + " received" +
+    (lastAlertAt ? " · the last " + ago(lastAlertAt) + " ago" : "");
   if (C.progress) {
     const box = document.getElementById("progress");
     box.replaceChildren();
