@@ -1,6 +1,9 @@
 """The app factory: `create_app(service)`, or `app_from_config(...)` for the `streamsim api`
-command. One app mounts both routers: the fraud endpoint's (`api.fraud.routes`) and the control
-panel's (`api.panel.routes`).
+command. By default one app mounts both routers: the fraud endpoint's (`api.fraud.routes`) and
+the control panel's (`api.panel.routes`). `services="fraud"` mounts only the endpoint's (no
+panel consumers share its interpreter); `services="panel"` only the panel's (its fraud service
+is never started: no decisions, no publisher, no state). Neither package imports the other:
+this module composes them.
 
 Routes:
 - `POST /v1/transactions`: the verdict (open on localhost: the POS data plane);
@@ -31,11 +34,13 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Literal
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 
 from api.errors import validation_error_handler
+from api.fraud.publisher import MemoryPublisher
 from api.fraud.routes import ROUTERS as FRAUD_ROUTERS
 from api.fraud.routes.transactions import TransactionLane
 from api.fraud.service import FraudService
@@ -55,6 +60,9 @@ from runs.evaluations import RunEvaluations
 from runs.loadtests import LoadTestManager
 from runs.manager import RunManager
 
+#: What one `streamsim api` process serves.
+Services = Literal["all", "fraud", "panel"]
+
 
 def create_app(
     service: FraudService,
@@ -66,13 +74,17 @@ def create_app(
     shipping: ShippingTail | None = None,
     loadtests: LoadTestManager | None = None,
     sensors: SensorFeed | None = None,
+    services: Services = "all",
 ) -> FastAPI:
     """With a stack, runs, feeds and evaluations default to the stack's (None: without).
     Owner tokens default to the environment's (validated here). With a stack, the shipping
     feed runs: for the fleet (open) and, with owner tokens, the owner-scoped routes; and the
-    sensor feed, for the Sensors page."""
+    sensor feed, for the Sensors page. `services`: see above."""
+    if services == "fraud":
+        return _fraud_app(service)
     stack = service.stack
     owner_tokens = owner_tokens or load_owner_tokens(service.secrets.api_token)
+    fraud = services == "all"
     if shipping is None and stack is not None:
         shipping = ShippingTail(stack, fleet=ShipsView())
     if sensors is None and stack is not None:
@@ -86,7 +98,8 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        await service.start()
+        if fraud:
+            await service.start()
         if feed is not None:
             feed.start()
         if shipping is not None:
@@ -108,7 +121,8 @@ def create_app(
                 await asyncio.to_thread(loadtests.close)
             if feed is not None:
                 await asyncio.to_thread(feed.stop)
-            await service.stop()
+            if fraud:
+                await service.stop()
 
     app = FastAPI(
         title="streamsim fraud endpoint",
@@ -128,8 +142,41 @@ def create_app(
     app.state.sensors = sensors
     app.state.loadtests = loadtests
     app.add_exception_handler(RequestValidationError, validation_error_handler)
-    for router in (*FRAUD_ROUTERS, *PANEL_ROUTERS, loadtest_routes.router):
+    for router in (*(FRAUD_ROUTERS if fraud else ()), *PANEL_ROUTERS, loadtest_routes.router):
         app.include_router(router)
+    if fraud:
+        _fraud_middleware(app, service)
+    return app
+
+
+def _fraud_app(service: FraudService) -> FastAPI:
+    """The fraud endpoint alone: its routes, middleware and service."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await service.start()
+        try:
+            yield
+        finally:
+            await service.stop()
+
+    app = FastAPI(
+        title="streamsim fraud endpoint",
+        version="1",
+        summary="Card-transaction verdicts in milliseconds, published to cards.activity.",
+        default_response_class=OrjsonResponse,
+        lifespan=lifespan,
+    )
+    app.state.service = service
+    app.state.control_token = service.secrets.api_token
+    app.add_exception_handler(RequestValidationError, validation_error_handler)
+    for router in FRAUD_ROUTERS:
+        app.include_router(router)
+    _fraud_middleware(app, service)
+    return app
+
+
+def _fraud_middleware(app: FastAPI, service: FraudService) -> None:
     # Inside the latency middleware, so lane requests are timed and counted like the rest.
     app.add_middleware(TransactionLane, service=service)
     app.add_middleware(LatencyMiddleware, stats=service.stats)
@@ -140,11 +187,22 @@ def create_app(
         limit=service.settings.max_in_flight,
         retry_after_s=service.settings.retry_after_s,
     )
-    return app
 
 
-def app_from_config(stack: StackConfig, settings_file: str | Path | None = None) -> FastAPI:
+def app_from_config(
+    stack: StackConfig,
+    settings_file: str | Path | None = None,
+    *,
+    services: Services = "all",
+    instance: int | None = None,
+) -> FastAPI:
     """The app for a stack: Kafka from the stack, settings from `settings_file`, secrets from
-    the environment."""
-    service = FraudService(load_settings(settings_file), load_secrets(stack), stack)
-    return create_app(service)
+    the environment. `instance`: this process's index among several endpoint instances on
+    one port (its own write-ahead log directory)."""
+    settings = load_settings(settings_file)
+    if services == "panel":  # the service is never started: nothing to publish or log
+        settings = settings.model_copy(update={"durability": "none"})
+        service = FraudService(settings, load_secrets(stack), stack, publisher=MemoryPublisher())
+    else:
+        service = FraudService(settings, load_secrets(stack), stack, instance=instance)
+    return create_app(service, services=services)

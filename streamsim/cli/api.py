@@ -26,6 +26,23 @@ def api(
     access_log: Annotated[
         bool, typer.Option("--access-log/--no-access-log", help="uvicorn access lines.")
     ] = True,
+    service_name: Annotated[
+        str,
+        typer.Option(
+            "--service",
+            help="What this process serves: all (the fraud endpoint and the panel's API), "
+            "fraud (the endpoint alone) or panel (the panel's API alone).",
+        ),
+    ] = "all",
+    instances: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Endpoint processes sharing the port (SO_REUSEPORT); more than 1 needs "
+            "--service fraud. Each rebuilds and follows cards.activity.",
+        ),
+    ] = 1,
+    instance: Annotated[int | None, typer.Option(hidden=True)] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Start the HTTP service (POST /v1/transactions, read API, /docs) until Ctrl-C.
@@ -35,11 +52,28 @@ def api(
     """
     from api.server import serve
 
+    if service_name not in ("all", "fraud", "panel"):
+        raise typer.BadParameter(f"{service_name!r}: all, fraud or panel", param_hint="--service")
+    if instances > 1 and service_name != "fraud":
+        raise typer.BadParameter("several instances serve the endpoint only: --service fraud")
     stack = stack_from(config)
     url = f"http://{stack.api.host}:{stack.api.port}"
-    if not as_json:
-        console.print(f"fraud endpoint on {url} (docs: {url}/docs); Ctrl-C stops", highlight=False)
-    service = serve(stack, settings, access_log=access_log)
+    if instances > 1:
+        _instances(instances, stack.api.host, stack.api.port, url, as_json)
+        return
+    if not as_json and instance is None:
+        console.print(
+            f"{'fraud endpoint' if service_name != 'panel' else 'panel API'} on {url} "
+            f"(docs: {url}/docs); Ctrl-C stops",
+            highlight=False,
+        )
+    service = serve(
+        stack,
+        settings,
+        access_log=access_log,
+        services=service_name,  # type: ignore[arg-type]
+        instance=instance,
+    )
     s = service.stats
     publish = service.publisher.counters()
     emit(
@@ -56,3 +90,42 @@ def api(
         f"stopped: {s.requests} requests, {dict(s.decisions)}, {publish['delivered']} published, "
         f"{publish['failed']} publish failures",
     )
+
+
+def _instances(n: int, host: str, port: int, url: str, as_json: bool) -> None:
+    """Run `n` copies of this command, each `--instance i` on the shared port, until Ctrl-C or
+    SIGTERM (passed on to each as SIGINT); exits non-zero if one failed."""
+    import signal
+    import subprocess
+    import sys
+
+    from core.errors import StreamsimError
+    from core.ports import port_in_use
+
+    if port_in_use(host, port):
+        raise StreamsimError(f"port {port} on {host} is taken")
+    args = [a for a in sys.argv[1:] if not a.startswith("--instances")]
+    if "--instances" in sys.argv:  # `--instances N` as two words
+        i = sys.argv.index("--instances")
+        args = [a for j, a in enumerate(sys.argv[1:], 1) if j not in (i, i + 1)]
+    children = [
+        subprocess.Popen(  # own sessions: a terminal's Ctrl-C reaches them once, from here
+            [sys.executable, "-m", "streamsim", *args, "--instance", str(i)],
+            start_new_session=True,
+        )
+        for i in range(n)
+    ]
+    if not as_json:
+        console.print(f"{n} fraud endpoint instances on {url}; Ctrl-C stops", highlight=False)
+
+    def forward(_signum: int, _frame: object) -> None:
+        for child in children:  # SIGINT: each stops as on Ctrl-C (flushes, exits 0)
+            if child.poll() is None:
+                child.send_signal(signal.SIGINT)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    codes = [child.wait() for child in children]
+    emit({"url": url, "instances": n, "exit_codes": codes}, as_json, f"stopped: exit codes {codes}")
+    if any(codes):
+        raise typer.Exit(1)
