@@ -33,7 +33,7 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from api.fraud.publisher import OnAcked
@@ -50,11 +50,27 @@ class NotDurable(Exception):
 
 
 class AckWaiter:
-    """Futures on the event loop, resolved from delivery reports served by the poll thread."""
+    """Futures on the event loop, resolved from delivery reports.
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    Two ways to serve the reports: from the publisher's poll thread (`hand_over` after each
+    poll: one `call_soon_threadsafe` per batch), or, with `poll` (a non-blocking
+    `producer.poll(0)`), from the event loop itself every `interval_s` while any request
+    waits (`poll` runs the callbacks on the loop thread: no second thread contends for the
+    GIL, no cross-thread wake-up; the loop never blocks, and an idle endpoint never polls
+    this fast)."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        poll: Callable[[], None] | None = None,
+        interval_s: float = 0.001,
+    ) -> None:
         self._loop = loop
         self._reports: deque[tuple[asyncio.Future[str | None], str | None]] = deque()
+        self._poll = poll
+        self._interval_s = interval_s
+        self._ticking = False
+        self.waiting = 0
 
     def waiter(self) -> tuple[asyncio.Future[str | None], OnAcked]:
         """A future (on the loop) and the callback that resolves it (from any thread)."""
@@ -64,25 +80,42 @@ class AckWaiter:
         def on_acked(error: str | None) -> None:
             reports.append((future, error))
 
+        self.waiting += 1
+        if self._poll is not None and not self._ticking:
+            self._ticking = True
+            self._loop.call_later(self._interval_s, self._tick)
         return future, on_acked
+
+    def _tick(self) -> None:
+        assert self._poll is not None
+        self._poll()
+        self._resolve(self._drain())
+        if self.waiting > 0:
+            self._loop.call_later(self._interval_s, self._tick)
+        else:
+            self._ticking = False
+
+    def _drain(self) -> list[tuple[asyncio.Future[str | None], str | None]]:
+        reports = self._reports
+        batch = []
+        with contextlib.suppress(IndexError):
+            while reports:
+                batch.append(reports.popleft())
+        return batch
 
     def hand_over(self) -> None:
         """From the poll thread after each poll: resolve on the loop what arrived."""
-        reports = self._reports
-        if not reports:
+        if not self._reports:
             return
-        batch = []
-        with contextlib.suppress(IndexError):
-            while True:
-                batch.append(reports.popleft())
+        batch = self._drain()
         with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
-            self._loop.call_soon_threadsafe(_resolve, batch)
+            self._loop.call_soon_threadsafe(self._resolve, batch)
 
-
-def _resolve(batch: list[tuple[asyncio.Future[str | None], str | None]]) -> None:
-    for future, error in batch:
-        if not future.done():
-            future.set_result(error)
+    def _resolve(self, batch: list[tuple[asyncio.Future[str | None], str | None]]) -> None:
+        self.waiting -= len(batch)
+        for future, error in batch:
+            if not future.done():
+                future.set_result(error)
 
 
 class Segment:
@@ -209,6 +242,6 @@ def _fdatasync_all(fds: list[int]) -> None:
         os.fdatasync(fd)
 
 
-def wal_directory(data_dir: Path, port: int) -> Path:
-    """Where an endpoint keeps its write-ahead log: one directory per port (one instance)."""
-    return data_dir / "api" / f"wal-{port}"
+def wal_directory(data_dir: Path, port: int, instance: int | None = None) -> Path:
+    """Where an endpoint keeps its write-ahead log: one directory per port and instance."""
+    return data_dir / "api" / (f"wal-{port}" if instance is None else f"wal-{port}-{instance}")

@@ -70,6 +70,8 @@ class Publisher(Protocol):
 
     def flush(self, timeout_s: float) -> int: ...
 
+    def poll_now(self) -> None: ...
+
     def counters(self) -> dict[str, Any]: ...
 
     def connected(self) -> bool: ...
@@ -165,6 +167,10 @@ class KafkaPublisher:
         """Wait (blocking) until librdkafka holds nothing or `timeout_s`; what it still holds."""
         return int(self._producer.flush(timeout_s))
 
+    def poll_now(self) -> None:
+        """Serve the callbacks librdkafka has ready, without waiting."""
+        self._producer.poll(0)
+
     @property
     def delivered(self) -> int:
         return self._delivered(self._queued())
@@ -257,6 +263,9 @@ class MemoryPublisher:
 
     def flush(self, timeout_s: float) -> int:
         return 0
+
+    def poll_now(self) -> None:
+        pass
 
     def counters(self) -> dict[str, Any]:
         n = len(self.records)

@@ -48,6 +48,7 @@ class FraudService:
         *,
         publisher: Publisher | None = None,
         clock: Callable[[], int] = wall_clock_ms,
+        instance: int | None = None,
     ) -> None:
         self.settings = settings
         self.secrets = secrets
@@ -81,7 +82,7 @@ class FraudService:
         self.publisher = publisher
         self.wal: WriteAheadLog | None = None
         if self.durability == "log" and stack is not None:
-            directory = settings.wal_dir or wal_directory(stack.dirs.data, stack.api.port)
+            directory = settings.wal_dir or wal_directory(stack.dirs.data, stack.api.port, instance)
             self.wal = WriteAheadLog(Path(directory), fsync=settings.wal_fsync)
         self._acks: AckWaiter | None = None
         #: transaction_id -> the future of its record's acknowledgement (`ack`), until resolved.
@@ -100,10 +101,15 @@ class FraudService:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         if self.durability == "ack":
-            self._acks = AckWaiter(loop)
-            if isinstance(self.publisher, KafkaPublisher):
-                self.publisher.after_poll = self._acks.hand_over
-            self.publisher.start(loop, thread=True)
+            interval = self.settings.ack_poll_interval_ms
+            if interval is None:  # a poll thread hands the reports over
+                self._acks = AckWaiter(loop)
+                if isinstance(self.publisher, KafkaPublisher):
+                    self.publisher.after_poll = self._acks.hand_over
+                self.publisher.start(loop, thread=True)
+            else:  # the loop polls while requests wait
+                self._acks = AckWaiter(loop, self.publisher.poll_now, interval / 1000)
+                self.publisher.start(loop)
         else:
             self.publisher.start(loop)
         if self.profile_updater is not None:

@@ -188,6 +188,13 @@ class ApiSettings(Settings):
         description="Under `ack`: how long a request waits for its record's acknowledgement "
         "before it is answered 503 with Retry-After (the retry gets the cached verdict).",
     )
+    ack_poll_interval_ms: float | None = Field(
+        1.0,
+        gt=0,
+        description="Under `ack`: the event loop serves the broker's acknowledgements every "
+        "this many ms while a request waits for one (non-blocking poll; no second thread). "
+        "None: a poll thread serves them and hands them to the loop.",
+    )
     wal_dir: Path | None = Field(
         None,
         description="Under `log`: the write-ahead log's directory; unset: "

@@ -174,6 +174,7 @@ def bench_api(
     durability: str | None = None,
     generator: Generator = "ours",
     wrk_threads: int = 1,
+    settings: dict[str, str] | None = None,
     progress: Callable[[str], None] = lambda _: None,
 ) -> BenchReport:
     host = stack.api.host
@@ -191,6 +192,7 @@ def bench_api(
         settings_file.write_text(
             f"kind: api\ntopic: {topic}\nrebuild_timeout_s: 30\n"
             + (f"durability: {durability}\n" if durability else "")
+            + "".join(f"{key}: {value}\n" for key, value in (settings or {}).items())
         )
         env = {
             **child_env,
@@ -310,6 +312,7 @@ def bench_api(
         subject_log=subject_log,
         durability=durability,
         generator=generator,
+        settings=settings,
         wrk_runs=wrk_runs if generator == "both" else None,
         wrk_threads=wrk_threads,
     )
@@ -354,6 +357,7 @@ def _report(
     subject_log: str,
     durability: str | None = None,
     generator: Generator = "ours",
+    settings: dict[str, str] | None = None,
     wrk_runs: dict[str, list[Saturation]] | None = None,
     wrk_threads: int = 1,
 ) -> BenchReport:
@@ -421,6 +425,7 @@ def _report(
             "load_average": {"before": round(load[0][0], 2), "after": round(load[1][0], 2)},
             "cpu_count": os.cpu_count(),
             "durability": durability or "default",
+            **({"settings": settings} if settings else {}),
             "generator": generator,
             **({"wrk_threads": wrk_threads} if generator != "ours" else {}),
             **({"wrk": _wrk_section(wrk_runs, median)} if wrk_runs is not None else {}),

@@ -201,6 +201,12 @@ def api_bench(
         ),
     ] = "ours",
     wrk_threads: Annotated[int, typer.Option(min=1, help="wrk's threads (-t).")] = 1,
+    api_set: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set", help="An endpoint setting KEY=VALUE (YAML value), e.g. max_in_flight=64."
+        ),
+    ] = None,
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -222,6 +228,7 @@ def api_bench(
             durability=durability,
             generator=generator,  # type: ignore[arg-type]
             wrk_threads=wrk_threads,
+            settings=dict(item.split("=", 1) for item in api_set or []),
             progress=lambda step: err_console.print(f"bench api: {step}", highlight=False),
         )
     r = report.to_dict()

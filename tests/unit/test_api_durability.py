@@ -120,3 +120,27 @@ def test_past_the_bound_a_transaction_is_shed_with_429_and_retry_after() -> None
     assert headers[b"retry-after"] == b"3"
     assert orjson.loads(sent[2][1]["body"])["detail"].startswith("overloaded: 2 transactions")
     assert stats.shed == 1
+
+
+def test_acks_polled_from_the_loop_resolve_while_requests_wait() -> None:
+    async def run() -> tuple[list[str | None], int, bool]:
+        callbacks: list[Any] = []
+        polls = 0
+
+        def poll() -> None:  # what producer.poll(0) does: run the ready callbacks
+            nonlocal polls
+            polls += 1
+            if polls == 3:
+                for callback, error in callbacks:
+                    callback(error)
+
+        waiter = AckWaiter(asyncio.get_running_loop(), poll, interval_s=0.001)
+        pairs = [waiter.waiter() for _ in range(2)]
+        callbacks.extend([(pairs[0][1], None), (pairs[1][1], "broker down")])
+        results = await asyncio.wait_for(asyncio.gather(*(f for f, _ in pairs)), 10)
+        await asyncio.sleep(0.01)
+        return list(results), polls, waiter._ticking
+
+    results, polls, ticking = asyncio.run(run())
+    assert results == [None, "broker down"]
+    assert polls == 3 and not ticking  # polled only while a request waited
