@@ -23,6 +23,12 @@ available input. Per point:
   fast as possible, wall time says nothing about a live run; stream time says how far past a
   window's end the stream must run before its result comes out (the watermark, plus a batch).
 
+`time`: each point names the time the job windowed on, `event_time` (the device's clock) or
+`corrected_event_time` (less the device's estimated clock offset, `pipeline.clock`); a sweep
+over both (`times`) runs every watermark once per time, side by side. Parity is null on
+corrected time: the batch oracle windows on the device's clock. The card job has no corrected
+time.
+
 `processing_time` (beside the points in the saved report, not in the `--json` contract) shows
 what a processing-time window would have reported on the same stream: 1-minute counts by the
 records' emit time (the Kafka timestamp) against counts by event time.
@@ -82,6 +88,23 @@ SCENARIOS = {
 }
 WINDOW_MS = 60_000
 VEHICLES_JOB = "vehicles"  # the one job with a batch oracle for its windows
+TIMES = ("event_time", "corrected_event_time")
+CLOCK_JOBS = ("vehicles",)  # the lab's jobs that can window on corrected time
+
+
+def parse_times(text: str, scenario: str) -> list[str]:
+    """'event_time,corrected_event_time' -> the times to sweep (checked against the job).
+
+    >>> parse_times("event_time, corrected_event_time", "vehicles")
+    ['event_time', 'corrected_event_time']
+    """
+    out = [t.strip() for t in text.split(",") if t.strip()]
+    wrong = [t for t in out if t not in TIMES]
+    if wrong or not out:
+        raise StreamsimError(f"--times: one or more of {', '.join(TIMES)}, not {text!r}")
+    if "corrected_event_time" in out and scenario not in CLOCK_JOBS:
+        raise StreamsimError(f"--times: the {scenario} job has no corrected_event_time")
+    return out
 
 
 def parse_watermarks(text: str) -> list[tuple[str, int]]:
@@ -173,10 +196,21 @@ class _Progress:
         self.listener = Listener()
 
 
-def point_config(base: Any, watermark: str, topic: str, tag: str, max_offsets: int) -> Any:
+def point_config(
+    base: Any,
+    watermark: str,
+    topic: str,
+    tag: str,
+    max_offsets: int,
+    time: str = "event_time",
+) -> Any:
     data = base.model_dump(mode="json", exclude_unset=True)
+    clock = {**data.get("clock", {}), "time": time}
+    if time != "event_time":
+        clock["offsets_topic"] = f"lab.clock-offsets-{tag}"
     data.update(
         {
+            "clock": clock,
             "watermark": watermark,
             "input_topics": [topic],
             "output_topic": f"lab.alerts-{tag}",
@@ -362,8 +396,9 @@ def run_point(
     work: Path,
     max_offsets: int,
     lab_job: LabJob,
+    time: str = "event_time",
 ) -> dict[str, Any]:
-    """One watermark's point; with the job's provisional variant, its figures
+    """One watermark's point on `time`; with the job's provisional variant, its figures
     (`provisional_view`) under the point's `provisional` key (the CLI moves them out of the
     `--json` points)."""
     from core.kafka.reader import read_topic
@@ -373,7 +408,7 @@ def run_point(
     checkpoints = work / f"checkpoints-{tag}"
     dirs = stack.dirs.model_copy(update={"checkpoints": checkpoints, "lake": work / f"lake-{tag}"})
     point_stack = stack.model_copy(update={"dirs": dirs})
-    cfg = point_config(base_cfg, watermark[0], topic, tag, max_offsets)
+    cfg = point_config(base_cfg, watermark[0], topic, tag, max_offsets, time)
     from core.kafka import ensure_topics
 
     vehicles = cfg.job == VEHICLES_JOB
@@ -383,6 +418,8 @@ def run_point(
     ensure_topics(point_stack, topics_out)
     windows_query = lab_job.windows_query
     keep = {windows_query, f"{cfg.job}.alerts", *filter(None, [lab_job.provisional_query])}
+    if cfg.clock.corrected:
+        keep.add(f"{cfg.job}.clock-offsets")  # the offsets the job looks its records up in
     progress = _Progress()
     spark.streams.addListener(progress.listener)
     queries = measured(JOBS[cfg.job](spark, point_stack, cfg), keep)
@@ -404,11 +441,13 @@ def run_point(
     alerts = read_topic(point_stack, cfg.output_topic)
     recall, precision = score(alerts, stream.truth)
     history = [r.to_dict() for r in reports if r.input_rows or r.watermark_ms]
-    parity_share = _parity(spark, point_stack, cfg, history) if vehicles else None
+    oracle = vehicles and not cfg.clock.corrected  # the oracle windows on the device's clock
+    parity_share = _parity(spark, point_stack, cfg, history) if oracle else None
     rows = _timestamped(point_stack, windows_topic(cfg))
     latencies = result_latencies([r for r in rows if r[1].get("final") is not False], stats_batches)
     shutil.rmtree(checkpoints, ignore_errors=True)
     point: dict[str, Any] = {
+        "time": time,
         "watermark_s": watermark[1] / 1000,
         "completeness": completeness,
         "late_dropped": int(late),
@@ -486,8 +525,10 @@ def sweep(
     max_offsets: int,
     progress: Any = None,
     on_point: Any = None,
+    times: tuple[str, ...] | list[str] = ("event_time",),
 ) -> dict[str, Any]:
-    """The whole sweep: {"scenario", "points"} plus the detail (`processing_time`).
+    """The whole sweep: {"scenario", "points"} plus the detail (`processing_time`); every
+    watermark once per time in `times`.
     `on_point(report)` gets the report so far after each point, so a run that fails later
     (a Spark worker lost on a loaded machine) keeps the points it measured."""
     if scenario not in SCENARIOS:
@@ -511,9 +552,12 @@ def sweep(
         "topic": topic,
         "processing_time": processing_time_view(stream),
     }
-    for i, watermark in enumerate(watermarks):
+    runs = [(time, watermark) for time in times for watermark in watermarks]
+    for i, (time, watermark) in enumerate(runs):
         if progress is not None:
-            progress(i, len(watermarks), watermark[0])
+            progress(
+                i, len(runs), watermark[0] if time == "event_time" else f"{watermark[0]} ({time})"
+            )
         points.append(
             run_point(
                 spark,
@@ -525,6 +569,7 @@ def sweep(
                 work,
                 max_offsets,
                 lab_job,
+                time,
             )
         )
         if on_point is not None:

@@ -146,3 +146,23 @@ def test_provisional_rows_are_compared_with_the_final_ones() -> None:
         "provisional_after_final": 1,
         "latency_ms": {"p50": -10_000.0, "p99": -10_000.0},
     }
+
+
+def test_a_corrected_time_point_windows_on_the_estimated_clock() -> None:
+    from core.config import load_model
+    from pipeline.config import PipelineConfig
+    from streamsim.lab.watermark import parse_times
+
+    base = load_model(PipelineConfig, REPO_ROOT / SCENARIOS["vehicles"].pipeline_file)
+    raw = point_config(base, "5 seconds", "lab.in", "t1", 500)
+    assert raw.clock.time == "event_time" and raw.clock.offsets_topic is None
+    fixed = point_config(base, "5 seconds", "lab.in", "t2", 500, "corrected_event_time")
+    assert fixed.clock.corrected and fixed.clock.offsets_topic == "lab.clock-offsets-t2"
+    assert parse_times("event_time,corrected_event_time", "vehicles") == [
+        "event_time",
+        "corrected_event_time",
+    ]
+    with pytest.raises(StreamsimError, match="no corrected_event_time"):
+        parse_times("corrected_event_time", "cards")
+    with pytest.raises(StreamsimError, match="--times"):
+        parse_times("kafka_time", "vehicles")
