@@ -35,12 +35,14 @@ PAN_SECRET = "durability-it-secret-0123456789"
 
 @contextmanager
 def endpoint(
-    kafka_stack: StackConfig, tmp: Path, **settings: Any
+    kafka_stack: StackConfig, tmp: Path, ensure: bool = True, live: bool = True, **settings: Any
 ) -> Iterator[tuple[ServerProcess, str, str]]:
-    """`streamsim api` on a free port with `settings`, deciding into a topic of its own."""
+    """`streamsim api` on a free port with `settings`, deciding into a topic of its own;
+    ready once live (`live`), else once it answers."""
     port = free_port()
     topic = f"cards.activity-dur-{uuid.uuid4().hex[:8]}"
-    ensure_topics(kafka_stack, [topic])
+    if ensure:
+        ensure_topics(kafka_stack, [topic])
     stack_file = tmp / "stack.yaml"
     stack_file.write_text(
         f"kafka:\n  bootstrap: {kafka_stack.kafka.bootstrap_servers}\n"
@@ -58,7 +60,13 @@ def endpoint(
     try:
         wait_ready(
             server,
-            lambda: httpx.get(f"{url}/v1/health", timeout=2).json()["state"]["status"] == "live",
+            lambda: (
+                (
+                    not live
+                    or httpx.get(f"{url}/v1/health", timeout=2).json()["state"]["status"] == "live"
+                )
+                and httpx.get(f"{url}/v1/health", timeout=2).status_code > 0
+            ),
         )
         yield server, url, topic
     finally:
@@ -121,3 +129,22 @@ def test_past_the_bound_requests_are_shed_with_429_and_retry_after(
     assert all(r.json()["detail"].startswith("overloaded: 2 transactions") for r in shed)
     assert stats["shed"] == load.statuses[429]
     assert stats["errors"] == 0
+
+
+def test_without_a_broker_ack_answers_503_with_retry_after_not_200(tmp_path: Path) -> None:
+    unreachable = StackConfig.model_validate({"kafka": {"bootstrap": f"127.0.0.1:{free_port()}"}})
+    _ids, bodies = seeded_requests(1, seed=36)
+    with endpoint(
+        unreachable, tmp_path, ensure=False, ack_timeout_s=1, rebuild_timeout_s=1,
+        flush_timeout_s=1, live=False,
+    ) as (_, url, _topic):  # fmt: skip
+        headers = {"content-type": "application/json"}
+        first = httpx.post(f"{url}/v1/transactions", content=bodies[0], headers=headers)
+        retry = httpx.post(f"{url}/v1/transactions", content=bodies[0], headers=headers)
+        stats = httpx.get(f"{url}/v1/stats", timeout=5).json()
+    for answer in (first, retry):  # the retry waits on the same unacknowledged record
+        assert answer.status_code == 503
+        assert answer.headers["retry-after"] == "1"
+        assert "not acknowledged by the broker" in answer.json()["detail"]
+    assert stats["decisions"]["approve"] + stats["decisions"]["review"] == 1
+    assert stats["replays"] == 1 and stats["publish"]["delivered"] == 0

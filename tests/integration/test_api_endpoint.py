@@ -271,7 +271,11 @@ def test_decides_while_kafka_is_unreachable_and_counts_what_it_could_not_publish
         f"api:\n  port: {free_port()}\n"
     )
     settings_file = tmp_path / "api.yaml"
-    settings_file.write_text("kind: api\nrebuild_timeout_s: 1\nflush_timeout_s: 1\n")
+    # durability none: it answers before the broker acknowledges (under the default, ack, it
+    # answers 503 instead: tests/integration/test_api_durability.py).
+    settings_file.write_text(
+        "kind: api\nrebuild_timeout_s: 1\nflush_timeout_s: 1\ndurability: none\n"
+    )
     log = tmp_path / "server.log"
     server = Server(stack_file, settings_file, log, "starting", "--json")
     try:
