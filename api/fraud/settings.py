@@ -189,11 +189,12 @@ class ApiSettings(Settings):
         "before it is answered 503 with Retry-After (the retry gets the cached verdict).",
     )
     ack_poll_interval_ms: float | None = Field(
-        1.0,
+        None,
         gt=0,
-        description="Under `ack`: the event loop serves the broker's acknowledgements every "
-        "this many ms while a request waits for one (non-blocking poll; no second thread). "
-        "None: a poll thread serves them and hands them to the loop.",
+        description="Under `ack`: None (default): a poll thread serves the broker's "
+        "acknowledgements and hands them to the event loop. A number: the loop itself polls "
+        "(non-blocking) every this many ms while a request waits; measured at saturation it "
+        "cost 1,044 us of server CPU a request against the thread's 541.",
     )
     wal_dir: Path | None = Field(
         None,
