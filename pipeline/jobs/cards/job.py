@@ -16,6 +16,38 @@ profiles: `cards.profiles` (compacted, `cards.profiles_topic`), JSON -> parse;
   bucket of their card: the spending rule judges each purchase against the card's profile
   (`check_profile_spending`, as the fraud endpoint does)
 
+Rules form (`cards.rules_form`): `python` (the default) runs every rule in that one Python
+operator. `engine` runs three of them in Spark's engine (`pipeline.jobs.cards.engine`), each
+from its detector's params and predicate, with no Python worker:
+  -> velocity + compromised terminal: ONE sliding-window aggregation over card rows and
+     terminal rows (count, count_if small, sum, approx_count_distinct, the same before the
+     window's last slide: first crossing of a burst)             -> `cards.alerts-windows`
+  -> impossible travel: a time-bounded self-join of each card's located uses, haversine as a
+     Column expression                                          -> `cards.alerts-travel`
+  -> spending (account takeover) stays in the Python operator, `cards.alerts`, fed only the
+     card rows (no terminal rows) and the profiles: it judges each purchase against its card's
+     issuer profile (a per-card map of category counts, typical amount and known devices,
+     applied on arrival), which no built-in aggregate or join keeps (a stream-static join
+     re-reads the whole profiles topic every batch, see below).
+The engine form's queries each read and parse the topic themselves: in Spark 4.2 only the
+first of several stateful operators fed by one watermark sees it advance (see below), and a
+join's watermark is its own. Differences by design (conformance corpus
+`tests/conformance/cards.py`): travel judges every pair within its bound, not only
+consecutive ones (more alerts on the same cards), with the sphere's distance; distinct counts
+are HyperLogLog++ estimates.
+
+Measured (`streamsim bench pipeline --job cards --events 100000`, 2 cores shared with other
+work, load average 13-22; `$STREAMSIM_BENCH_PIPELINE` selects the form):
+- python form: 1,362 tx/s for the whole job against a floor (Kafka read + parse + one
+  window) of 11,582 (0.12x), alert p99 30.1 s at the paced load, peak RSS 7.5 GB; per query
+  `cards.alerts` (the one Python operator, all four rules) 1,366 tx/s: it sets the pace.
+- engine form with the memory state store: `cards.alerts-windows` failed with Spark's
+  UNABLE_TO_ACQUIRE_MEMORY in its aggregation (each transaction is 20 window rows, each with
+  two HyperLogLog++ buffers and the window's event ids, all state in the JVM heap), so the
+  python form stays the default.
+The remaining Python stateful operator in the engine form is `cards.alerts`
+(`CardBucketProcessor` / `bucket_rules`), spending only.
+
 Why not a stream-static join with the topic read as a table: a static side is read once per
 batch (all of it: 20,000 profiles per demo run, more with older runs' in the compacted topic),
 and a profile published after the query started (the next run's) would need the table re-read
