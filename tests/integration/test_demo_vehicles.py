@@ -59,6 +59,13 @@ def test_prints_the_evaluation_contract(result: dict[str, Any]) -> None:
     assert report["simulation"]["end_of_input"]["watermark_ms"] > 0
 
 
+def test_the_clock_block_scores_corrected_time_against_truth(result: dict[str, Any]) -> None:
+    clock = result["clock"]  # `streamsim.evaluate.clock`, over the run's sent records
+    assert set(clock["by_class"]) == {"car", "van", "truck"}
+    assert clock["within_1s_share"] >= 0.95 and clock["p50_ms"] < 1000, clock
+    assert clock["non_reset"]["records"] >= clock["records"] > 10_000
+
+
 def test_parity_is_explained(result: dict[str, Any]) -> None:
     parity = result["parity"]
     assert set(parity) == {"windows", "matching", "explained_by_late"}
