@@ -31,8 +31,8 @@ Routes:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Literal
 
@@ -62,6 +62,9 @@ from runs.manager import RunManager
 
 #: What one `streamsim api` process serves.
 Services = Literal["all", "fraud", "panel"]
+
+#: What FastAPI's `lifespan` takes: the app -> an async context around its life.
+Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
 
 
 def create_app(
@@ -124,15 +127,7 @@ def create_app(
             if fraud:
                 await service.stop()
 
-    app = FastAPI(
-        title="streamsim fraud endpoint",
-        version="1",
-        summary="Card-transaction verdicts in milliseconds, published to cards.activity.",
-        default_response_class=OrjsonResponse,
-        lifespan=lifespan,
-    )
-    app.state.service = service
-    app.state.control_token = service.secrets.api_token
+    app = _base_app(service, lifespan)
     app.state.runs = run_manager
     app.state.evaluations = evaluations
     app.state.feeds = feed
@@ -141,7 +136,6 @@ def create_app(
     app.state.shipping = shipping
     app.state.sensors = sensors
     app.state.loadtests = loadtests
-    app.add_exception_handler(RequestValidationError, validation_error_handler)
     for router in (*(FRAUD_ROUTERS if fraud else ()), *PANEL_ROUTERS, loadtest_routes.router):
         app.include_router(router)
     if fraud:
@@ -160,6 +154,16 @@ def _fraud_app(service: FraudService) -> FastAPI:
         finally:
             await service.stop()
 
+    app = _base_app(service, lifespan)
+    for router in FRAUD_ROUTERS:
+        app.include_router(router)
+    _fraud_middleware(app, service)
+    return app
+
+
+def _base_app(service: FraudService, lifespan: Lifespan) -> FastAPI:
+    """The app every service shape starts from: its metadata, the fraud service and control
+    token in its state, and the 422 handler."""
     app = FastAPI(
         title="streamsim fraud endpoint",
         version="1",
@@ -170,9 +174,6 @@ def _fraud_app(service: FraudService) -> FastAPI:
     app.state.service = service
     app.state.control_token = service.secrets.api_token
     app.add_exception_handler(RequestValidationError, validation_error_handler)
-    for router in FRAUD_ROUTERS:
-        app.include_router(router)
-    _fraud_middleware(app, service)
     return app
 
 
