@@ -37,14 +37,21 @@ consecutive ones (more alerts on the same cards), with the sphere's distance; di
 are HyperLogLog++ estimates.
 
 Measured (`streamsim bench pipeline --job cards --events 100000`, 2 cores shared with other
-work, load average 13-22; `$STREAMSIM_BENCH_PIPELINE` selects the form):
-- python form: 1,362 tx/s for the whole job against a floor (Kafka read + parse + one
-  window) of 11,582 (0.12x), alert p99 30.1 s at the paced load, peak RSS 7.5 GB; per query
+work; `$STREAMSIM_BENCH_PIPELINE` selects the form):
+- python form (load average 13-22): 1,362 tx/s for the whole job against a floor (Kafka
+  read + parse + one window) of 11,582 (0.12x), alert p99 30.1 s at the paced load, peak RSS
+  7.5 GB; per query
   `cards.alerts` (the one Python operator, all four rules) 1,366 tx/s: it sets the pace.
 - engine form with the memory state store: `cards.alerts-windows` failed with Spark's
   UNABLE_TO_ACQUIRE_MEMORY in its aggregation (each transaction is 20 window rows, each with
-  two HyperLogLog++ buffers and the window's event ids, all state in the JVM heap), so the
-  python form stays the default.
+  two HyperLogLog++ buffers and the window's event ids, all state in the JVM heap).
+- engine form with `state_store: rocksdb` (load average 5-8 at its end): 327 tx/s against a
+  floor of 16,415 (0.02x), alert p99 28.5 s (p50 4.4 s, python 26.4 s), peak RSS 7.6 GB;
+  per query `cards.alerts` (spending only) 291, `cards.alerts-windows` 327,
+  `cards.alerts-travel` 302, `cards.features` 429 tx/s: five queries, each reading Kafka,
+  share two cores. Travel's every-pair join raised 3,991 alerts for 400 planted pairs in the
+  paced phase (the same cards; the python form: 400).
+So the python form stays the default: the engine form as built is slower, not faster.
 The remaining Python stateful operator in the engine form is `cards.alerts`
 (`CardBucketProcessor` / `bucket_rules`), spending only.
 
