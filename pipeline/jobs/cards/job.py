@@ -40,8 +40,8 @@ Measured (`streamsim bench pipeline --job cards --events 100000`, 2 cores shared
 work; `$STREAMSIM_BENCH_PIPELINE` selects the form):
 - python form (load average 13-22): 1,362 tx/s for the whole job against a floor (Kafka
   read + parse + one window) of 11,582 (0.12x), alert p99 30.1 s at the paced load, peak RSS
-  7.5 GB; per query
-  `cards.alerts` (the one Python operator, all four rules) 1,366 tx/s: it sets the pace.
+  7.5 GB; per query `cards.alerts` (the one Python operator, all four rules) 1,366 tx/s:
+  it sets the pace.
 - engine form with the memory state store: `cards.alerts-windows` failed with Spark's
   UNABLE_TO_ACQUIRE_MEMORY in its aggregation (each transaction is 20 window rows, each with
   two HyperLogLog++ buffers and the window's event ids, all state in the JVM heap).
