@@ -42,6 +42,8 @@ work; `$STREAMSIM_BENCH_PIPELINE` selects the form):
   read + parse + one window) of 11,582 (0.12x), alert p99 30.1 s at the paced load, peak RSS
   7.5 GB; per query `cards.alerts` (the one Python operator, all four rules) 1,366 tx/s:
   it sets the pace.
+- python form again, quieter (load average 2.7 before, 3.1 after): 3,875 tx/s against a
+  floor of 22,332 (0.17x), alert p99 2.1 s, peak RSS 5.5 GB; `cards.alerts` 3,881 tx/s.
 - engine form with the memory state store: `cards.alerts-windows` failed with Spark's
   UNABLE_TO_ACQUIRE_MEMORY in its aggregation (each transaction is 20 window rows, each with
   two HyperLogLog++ buffers and the window's event ids, all state in the JVM heap).
