@@ -86,6 +86,15 @@ def pipeline_bench(
             help="Vehicles (1 Hz each) of the paced fleet; --job cards: transactions/s.",
         ),
     ] = 500,
+    pipeline: Annotated[
+        Path | None,
+        typer.Option(
+            "--pipeline",
+            dir_okay=False,
+            help="--job: bench the job under this pipeline YAML (e.g. one with another "
+            "rules_form). Default: config/pipelines/JOB.yaml.",
+        ),
+    ] = None,
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -114,6 +123,7 @@ def pipeline_bench(
                 latency_s=latency_s,
                 latency_rate=latency_vehicles,
                 progress=progress,
+                pipeline=pipeline,
             )
         else:
             report = bench_pipeline(

@@ -37,7 +37,7 @@ consecutive ones (more alerts on the same cards), with the sphere's distance; di
 are HyperLogLog++ estimates.
 
 Measured (`streamsim bench pipeline --job cards --events 100000`, 2 cores shared with other
-work; `$STREAMSIM_BENCH_PIPELINE` selects the form):
+work; `--pipeline` selects the form):
 - python form (load average 13-22): 1,362 tx/s for the whole job against a floor (Kafka
   read + parse + one window) of 11,582 (0.12x), alert p99 30.1 s at the paced load, peak RSS
   7.5 GB; per query `cards.alerts` (the one Python operator, all four rules) 1,366 tx/s:

@@ -14,14 +14,13 @@ Method (one Spark session, `local[2]`, shuffle partitions = 2):
 5. **Alert latency** where the job has a paced phase (cards, vehicles; see `latency`).
 
 Each job is a `JobBench`: its scenario, config, module, input kinds and logic as data.
-`$STREAMSIM_BENCH_PIPELINE` names another pipeline YAML for the job (e.g. one with
-`cards.rules_form: engine`) to bench instead of its own.
+`bench pipeline --job JOB --pipeline FILE` benches the job under another pipeline YAML (e.g.
+one with `cards.rules_form: engine`) instead of its own.
 """
 
 from __future__ import annotations
 
 import importlib
-import os
 import tempfile
 import time
 import uuid
@@ -500,17 +499,17 @@ def bench_job(
     latency_s: float = 60.0,
     latency_rate: int = 500,
     progress: Progress = lambda _: None,
+    pipeline: Path | None = None,
 ) -> BenchReport:
-    """`bench pipeline --job JOB`: see the module docstring."""
-    from core.config import load_model
-    from pipeline.config import PipelineConfig
+    """`bench pipeline --job JOB`: see the module docstring; `pipeline`: another config of the
+    job to bench (`pipeline_config`)."""
     from pipeline.session import spark_session
 
     job = JOBS[job_name]
     keys = keys or job.default_keys
     if events < 2 * batch_events:
         raise StreamsimError("events must be at least two batches (the first is warm-up)")
-    base = load_model(PipelineConfig, pipeline_path(job))
+    base = pipeline_config(job_name, pipeline)
     tag = uuid.uuid4().hex[:8]
     with tempfile.TemporaryDirectory(prefix="streamsim-bench-job-") as tmp, peak_rss() as rss:
         stack = bench_stack(stack, Path(tmp))
@@ -553,15 +552,16 @@ def bench_job(
     )
 
 
-#: A pipeline YAML to bench instead of the job's own (e.g. another `cards.rules_form`).
-PIPELINE_ENV = "STREAMSIM_BENCH_PIPELINE"
+def pipeline_config(job_name: str, pipeline: Path | None) -> Any:
+    """The job's PipelineConfig: `pipeline` when given (its `job` must be the benched one),
+    else the job's own YAML."""
+    from core.config import load_model
+    from pipeline.config import PipelineConfig
 
-
-def pipeline_path(job: JobBench) -> Path:
-    """The job's pipeline config: `$STREAMSIM_BENCH_PIPELINE` when set (its `job` must be the
-    benched one), else the job's own YAML."""
-    override = os.environ.get(PIPELINE_ENV)
-    return Path(override) if override else job.pipeline
+    cfg = load_model(PipelineConfig, pipeline or JOBS[job_name].pipeline)
+    if cfg.job != job_name:
+        raise StreamsimError(f"{pipeline}: its job is {cfg.job!r}, not the benched {job_name!r}")
+    return cfg
 
 
 def produce_job_input(
