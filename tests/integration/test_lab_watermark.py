@@ -15,6 +15,7 @@ from streamsim.lab.watermark import parse_watermarks, save, sweep
 pytestmark = pytest.mark.integration
 
 POINT_KEYS = [
+    "time",
     "watermark_s",
     "completeness",
     "late_dropped",
@@ -42,6 +43,7 @@ def test_a_longer_watermark_drops_fewer_late_events_and_waits_longer(
     tight, loose = report["points"]
     for point in (tight, loose):
         assert list(point) == [*POINT_KEYS, "provisional"]
+        assert point["time"] == "event_time"  # the default: the device's own clock
         assert set(point["latency_ms"]) == {"p50", "p99"}
         assert 0 <= point["completeness"] <= 1
     assert (tight["watermark_s"], loose["watermark_s"]) == (0, 600)
