@@ -36,6 +36,12 @@ CARDS_VERDICTS = Topic(
 CARDS_PROFILES = Topic(
     "cards.profiles", "card_token", compacted=True, doc="The latest profile of each card."
 )
+CARDS_COMPROMISED_CARDS = Topic(
+    "cards.compromised-cards",
+    "terminal_id",
+    doc="Bloom filters of the cards seen at a terminal in a window the compromised-terminal "
+    "rule fired on (`core.contracts.compromised`).",
+)
 SENSORS_READINGS = Topic("sensors.readings", "sensor_id", doc="Sensor fleet readings.")
 VEHICLES_TELEMETRY = Topic("vehicles.telemetry", "vehicle_id", doc="Vehicle telemetry, 1 Hz.")
 SENSORS_CLOCK_OFFSETS = Topic(
@@ -106,6 +112,7 @@ TOPICS: tuple[Topic, ...] = (
     CARDS_ACTIVITY,
     CARDS_VERDICTS,
     CARDS_PROFILES,
+    CARDS_COMPROMISED_CARDS,
     SENSORS_READINGS,
     VEHICLES_TELEMETRY,
     SENSORS_CLOCK_OFFSETS,
