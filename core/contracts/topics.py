@@ -76,6 +76,16 @@ VEHICLE_TRIPS = Topic("aggregates.vehicle-trips", "entity_id", doc="Per-trip sum
 SENSOR_COUNTS = Topic(
     "aggregates.sensor-counts", "entity_id", doc="Per-entity window counts (sensors)."
 )
+HEAVY_HITTERS = Topic(
+    "aggregates.heavy-hitters",
+    "key",
+    doc="Per-window busiest terminals, merchants, devices: Count-Min estimates (cards, sensors).",
+)
+DISTINCT_COUNTS = Topic(
+    "aggregates.distinct-counts",
+    "key",
+    doc="Per-window distinct cards per terminal, devices per site: HyperLogLog (cards, sensors).",
+)
 METRICS = Topic(
     "metrics",
     "query",
@@ -125,6 +135,8 @@ TOPICS: tuple[Topic, ...] = (
     VEHICLE_STATS,
     VEHICLE_TRIPS,
     SENSOR_COUNTS,
+    HEAVY_HITTERS,
+    DISTINCT_COUNTS,
     METRICS,
     DEADLETTER,
 )

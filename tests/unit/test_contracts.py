@@ -187,6 +187,8 @@ def test_topics_are_declared_once_with_their_keys() -> None:
         "aggregates.vehicle-stats",
         "aggregates.vehicle-trips",
         "aggregates.sensor-counts",
+        "aggregates.heavy-hitters",
+        "aggregates.distinct-counts",
     ]
     truth = topics.truth("sensors")
     assert truth.name == "truth.sensors" and truth.key == "event_id"
