@@ -103,6 +103,14 @@ class CardsSettings(Settings):
         "dead-letter topic. Null: no profiles, the spending rule builds each card's history "
         "from the stream (min_history purchases).",
     )
+    compromised_cards_topic: str | None = Field(
+        None,
+        description="Where the `cards.compromised-cards` query publishes a Bloom filter of the "
+        "cards seen at a terminal in each window the compromised-terminal rule fires on "
+        "(`pipeline.jobs.cards.bloom`; sizing in `detectors.cards.bloom`), for the fraud "
+        "endpoint to review those cards' card-not-present purchases. Null: no such query "
+        "(the shipped `config/pipelines/cards.yaml` names `cards.compromised-cards`).",
+    )
     profiles_starting_offsets: str = Field(
         "earliest",
         description="Where the profiles read starts: earliest (a compacted topic is read "
