@@ -104,6 +104,7 @@ from core.kafka import ensure_topics
 from core.kafka.compacted import ensure_compacted
 from pipeline.alerts_sink import AlertSink
 from pipeline.config import PipelineConfig
+from pipeline.jobs.cards import bloom
 from pipeline.jobs.cards.config import CardsSettings
 from pipeline.jobs.cards.engine import travel_alerts, window_alerts
 from pipeline.jobs.cards.state import (
@@ -438,4 +439,5 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
                 "update",
             )
             queries.insert(2, start_query(provisional, PROVISIONAL_QUERY, windowed))
+    queries.extend(bloom.start(spark, stack, cfg, tx))  # compromised terminals' cards
     return queries
