@@ -4,11 +4,11 @@
 (None for a repeated transaction_id, which gets the stored body and is not published again).
 
 The rules are the detectors' own (`TravelState.check`, `check_velocity`, `SpendingState`
-through the profiles, `TerminalState.check` per merchant); this module only
-gathers their evidence, turns fired rules into a score (`Scoring`) and a decision, and builds
-the record. The response body is a pure function of the record (`response_body`), so a
-restarted endpoint that rebuilt its state from the topic answers a repeat byte for byte as
-before.
+through the profiles, `TerminalState.check` per merchant, the compromised terminals' Bloom
+filters through `CompromisedCards`); this module only gathers their evidence, turns fired
+rules into a score (`Scoring`) and a decision, and builds the record. The response body is a
+pure function of the record (`response_body`), so a restarted endpoint that rebuilt its state
+from the topic answers a repeat byte for byte as before.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from detectors.cards.velocity import (
 )
 
 if TYPE_CHECKING:
+    from api.fraud.compromised import CompromisedCards
     from api.fraud.profiles import ProfileStore
 
 SCHEMA = CARD_ACTIVITY.id
@@ -98,6 +99,7 @@ class Decider:
         clock: Callable[[], int] = wall_clock_ms,
         complete: Callable[[], bool] = lambda: True,
         profiles: ProfileStore | None = None,
+        compromised: CompromisedCards | None = None,
     ) -> None:
         self.settings = settings
         self.tokenizer = tokenizer
@@ -105,6 +107,7 @@ class Decider:
         self.clock = clock
         self.complete = complete  # whether the state rebuild from the topic has finished
         self.profiles = profiles  # cardholder profiles for the spending rule
+        self.compromised = compromised  # the Bloom filters of compromised terminals' cards
 
     def decide(self, tx: TransactionRequest) -> tuple[bytes, dict[str, Any] | None]:
         token = self.tokenizer.token(tx.card_number)
@@ -158,6 +161,10 @@ class Decider:
             )
             if spent is not None:
                 alerts.append(spent)
+        if self.compromised is not None:
+            exposed = self.compromised.check(token, tx.transaction_id, tx.event_time, tx.channel)
+            if exposed is not None:
+                alerts.append(exposed)
         velocity = velocity_evidence(features, params)
         score, decision = score_of({a.rule for a in alerts}, self.settings)
         reasons = [NO_HISTORY] if card is None else []

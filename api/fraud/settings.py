@@ -26,6 +26,7 @@ from core.config.base import Settings
 from core.contracts import topics
 from core.pan import PAN_SECRET_ENV, pan_secret
 from detectors import TerminalParams, TravelParams, VelocityParams
+from detectors.cards.bloom import CompromisedCardParams
 from detectors.cards.spending import PROFILE_SPENDING, SpendingParams
 
 API_TOKEN_ENV = "STREAMSIM_API_TOKEN"
@@ -40,7 +41,9 @@ class Scoring(Settings):
     score = 1 - prod(1 - weight of each fired rule); decline at `decline_at`, review at
     `review_at`, approve below. Defaults: impossible travel alone declines, velocity alone
     sends to review, both decline. A compromised terminal sends the crossing use to review: the
-    alert is about the merchant, and the card paying there is its victim, not its thief.
+    alert is about the merchant, and the card paying there is its victim, not its thief. A
+    card-not-present purchase by a card seen at a compromised terminal (`compromised_card`)
+    goes to review too: the holder may be paying, or whoever skimmed the card.
     """
 
     weights: dict[str, float] = Field(
@@ -49,6 +52,7 @@ class Scoring(Settings):
             "velocity": 0.6,
             "spending_anomaly": 0.6,
             "compromised_terminal": 0.5,
+            "compromised_card": 0.5,
         },
         description="Score weight in [0, 1] of each rule when it fires.",
     )
@@ -148,6 +152,19 @@ class ApiSettings(Settings):
         topics.CARDS_PROFILES.name,
         description="Compacted topic of cardholder profiles, rebuilt on start and followed; "
         "None: no profiles (the spending rule never fires).",
+    )
+    compromised_cards: CompromisedCardParams | None = Field(
+        default_factory=CompromisedCardParams,
+        description="Compromised cards: the cards job's Bloom filters of the cards seen at a "
+        "terminal while the compromised-terminal rule fired (`compromised_cards_topic`); a "
+        "purchase in `channels` by a card in one, within `apply_s` after its window, raises "
+        "`compromised_card` (see scoring). Defaults are the detector's "
+        "(`detectors.cards.bloom`), as the job's. None: off.",
+    )
+    compromised_cards_topic: str | None = Field(
+        topics.CARDS_COMPROMISED_CARDS.name,
+        description="Topic of those filters, followed from the records appended within "
+        "`compromised_cards.apply_s` before start-up; None: none are loaded.",
     )
     scoring: Scoring = Field(default_factory=Scoring)
     idempotency: IdempotencySettings = Field(default_factory=IdempotencySettings)

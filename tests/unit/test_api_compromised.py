@@ -1,0 +1,87 @@
+"""Compromised cards at the fraud endpoint: a card in a compromised terminal's Bloom filter is
+sent to review on its next card-not-present purchases (real app, TestClient, fake clock)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from api.fraud.compromised import CompromisedCards
+from core.contracts.compromised import SCHEMA
+from core.pan import make_pans
+from detectors.cards.bloom import CompromisedCardParams, SparkBloomFilter
+from tests.unit.test_api_decisions import MIN, T0, Harness, tx
+
+PANS = make_pans(np.random.default_rng(35), 3, ["4"])
+RULE = "compromised_card"
+WINDOW_END = T0 + 10 * MIN
+
+
+def record(tokens: list[str], terminal: str = "term-9") -> dict:
+    """A `cards.compromised-cards/1` record as the cards job writes it (base64 with MIME line
+    breaks, as Spark's `base64` chunks it)."""
+    p = CompromisedCardParams()
+    bloom = SparkBloomFilter.create(p.expected_items, p.fpp)
+    for token in tokens:
+        bloom.put_token(token)
+    text = bloom.to_base64()
+    return {
+        "schema": SCHEMA,
+        "terminal_id": terminal,
+        "window_start": T0,
+        "window_end": WINDOW_END,
+        "distinct_cards": len(tokens),
+        "tx_count": len(tokens),
+        "first_crossing": True,
+        "filter": "\r\n".join(text[i : i + 76] for i in range(0, len(text), 76)),
+        "item": "token_key",
+        "fpp": p.fpp,
+        "expected_items": p.expected_items,
+        "num_bits": p.num_bits,
+        "job": "cards",
+        "published_at": WINDOW_END + MIN,
+    }
+
+
+@pytest.fixture
+def h() -> Iterator[Harness]:
+    harness = Harness()
+    token = harness.service.tokenizer.token
+    assert harness.service.compromised is not None
+    harness.service.compromised.put(record([token(PANS[0]), token(PANS[1])]))
+    with harness.client:
+        yield harness
+
+
+def test_a_skimmed_cards_next_online_purchase_goes_to_review(h: Harness) -> None:
+    verdict = h.post(tx("cnp-1", WINDOW_END + 30 * MIN, None, card_number=PANS[0]))
+    assert verdict["decision"] == "review"
+    assert RULE in verdict["reasons"]
+    (alert,) = verdict["evidence"]["alerts"]
+    assert alert["label"] == "compromised_terminal" and alert["event_ids"] == ["cnp-1"]
+    again = h.post(tx("cnp-2", WINDOW_END + 40 * MIN, None, card_number=PANS[1]))
+    assert again["decision"] == "review"
+
+
+def test_only_card_not_present_purchases_of_listed_cards_after_the_window(h: Harness) -> None:
+    in_store = h.post(tx("cp-1", WINDOW_END + MIN, card_number=PANS[0]))
+    assert in_store["decision"] == "approve" and RULE not in in_store["reasons"]
+    before = h.post(tx("early", WINDOW_END - MIN, None, card_number=PANS[1]))
+    assert RULE not in before["reasons"]  # during the window: not yet known compromised
+    other = h.post(tx("other", WINDOW_END + MIN, None, card_number=PANS[2]))
+    assert other["decision"] == "approve" and RULE not in other["reasons"]
+    day = round(CompromisedCardParams().apply_s * 1000)
+    late = h.post(tx("late", WINDOW_END + day + MIN, None, card_number=PANS[1]))
+    assert RULE not in late["reasons"]  # the filter no longer applies
+    assert h.service.compromised is not None and len(h.service.compromised) == 0
+
+
+def test_a_record_that_is_not_a_filter_is_refused() -> None:
+    cards = CompromisedCards(CompromisedCardParams())
+    with pytest.raises(ValueError):
+        cards.put({**record([]), "schema": "cards.profile/1"})
+    with pytest.raises(ValueError):
+        cards.put({**record([]), "filter": "AAAA"})
+    assert len(cards) == 0
