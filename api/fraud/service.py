@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from api.fraud.compromised import CompromisedCards, CompromisedUpdater
 from api.fraud.decision import Decider, response_body, wall_clock_ms
 from api.fraud.durability import AckWaiter, NotDurable, WriteAheadLog, wal_directory
 from api.fraud.models import TransactionRequest
@@ -66,6 +67,13 @@ class FraudService:
             if stack and settings.profiles_topic
             else None
         )
+        params = settings.compromised_cards
+        self.compromised = None if params is None else CompromisedCards(params)
+        self.compromised_updater = (
+            CompromisedUpdater(stack, settings.compromised_cards_topic, self.compromised)
+            if stack and self.compromised is not None and settings.compromised_cards_topic
+            else None
+        )
         #: Durability needs a broker: without a stack, `none`.
         self.durability = settings.durability if stack is not None else "none"
         if publisher is None:
@@ -88,7 +96,13 @@ class FraudService:
         #: transaction_id -> the future of its record's acknowledgement (`ack`), until resolved.
         self._pending: dict[str, asyncio.Future[str | None]] = {}
         self.decider = Decider(
-            settings, self.tokenizer, self.state, clock, self.rebuilt, self.profiles
+            settings,
+            self.tokenizer,
+            self.state,
+            clock,
+            self.rebuilt,
+            self.profiles,
+            self.compromised,
         )
         self.stats = RequestStats()
         self._gc_task: asyncio.Task[None] | None = None
@@ -114,6 +128,8 @@ class FraudService:
             self.publisher.start(loop)
         if self.profile_updater is not None:
             self.profile_updater.start()
+        if self.compromised_updater is not None:
+            self.compromised_updater.start()  # not waited for: filters apply as they arrive
         if self.updater is not None:
             self.updater.start()
             timeout = self.settings.rebuild_timeout_s
@@ -151,6 +167,8 @@ class FraudService:
             await asyncio.to_thread(self.updater.stop)
         if self.profile_updater is not None:
             await asyncio.to_thread(self.profile_updater.stop)
+        if self.compromised_updater is not None:
+            await asyncio.to_thread(self.compromised_updater.stop)
         left = await asyncio.to_thread(self.publisher.close, self.settings.flush_timeout_s)
         log.info("publisher flushed (%d records left undelivered)", left)
         if self.wal is not None:
