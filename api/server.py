@@ -7,6 +7,10 @@ requests, then the app's lifespan stops the updater and flushes the producer.
 (`streamsim api --service fraud --instances N`, each its own interpreter and core) share one
 port; the kernel spreads new connections over them by a hash of the connection's addresses
 (no card affinity: each instance keeps its state current from `cards.activity`).
+
+Each of them also listens alone on `instance_port(port, i)` (api.port + 1 + i), so a client
+that routes each card to one instance (the POS sink's `domain.endpoint.urls` with
+`affinity: token`, as a card network routes a BIN range to one processor) can address it.
 """
 
 from __future__ import annotations
@@ -56,6 +60,11 @@ def reuse_port_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+def instance_port(port: int, instance: int) -> int:
+    """The port instance `instance` (0-based) of `--instances N` listens on alone."""
+    return port + 1 + instance
+
+
 def serve(
     stack: StackConfig,
     settings_file: str | Path | None = None,
@@ -75,7 +84,10 @@ def serve(
         )
     app = app_from_config(stack, settings_file, services=services, instance=instance)
     server = uvicorn.Server(uvicorn_config(app, host, port, access_log, log_level))
-    sockets = [reuse_port_socket(host, port)] if instance is not None else None
+    sockets = None
+    if instance is not None:
+        own = instance_port(port, instance)
+        sockets = [reuse_port_socket(host, port), reuse_port_socket(host, own)]
     with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the Ctrl-C it handled
         server.run(sockets=sockets)
     if not server.started:

@@ -39,7 +39,8 @@ def api(
         typer.Option(
             min=1,
             help="Endpoint processes sharing the port (SO_REUSEPORT); more than 1 needs "
-            "--service fraud. Each rebuilds and follows cards.activity.",
+            "--service fraud. Each rebuilds and follows cards.activity, and listens alone on "
+            "api.port + 1 + i too (for card affinity: domain.endpoint.urls).",
         ),
     ] = 1,
     instance: Annotated[int | None, typer.Option(hidden=True)] = None,
@@ -99,11 +100,16 @@ def _instances(n: int, host: str, port: int, url: str, as_json: bool) -> None:
     import subprocess
     import sys
 
+    from api.server import instance_port
     from core.errors import StreamsimError
     from core.ports import port_in_use
 
-    if port_in_use(host, port):
-        raise StreamsimError(f"port {port} on {host} is taken")
+    for taken in [port, *(instance_port(port, i) for i in range(n))]:
+        if port_in_use(host, taken):
+            raise StreamsimError(
+                f"port {taken} on {host} is taken (--instances {n} uses {port} and "
+                f"{instance_port(port, 0)}-{instance_port(port, n - 1)})"
+            )
     args = [a for a in sys.argv[1:] if not a.startswith("--instances")]
     if "--instances" in sys.argv:  # `--instances N` as two words
         i = sys.argv.index("--instances")
@@ -116,7 +122,11 @@ def _instances(n: int, host: str, port: int, url: str, as_json: bool) -> None:
         for i in range(n)
     ]
     if not as_json:
-        console.print(f"{n} fraud endpoint instances on {url}; Ctrl-C stops", highlight=False)
+        console.print(
+            f"{n} fraud endpoint instances on {url} (each alone on port "
+            f"{instance_port(port, 0)}-{instance_port(port, n - 1)}); Ctrl-C stops",
+            highlight=False,
+        )
 
     def forward(_signum: int, _frame: object) -> None:
         for child in children:  # SIGINT: each stops as on Ctrl-C (flushes, exits 0)
