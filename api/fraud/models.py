@@ -290,12 +290,25 @@ class PublishStats(BaseModel):
     last_error: str | None
 
 
+class FollowLag(BaseModel):
+    """Milliseconds from another instance's publish of a decision to its application here."""
+
+    count: int = Field(description="Records applied from the topic once live.")
+    p50: int | None = None
+    p99: int | None = None
+    max: int | None = None
+
+
 class StateStats(BaseModel):
     status: Literal["starting", "rebuilding", "live", "stopped", "disabled"]
     cards: int
     verdicts: int
     applied_from_topic: int
     malformed_records: int
+    follow_lag_ms: FollowLag = Field(
+        default_factory=lambda: FollowLag(count=0),
+        description="State lag behind the other instances (cards.activity follow lag).",
+    )
 
 
 class Stats(BaseModel):

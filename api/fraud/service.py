@@ -274,4 +274,5 @@ class FraudService:
             "verdicts": verdicts,
             "applied_from_topic": 0 if updater is None else updater.applied,
             "malformed_records": 0 if updater is None else updater.malformed,
+            "follow_lag_ms": {"count": 0} if updater is None else updater.follow_lag(),
         }

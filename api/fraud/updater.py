@@ -9,6 +9,12 @@ transaction_id: a record whose `transaction_id` header names a transaction the s
 holds is skipped before its JSON is parsed; the endpoint's own records always are). Malformed
 records are counted and skipped, never fatal.
 
+Follow lag: for each record applied once live (another instance's decision), the time from
+its producer timestamp (set when that instance published it) to its application here
+(`follow_lag`, milliseconds): how long a card's decision on one instance stays unseen by the
+others, the window in which a card's next request on another instance is judged on older
+state. Clocks are the same machine's, or NTP-synchronised hosts'.
+
 The consumer is assigned all partitions (no consumer group, nothing committed): every instance
 holds the whole state, rebuilt from the topic on each start.
 """
@@ -25,11 +31,13 @@ import orjson
 from confluent_kafka import (
     OFFSET_BEGINNING,
     OFFSET_END,
+    TIMESTAMP_NOT_AVAILABLE,
     Consumer,
     KafkaError,
     KafkaException,
     TopicPartition,
 )
+from hdrh.histogram import HdrHistogram
 
 from api.fraud.decision import RECORD_KEYS, response_body
 from api.fraud.publisher import TXID_HEADER
@@ -64,6 +72,8 @@ class ActivityUpdater:
         self.applied = 0  # records applied from the topic
         self.skipped = 0  # records already in (this endpoint's own decisions, repeats)
         self.malformed = 0
+        self._lag = HdrHistogram(1, 3_600_000, 2)  # follow lag, ms
+        self._lag_lock = threading.Lock()
         self.rebuild_s: float | None = None
         self.last_error: str | None = None
         self._stop = threading.Event()
@@ -97,10 +107,7 @@ class ActivityUpdater:
                         self.applied,
                         self.rebuild_s,
                     )
-                # Small batches once live: the event loop waits for the GIL while a batch
-                # is applied.
-                batch = 100 if self.rebuilt.is_set() else 1000
-                for msg in consumer.consume(batch, 0.2):
+                for msg in self._next_batch(consumer):
                     partition, offset, err = msg.partition() or 0, msg.offset() or 0, msg.error()
                     if err is not None:
                         if err.code() == KafkaError._PARTITION_EOF:
@@ -109,7 +116,10 @@ class ActivityUpdater:
                             self.last_error = err.str()
                         continue
                     if not self._known(msg.headers()):
+                        before = self.applied
                         self._apply(msg.value(), partition, offset)
+                        if self.applied > before and self.rebuilt.is_set():
+                            self._lagged(msg.timestamp())
                     end = pending.get(partition)
                     if end is not None and offset + 1 >= end:
                         del pending[partition]
@@ -119,6 +129,18 @@ class ActivityUpdater:
         finally:
             consumer.close()
             self.status = "stopped"
+
+    def _next_batch(self, consumer: Consumer) -> list[Any]:
+        """While rebuilding: up to 1,000 records. Once live: as soon as one record is there,
+        it and up to 99 more already fetched (small batches: the event loop waits for the GIL
+        while a batch is applied). `consume(n, timeout)` alone would wait for n records or
+        the timeout, holding another instance's decision back up to 200 ms at a low rate."""
+        if not self.rebuilt.is_set():
+            return list(consumer.consume(1000, 0.2))
+        first = consumer.poll(0.2)
+        if first is None:
+            return []
+        return [first, *consumer.consume(99, 0)]
 
     def _connect(self) -> Consumer | None:
         """A consumer, once Kafka answers and the topic exists (created if missing); retries
@@ -201,6 +223,27 @@ class ActivityUpdater:
                     return True
                 return False
         return False
+
+    def _lagged(self, timestamp: tuple[int, int]) -> None:
+        kind, at_ms = timestamp
+        if kind == TIMESTAMP_NOT_AVAILABLE:
+            return
+        lag = max(1, time.time_ns() // 1_000_000 - at_ms)
+        with self._lag_lock:
+            self._lag.record_value(min(lag, 3_600_000))
+
+    def follow_lag(self) -> dict[str, float | int]:
+        """Follow lag of the records applied once live (ms; see the module docstring)."""
+        with self._lag_lock:
+            h = self._lag
+            if not h.get_total_count():
+                return {"count": 0}
+            return {
+                "count": h.get_total_count(),
+                "p50": h.get_value_at_percentile(50),
+                "p99": h.get_value_at_percentile(99),
+                "max": h.get_max_value(),
+            }
 
     def _apply(self, value: bytes | None, partition: int, offset: int) -> None:
         try:
