@@ -8,7 +8,7 @@ devices each class has.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -387,6 +387,27 @@ class EndpointSettings(Settings):
     retries: int = Field(
         2, ge=0, le=10, description="Re-sends of a request after a connection error or a 5xx."
     )
+    urls: list[Annotated[str, Field(pattern=r"^https?://")]] | None = Field(
+        None,
+        min_length=1,
+        description="POST targets of several endpoint instances, instead of `url` (e.g. "
+        "`streamsim api --instances N` listens on api.port + 1 + i for instance i). See "
+        "`affinity`.",
+    )
+    affinity: Literal["token", "none"] = Field(
+        "token",
+        description="With `urls`: `token` sends each card to one instance, chosen by a "
+        "consistent (rendezvous) hash of its token, as a card network routes a BIN range to "
+        "one processor: a card's decisions never wait on another instance's. `none`: requests "
+        "take the instances in turn (a load balancer), and a card's next request may reach an "
+        "instance that has not yet read its last decision from cards.activity.",
+    )
+
+    @model_validator(mode="after")
+    def _one_target(self) -> EndpointSettings:
+        if self.url is not None and self.urls is not None:
+            raise ValueError("set url or urls, not both")
+        return self
 
 
 class ProfileSettings(Settings):

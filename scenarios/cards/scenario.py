@@ -68,6 +68,13 @@ if TYPE_CHECKING:
 AIRPORT_MCCS = ("4121", "4111", "5814", "5812", "5999", "5541")
 
 
+def endpoint_urls(domain: CardsDomain, stack: StackConfig) -> list[str]:
+    """POS mode's targets: the configured instances' URLs, else `endpoint_url`."""
+    if domain.endpoint.urls:
+        return list(domain.endpoint.urls)
+    return [endpoint_url(domain, stack)]
+
+
 def endpoint_url(domain: CardsDomain, stack: StackConfig) -> str:
     """POS mode's target: the configured URL, else the stack's API address."""
     if domain.endpoint.url:
@@ -293,8 +300,9 @@ class CardsScenario(Scenario):
         e = self.domain.endpoint
         return HttpEventSink(
             sink,
-            endpoint_url(self.domain, self.stack),
+            endpoint_urls(self.domain, self.stack),
             concurrency=e.concurrency,
             timeout_s=e.timeout_s,
             retries=e.retries,
+            affinity=e.affinity,
         )

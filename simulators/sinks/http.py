@@ -15,6 +15,11 @@ terminals and asks the fraud endpoint for a verdict on every transaction.
   declining above it. The request is recorded as `shed` (never as the endpoint's decision),
   and the counters keep both apart: `shed_retries` (429s retried) and `stand_in` (requests
   decided by the terminal, per stand-in decision).
+- Several instances (`urls`, e.g. `streamsim api --instances N`'s own ports): with
+  `affinity="token"` each card goes to one instance, chosen by a consistent hash of its token
+  (the record key; `route`), as a card network routes a BIN range to one processor; with
+  `affinity="none"` requests take the instances in turn, as a load balancer spreads them.
+  Retries go to the same instance. `stats()["instances"]` counts the requests each got.
 - Nothing is dropped silently: every response is counted by status, every request that never
   got a 2xx is counted as failed, and the first few error bodies (422 field errors included) are
   kept for the run summary, PAN-scrubbed.
@@ -26,11 +31,14 @@ terminals and asks the fraud endpoint for a verdict on every transaction.
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import threading
 import time
 from collections import Counter
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import orjson
@@ -50,6 +58,26 @@ MAX_RETRY_AFTER_S = 1.0
 #: limit; the amount in the request's own currency).
 STAND_IN_FLOOR = 50.0
 _ID_HEAD = b'{"transaction_id":"'
+
+
+Affinity = Literal["token", "none"]
+
+
+def _weight(key: bytes, url: str) -> bytes:
+    return hashlib.blake2b(key + b"\x00" + url.encode(), digest_size=8).digest()
+
+
+def route(key: bytes | str, urls: Sequence[str]) -> str:
+    """The instance a card goes to: rendezvous (highest random weight) hashing of its token
+    over the instances' URLs. Consistent: the same token always gets the same URL, and adding
+    or removing an instance moves only the cards that go to (or went to) that one.
+
+    >>> urls = ["http://h:8001/v1/transactions", "http://h:8002/v1/transactions"]
+    >>> route("tok-1", urls) == route(b"tok-1", list(reversed(urls)))
+    True
+    """
+    raw = key.encode() if isinstance(key, str) else key
+    return max(urls, key=lambda url: _weight(raw, url))
 
 
 def transaction_id(body: bytes) -> str | None:
@@ -158,23 +186,32 @@ class HttpEventSink:
     def __init__(
         self,
         inner: Sink,
-        url: str,
+        url: str | Sequence[str],
         *,
         concurrency: int = 16,
         timeout_s: float = 10.0,
         retries: int = 2,
         transport: httpx.BaseTransport | None = None,
         verdicts_topic: str = CARDS_VERDICTS.name,
+        affinity: Affinity = "token",
     ) -> None:
-        """`inner` gets the truth records; `transport` is for tests (e.g. httpx.MockTransport);
-        `verdicts_topic`: where each request's end is recorded (Kafka)."""
+        """`inner` gets the truth records; `url`: the POST target, or several instances' (see
+        `affinity`); `transport` is for tests (e.g. httpx.MockTransport); `verdicts_topic`:
+        where each request's end is recorded (Kafka)."""
+        urls = [url] if isinstance(url, str) else list(url)
+        if not urls:
+            raise ValueError("no endpoint URL")
         self.inner = inner
         self.verdicts_topic = verdicts_topic
         #: The verdict records, where the inner sink is neither Kafka nor JSONL.
         self.recorded = Records()
         self._pending_verdicts = Records()
         self._verdict_out: Any = None
-        self.url = url
+        self.urls = urls
+        self.url = ", ".join(urls)
+        self.affinity: Affinity = affinity
+        self._turns = itertools.count()
+        self._per_url: Counter[str] = Counter()
         self.concurrency = concurrency
         self.timeout_s = timeout_s
         self.retries = retries
@@ -252,11 +289,29 @@ class HttpEventSink:
             with self._lock:
                 self._in_flight += 1
                 self._sent += 1
-            self._pool.submit(self._post, body, key, sent_at)
+            self._pool.submit(self._post, body, key, sent_at, self._target(key))
         self.inner.write(Records(), truth)
         self._flush_verdicts()
 
-    def _post(self, body: bytes, key: bytes | str = b"", sent_at: float | None = None) -> None:
+    def _target(self, key: bytes | str) -> str:
+        """The instance this request goes to (see `affinity`)."""
+        if len(self.urls) == 1:
+            url = self.urls[0]
+        elif self.affinity == "token":
+            url = route(key, self.urls)
+        else:
+            url = self.urls[next(self._turns) % len(self.urls)]
+        with self._lock:
+            self._per_url[url] += 1
+        return url
+
+    def _post(
+        self,
+        body: bytes,
+        key: bytes | str = b"",
+        sent_at: float | None = None,
+        url: str | None = None,
+    ) -> None:
         sent_at = time.time() if sent_at is None else sent_at
         status: int | None = None
         content: bytes | None = None
@@ -264,7 +319,7 @@ class HttpEventSink:
         attempts = 0
         stand_in: str | None = None
         try:
-            status, content, error, attempts = self._attempts(body)
+            status, content, error, attempts = self._attempts(body, url or self.urls[0])
             if status == 429:
                 stand_in = self._stand_in_decision(body)
         except Exception as exc:  # never lose a request silently, whatever went wrong
@@ -307,13 +362,15 @@ class HttpEventSink:
             self._pending_verdicts.values.append(value)
             self._pending_verdicts.timestamps.append(record["answered_at"])
 
-    def _attempts(self, body: bytes) -> tuple[int | None, bytes | None, BaseException | None, int]:
+    def _attempts(
+        self, body: bytes, url: str
+    ) -> tuple[int | None, bytes | None, BaseException | None, int]:
         """Send with retries: (last status, its body, the last error, requests sent)."""
         assert self._client is not None
         for attempt in range(self.retries + 1):
             started = time.perf_counter()
             try:
-                response = self._client.post(self.url, content=body)
+                response = self._client.post(url, content=body)
             except httpx.HTTPError as exc:
                 if attempt < self.retries:
                     self._retry(attempt)
@@ -417,6 +474,8 @@ class HttpEventSink:
             )
             return {
                 "url": self.url,
+                "affinity": self.affinity if len(self.urls) > 1 else None,
+                "instances": dict(self._per_url) if len(self.urls) > 1 else None,
                 "requests": self._sent,
                 "ok": self._ok,
                 "failed": self._failed,
