@@ -1,4 +1,5 @@
-"""`streamsim bench simulator | pipeline | api`: a subject against a reference, same run."""
+"""`streamsim bench simulator | pipeline | api | divergence`: a subject against a reference,
+same run."""
 
 from __future__ import annotations
 
@@ -268,3 +269,55 @@ def api_bench(
         f"{r['cpu_count']} CPUs; durability {r['durability']}, generator {r['generator']}"
         + wrk_line,
     )
+
+
+@app.command(name="divergence")
+def divergence_bench(
+    events: Annotated[int, typer.Option(min=10, help="Requests of the seeded stream.")] = 2000,
+    seed: Annotated[int, typer.Option(help="The stream's seed.")] = 33,
+    cards: Annotated[
+        int, typer.Option(min=1, help="Card population (fewer: cards come back more often).")
+    ] = 300,
+    instances: Annotated[int, typer.Option(min=2, help="Endpoint instances.")] = 2,
+    rate: Annotated[float, typer.Option(min=1, help="Requests per second sent.")] = 200.0,
+    concurrency: Annotated[
+        int,
+        typer.Option(
+            min=1, help="Requests in flight (1: each card's requests decided in stream order)."
+        ),
+    ] = 1,
+    config: ConfigOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Verdicts of N endpoint instances vs one instance's on the same seeded card stream, with
+    card affinity (each card to one instance by a hash of its token) and without."""
+    from streamsim.bench.divergence import run_divergence
+
+    stack = stack_from(config)
+    with local_broker(stack, announce):
+        r = run_divergence(
+            stack,
+            events=events,
+            seed=seed,
+            cards=cards,
+            instances=instances,
+            rate=rate,
+            concurrency=concurrency,
+        )
+    lines = [
+        f"{events:,} requests ({r['cards']} cards, seed {seed}) at {rate:g}/s, {concurrency} "
+        f"in flight; one instance decided {r['single']['decisions']}"
+    ]
+    for affinity, run in r["affinity"].items():
+        lags = ", ".join(
+            f"p50 {lag.get('p50', '-')} p99 {lag.get('p99', '-')} max {lag.get('max', '-')}"
+            for lag in run["follow_lag_ms"]
+        )
+        lines.append(
+            f"{instances} instances, affinity {affinity}: {run['decisions_differ']} decisions and "
+            f"{run['rules_differ']} fired-rule sets differ of {run['compared']:,} "
+            f"{run['rules_differ_by_rule']}; {run['handoffs']:,} handoffs "
+            f"({run['handoffs_within_follow_lag_p99']} within the follow lag's p99); "
+            f"follow lag ms per instance: {lags}"
+        )
+    emit(r, as_json, "\n".join(lines))
