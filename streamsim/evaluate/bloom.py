@@ -112,7 +112,7 @@ def bloom_figures(
         "bound": params.fpp,
         "observed_error": None if observed is None else round(observed, 6),
         "within_bound": None if observed is None else observed <= params.fpp,
-        "expected_fpp": round(float(np.mean(fill)), 8) if fill else None,
+        "expected_fpp": float(f"{np.mean(fill):.3g}") if fill else None,
         "expected_items": params.expected_items,
         "filters": len(filters),
         "members": positives,
