@@ -23,6 +23,7 @@ from pipeline.settings import (
     duration_ms,
     offsets_form,
 )
+from pipeline.sketch_settings import SketchSettings
 
 CardRule = Literal["velocity", "compromised_terminal", "impossible_travel", "spending_anomaly"]
 CARD_RULES: tuple[CardRule, ...] = (
@@ -110,6 +111,12 @@ class CardsSettings(Settings):
         "(`pipeline.jobs.cards.bloom`; sizing in `detectors.cards.bloom`), for the fraud "
         "endpoint to review those cards' card-not-present purchases. Null: no such query "
         "(the shipped `config/pipelines/cards.yaml` names `cards.compromised-cards`).",
+    )
+    sketches: SketchSettings = Field(
+        SketchSettings(),
+        description="`cards.sketches`: per window the busiest terminals and merchants "
+        "(Count-Min) and the distinct cards per terminal (HyperLogLog), to "
+        "`aggregates.heavy-hitters` and `aggregates.distinct-counts` (`pipeline.sketches`).",
     )
     profiles_starting_offsets: str = Field(
         "earliest",

@@ -82,6 +82,10 @@ Queries (`streamsim pipeline run cards` prints each one's mode):
   batch (the dead letters have a pool of their own, see `fairscheduler.xml`). It reads the
   transactions and, with profiles, the profiles topic. Uses its operator refuses as late go
   to the metrics topic as `cards.late-drops` (`pipeline.late_drops`).
+- `cards.sketches` (with `cards.sketches.enabled`): per tumbling window the busiest
+  terminals and merchants (Count-Min) and the distinct cards per terminal (HyperLogLog), in a
+  `foreachBatch` sink that keeps the open windows' sketches (`pipeline.sketches`), FAIR pool
+  `aggregates`. It reads and parses the topic itself; off in `bench pipeline`.
 - `cards.profiles-deadletter` (with profiles): malformed profiles to the dead-letter
   topic; stateless micro-batches at the dead-letter trigger's interval (Real-time Mode would
   hold a task slot for a topic that is written once per run).
@@ -104,7 +108,7 @@ from core.kafka import ensure_topics
 from core.kafka.compacted import ensure_compacted
 from pipeline.alerts_sink import AlertSink
 from pipeline.config import PipelineConfig
-from pipeline.jobs.cards import bloom
+from pipeline.jobs.cards import bloom, sketches
 from pipeline.jobs.cards.config import CardsSettings
 from pipeline.jobs.cards.engine import travel_alerts, window_alerts
 from pipeline.jobs.cards.state import (
@@ -440,4 +444,6 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
             )
             queries.insert(2, start_query(provisional, PROVISIONAL_QUERY, windowed))
     queries.extend(bloom.start(spark, stack, cfg, tx))  # compromised terminals' cards
+    with scheduler_pool(spark, "aggregates"):
+        queries.extend(sketches.start(stack, cfg, events))  # heavy hitters, distinct cards
     return queries
