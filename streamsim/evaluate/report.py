@@ -48,6 +48,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {  # label types come from the contracts
     "cards": {
         "labels": list(labels.CARD_FRAUDS),
         "endpoint_topic": topics.CARDS_ACTIVITY.name,
+        "sketches": True,
     },
     "vehicles": {
         "labels": list(labels.VEHICLE_FAULTS),
@@ -205,6 +206,8 @@ def evaluate(
             figures["hard_negative_alerts"] = touched.get(label, 0)
             if form == "streaming":  # raised when a voyage landed, days late
                 figures["late_alerts"] = int(late.get(label, 0))
+    if spec.get("sketches") and (spark is not None or pipeline is not None):
+        report["sketches"] = _sketches(stack, spark, pipeline, since, prefix)
     if spec.get("oracle"):
         cfg = pipeline or load_model(PipelineConfig, spec["oracle"])
         parity, late_ids = _oracle(stack, cfg, spark)
@@ -309,6 +312,59 @@ def _oracle(
         if spark is None:
             session.stop()
     return parity, late
+
+
+#: The transaction fields the sketches and the Bloom filter read.
+CARD_EVENT_COLUMNS = (
+    "event_id",
+    "event_time",
+    "card_token",
+    "merchant_id",
+    "terminal_id",
+    "amount",
+)
+
+
+def card_events(
+    stack: StackConfig, topic: str, since: Mapping[str, Mapping[int, int]], prefix: str
+) -> pd.DataFrame:
+    """The run's transactions on `topic` (`CARD_EVENT_COLUMNS`), each event id once."""
+    records = [r for r in read_topic(stack, topic, since=since.get(topic)) if _ours(r, prefix)]
+    frame = pd.DataFrame.from_records(records, columns=list(CARD_EVENT_COLUMNS))
+    frame = frame.dropna(subset=["event_id", "event_time"]).drop_duplicates("event_id")
+    return frame.astype({"event_time": "int64", "amount": "float64"})
+
+
+def _sketches(
+    stack: StackConfig,
+    spark: SparkSession | None,
+    pipeline: PipelineConfig | None,
+    since: Mapping[str, Mapping[int, int]],
+    prefix: str,
+) -> dict[str, Any]:
+    """The `sketches` block (`streamsim.evaluate.sketches`) over the run's transactions on the
+    job's input topic (with `spark`, or a session of its own), with the job's parameters."""
+    from pipeline.jobs.cards.sketches import DISTINCT_OF, card_sketch_rows
+    from pipeline.session import spark_session
+    from streamsim.evaluate.sketches import sketches_block
+
+    cfg = pipeline or load_model(PipelineConfig, Path("config/pipelines/cards.yaml"))
+    events = card_events(stack, cfg.input_topics[0], since, prefix)
+    key = cfg.cards.terminal_key
+    session = spark or spark_session(stack, app="evaluate")
+    try:
+        block = sketches_block(
+            session,
+            events[["event_id", "event_time", "card_token", "merchant_id", "terminal_id"]],
+            lambda frame: card_sketch_rows(frame, key),
+            cfg.cards.sketches,
+            DISTINCT_OF,
+        )
+        # the Bloom filter's entry (`streamsim.evaluate.bloom`) goes in as block["bloom"]
+    finally:
+        if spark is None:
+            session.stop()
+    return {"source": cfg.input_topics[0], "events": len(events), **block}
 
 
 def _clock(
