@@ -346,6 +346,7 @@ def _sketches(
     job's input topic (with `spark`, or a session of its own), with the job's parameters."""
     from pipeline.jobs.cards.sketches import DISTINCT_OF, card_sketch_rows
     from pipeline.session import spark_session
+    from streamsim.evaluate.bloom import bloom_block
     from streamsim.evaluate.sketches import sketches_block
 
     cfg = pipeline or load_model(PipelineConfig, Path("config/pipelines/cards.yaml"))
@@ -360,7 +361,7 @@ def _sketches(
             cfg.cards.sketches,
             DISTINCT_OF,
         )
-        # the Bloom filter's entry (`streamsim.evaluate.bloom`) goes in as block["bloom"]
+        block["bloom"] = bloom_block(session, events, cfg.cards)  # `streamsim.evaluate.bloom`
     finally:
         if spark is None:
             session.stop()
