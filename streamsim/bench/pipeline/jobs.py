@@ -134,13 +134,14 @@ def outputs_under(cfg: Any, prefix: str, **update: Any) -> Any:
 
 def card_outputs(cfg: Any, prefix: str) -> Any:
     """No profiles: the bench's input, events and rates are the transactions alone; no
-    sketches query."""
+    sketches query, no compromised-cards query."""
     settings = cfg.cards.model_copy(
         update={
             "features_topic": f"{prefix}.card-features",
             "profiles_topic": None,
             # the sketches query reads the topic once more (docs/sketches.md): off
             "sketches": cfg.cards.sketches.model_copy(update={"enabled": False}),
+            "compromised_cards_topic": None,  # nor the Bloom filters' query
         }
     )
     return outputs_under(cfg, prefix, cards=settings)
