@@ -4,16 +4,23 @@ and a wrong bound or a broken sketch is caught."""
 
 from __future__ import annotations
 
+import uuid
+
 import numpy as np
 import pandas as pd
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from core.config import StackConfig
 from core.contracts.sketches import DISTINCT_COUNT, HEAVY_HITTER
+from core.kafka import ensure_topics
+from core.kafka.reader import read_topic
 from detectors.sketches import CountMinParams, HllParams, SketchParams
 from pipeline.jobs.cards.sketches import DISTINCT_OF, card_sketch_rows
-from pipeline.sketches import SketchState, distinct_records, heavy_records
+from pipeline.jobs.sensors.sketches import sensor_sketch_rows
+from pipeline.sketch_settings import SketchSettings
+from pipeline.sketches import SketchSink, SketchState, distinct_records, heavy_records
 from streamsim.evaluate.sketches import (
     count_min_errors,
     count_min_figures,
@@ -158,3 +165,52 @@ def test_records_follow_their_contracts(spark: SparkSession, events: pd.DataFram
     assert first[0]["key"] == "t1"  # Zipf's busiest
     assert first[0]["overcount_bound"] == pytest.approx(0.01 * first[0]["window_items"], 1e-3)
     assert {r["of"] for r in distinct} == {"card"}
+
+
+def test_a_noisy_device_is_the_windows_heavy_hitter(spark: SparkSession) -> None:
+    """60 sensors at one reading a minute over 10 minutes, one of them every 6 s: it heads
+    each window's devices; sites count their devices."""
+    rows = [
+        (f"r{s}-{i}", T0 + i * (6_000 if s == 13 else 60_000), f"s{s}", f"site{s % 3}")
+        for s in range(60)
+        for i in range(100 if s == 13 else 10)
+    ]
+    frame = spark.createDataFrame(
+        rows, "event_id string, event_time long, sensor_id string, site string"
+    ).withColumn("event_ts", F.timestamp_millis("event_time"))
+    state = SketchState(spark, SketchParams(), delay_ms=0)
+    state.add(sensor_sketch_rows(frame))
+    closed = state.close(everything=True)
+    devices = [w for w in closed if w.kind == "device"]
+    assert len(devices) == 2
+    for w in devices:
+        assert w.estimates[0] == ("s13", 50)
+        assert w.estimates[1][1] < 10  # the rest: 5 readings a window, an overcount < eps * N
+    sites = [w for w in closed if w.kind == "site"]
+    assert all(w.distinct == {"site0": 20.0, "site1": 20.0, "site2": 20.0} for w in sites)
+
+
+def test_the_sink_publishes_closed_windows(spark: SparkSession, kafka_stack: StackConfig) -> None:
+    """`SketchSink` on two batches (as `foreachBatch` calls it): nothing is published until
+    the watermark passes a window's end; then its records are on the two topics."""
+    run = f"sketch-{uuid.uuid4().hex[:8]}"
+    settings = SketchSettings(
+        heavy_hitters_topic=f"{run}.heavy", distinct_counts_topic=f"{run}.distinct"
+    )
+    ensure_topics(kafka_stack, [settings.heavy_hitters_topic, settings.distinct_counts_topic])
+    sink = SketchSink(kafka_stack, "cards", settings, card_sketch_rows, DISTINCT_OF, 60_000)
+    events = card_events(1_000, seed=3)
+    first = events[events["event_time"] < T0 + 300_000]
+    later = events[events["event_time"] >= T0 + 600_000]
+
+    def frame(part: pd.DataFrame) -> DataFrame:
+        return spark.createDataFrame(part).withColumn("event_ts", F.timestamp_millis("event_time"))
+
+    sink(frame(first), 0)
+    assert sink.published == {"heavy_hitters": 0, "distinct_counts": 0}
+    sink(frame(later), 1)  # the first window (and the second, empty of input here) closes
+    heavy = read_topic(kafka_stack, settings.heavy_hitters_topic)
+    distinct = read_topic(kafka_stack, settings.distinct_counts_topic)
+    assert len(heavy) == sink.published["heavy_hitters"] == 20  # top 10 terminals, merchants
+    assert {r["window_start"] for r in heavy} == {T0}
+    assert len(distinct) == sink.published["distinct_counts"] == first["terminal_id"].nunique()

@@ -9,6 +9,7 @@ from pydantic import Field, model_validator
 from core.config.base import Settings
 from core.contracts import topics
 from pipeline.settings import Duration, duration_ms
+from pipeline.sketch_settings import SketchSettings
 
 
 class SensorsSettings(Settings):
@@ -49,6 +50,13 @@ class SensorsSettings(Settings):
         "1 minute",
         description="engine form: the sliding window's step (alerts wait up to one step plus "
         "the watermark; each reading is in `rules_window / rules_slide` windows).",
+    )
+
+    sketches: SketchSettings = Field(
+        SketchSettings(),
+        description="`sensors.sketches`: per window the noisiest devices (Count-Min) and the "
+        "distinct devices per site (HyperLogLog), to `aggregates.heavy-hitters` and "
+        "`aggregates.distinct-counts` (`pipeline.jobs.sensors.sketches`).",
     )
 
     @model_validator(mode="after")
