@@ -1,5 +1,6 @@
-"""A local 3-node KRaft cluster: `kafka up --brokers 3`, RF 3 topics, and a broker killed with
--9 mid-run while an idempotent acks=all producer keeps going, losing nothing."""
+"""A local 3-node KRaft cluster: `kafka up --brokers 3`, RF 3 topics, the cluster used as a
+user's own ("external") one by `simulate` and `evaluate`, and a broker killed with -9 mid-run
+while an idempotent acks=all producer keeps going, losing nothing."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,8 +24,10 @@ from core.config.stack import StackConfig
 from core.kafka.admin import admin_client, ensure_topics
 from core.kafka.clients import consumer_config, producer_config
 from core.kafka.offsets import end_offsets
+from core.kafka.reader import read_topic
 from streamsim.kafka.broker import LocalBroker, free_node_ports
 from tests.conftest import REPO_ROOT
+from tests.integration.test_evaluate_foreign import flat_lines
 
 pytestmark = pytest.mark.integration
 TOPIC = "cluster.test"
@@ -81,6 +85,60 @@ def test_cluster_topics_get_three_replicas_and_min_isr_two(
     resource = ConfigResource(ConfigResource.Type.TOPIC, TOPIC)
     configs = admin.describe_configs([resource])[resource].result()
     assert configs["min.insync.replicas"].value == "2"
+
+
+def test_an_external_cluster_is_simulated_into_and_scored(
+    cluster: tuple[Path, StackConfig], tmp_path: Path
+) -> None:
+    """docs/external-kafka.md: a stack file that names only the cluster's bootstrap servers,
+    librdkafka client settings and topic defaults; `simulate` writes a seeded sensor fleet to
+    it, a job that is not ours writes alerts to it, and `evaluate` scores them from it."""
+    _, stack = cluster
+    suffix = uuid.uuid4().hex[:8]
+    readings_topic, alerts_topic = f"it-external.readings-{suffix}", f"it-external.alerts-{suffix}"
+    theirs = tmp_path / "their-stack.yaml"
+    theirs.write_text(
+        yaml.safe_dump(
+            {
+                "kafka": {
+                    "bootstrap": stack.kafka.bootstrap_servers,
+                    "client": {"security.protocol": "PLAINTEXT", "client.id": "their-stack"},
+                    "topics": {"partitions": 4, "replication_factor": 3},
+                },
+                "dirs": {"data": str(tmp_path / "data")},
+            }
+        )
+    )
+    external = load_stack(theirs)
+    assert external.kafka.external and len(external.kafka.bootstrap_servers.split(",")) == 3
+    data = yaml.safe_load((REPO_ROOT / "config" / "scenarios" / "sensors.yaml").read_text())
+    data.update(seed=5, run_id=f"it-{suffix}", entities=200, duration_s=600)
+    data["domain"]["topic"] = readings_topic
+    data["domain"]["faults"]["rate_per_hour"] = 0.5  # 10x the default: dozens of incidents
+    scenario = tmp_path / "sensors.yaml"
+    scenario.write_text(yaml.safe_dump(data))
+    prefix = cli("simulate", str(scenario), "--speed", "max", config=theirs)["id_prefix"]
+
+    metadata = admin_client(external).list_topics(timeout=10)
+    partitions = metadata.topics[readings_topic].partitions.values()
+    assert len(partitions) == 4 and all(len(p.replicas) == 3 for p in partitions)
+    readings = [r for r in read_topic(external, readings_topic) if "sensor_id" in r]
+    assert readings and all(r["event_id"].startswith(prefix) for r in readings)
+    alerts = flat_lines(readings)
+    assert len(alerts) >= 5
+    ensure_topics(external, [alerts_topic])
+    producer = Producer(producer_config(external))
+    for a in alerts:
+        producer.produce(alerts_topic, json.dumps(a).encode(), key=a["entity_id"])
+    assert producer.flush(30) == 0
+
+    report = cli("evaluate", "sensors", "--alerts-topic", alerts_topic, config=theirs)
+    assert report["run"]["id_prefix"] == prefix
+    assert report["foreign"]["read"] == report["foreign"]["scored"] == len(alerts)
+    stuck = report["paths"]["foreign"]["stuck_sensor"]
+    assert stuck["support"] >= 5, stuck
+    # truth read from the same cluster: alerts matched to the wrong run's events score ~0
+    assert stuck["precision"] >= 0.9 and stuck["recall"] >= 0.6, stuck
 
 
 def test_killing_one_broker_loses_nothing(cluster: tuple[Path, StackConfig]) -> None:
