@@ -26,16 +26,44 @@ def watermark(
     events: Annotated[int, typer.Option("--events", min=100, help="Records simulated.")] = 200_000,
     seed: Annotated[int | None, typer.Option("--seed", help="Overrides the scenario's.")] = None,
     max_offsets: Annotated[
-        int, typer.Option("--max-offsets", min=1, help="Records per micro-batch.")
-    ] = 5_000,
+        int | None,
+        typer.Option(
+            "--max-offsets",
+            min=1,
+            help="Records per micro-batch (default: replay 250, spark 5000).",
+        ),
+    ] = None,
     times: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--times",
             help="Window on event_time, corrected_event_time or both (comma-separated): "
-            "each watermark once per time.",
+            "each watermark once per time (default: every time the job has).",
         ),
-    ] = "event_time",
+    ] = None,
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            help="spark: the job per point on a produced topic; replay (vehicles): its "
+            "watermark and detectors on the parsed stream, no Spark (default: replay where "
+            "the scenario has it).",
+        ),
+    ] = None,
+    entities: Annotated[
+        int | None,
+        typer.Option(
+            "--entities", min=1, help="The stream's (default: replay 50, else the scenario's)."
+        ),
+    ] = None,
+    duration_s: Annotated[
+        float | None,
+        typer.Option(
+            "--duration-s",
+            min=1,
+            help="Simulated seconds at most (default: replay 3900, else the scenario's).",
+        ),
+    ] = None,
     out: Annotated[
         Path | None,
         typer.Option("--out", file_okay=False, help="Default: <dirs.data>/lab/<scenario>-<UTC>."),
@@ -43,14 +71,27 @@ def watermark(
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Replay one seeded stream through the scenario's job once per watermark (fresh
-    checkpoints); per watermark: completeness, late drops, parity with the batch oracle,
-    recall, precision and result latency. Writes report.json and a Vega-Lite chart."""
-    from streamsim.lab.watermark import parse_times, parse_watermarks, save, sweep
+    """Replay one seeded stream through the scenario's job once per watermark and time;
+    per point: completeness, late drops, parity with the batch oracle (spark), recall,
+    precision and result latency. Writes report.json and a Vega-Lite chart."""
+    from streamsim.lab.watermark import (
+        CLOCK_JOBS,
+        REPLAY_BATCH,
+        REPLAY_STREAM,
+        TIMES,
+        parse_times,
+        parse_watermarks,
+        save,
+        sweep,
+    )
 
     stack = stack_from(config)
     marks = parse_watermarks(watermarks)
-    picked = parse_times(times, scenario)
+    default_times = ",".join(TIMES) if scenario in CLOCK_JOBS else "event_time"
+    picked = parse_times(times or default_times, scenario)
+    how = engine or ("replay" if scenario in REPLAY_STREAM else "spark")
+    shape = REPLAY_STREAM.get(scenario, {}) if how == "replay" else {}
+    batch = max_offsets or (REPLAY_BATCH if how == "replay" else 5_000)
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     folder = out or Path(stack.dirs.data) / "lab" / f"{scenario}-{stamp}"
 
@@ -64,10 +105,13 @@ def watermark(
         events,
         seed,
         folder / "work",
-        max_offsets,
+        batch,
         progress,
         on_point=lambda so_far: save(so_far, folder),  # kept if a later point fails
         times=picked,
+        engine=how,
+        entities=entities or (int(shape["entities"]) if shape else None),
+        duration_s=duration_s or shape.get("duration_s"),
     )
     files = save(report, folder)
     emit(contract(report), as_json, summary(report) + f"\nreport: {files[0]}")
@@ -86,7 +130,8 @@ def contract(report: dict[str, Any]) -> dict[str, Any]:
 
 def summary(report: dict[str, Any]) -> str:
     lines = [
-        f"{report['scenario']}: {report['events']:,} records, one run per watermark",
+        f"{report['scenario']}: {report['events']:,} records over {report['span_s']:,.0f} s, "
+        f"{report['max_offsets']:,} per batch, one {report['engine']} run per watermark",
         "time        watermark_s  completeness  late_dropped  parity  recall  precision  "
         "latency p50/p99 ms",
     ]

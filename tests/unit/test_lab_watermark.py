@@ -1,4 +1,5 @@
-"""The lab's pure parts: watermark parsing, the processing-time view, result latency."""
+"""The lab's pure parts: watermark parsing, the processing-time view, result latency, the
+replay's watermark model."""
 
 from __future__ import annotations
 
@@ -10,12 +11,16 @@ from core.errors import StreamsimError
 from streamsim.lab.watermark import (
     SCENARIOS,
     Stream,
+    batch_watermarks,
+    late_watermarks,
     measured,
+    on_time,
     parse_watermarks,
     point_config,
     processing_time_view,
     provisional_view,
     result_latencies,
+    window_latencies,
     windows_topic,
 )
 from tests.conftest import REPO_ROOT
@@ -166,3 +171,65 @@ def test_a_corrected_time_point_windows_on_the_estimated_clock() -> None:
         parse_times("corrected_event_time", "cards")
     with pytest.raises(StreamsimError, match="--times"):
         parse_times("kafka_time", "vehicles")
+
+
+def two_clocks(seconds: int = 120, behind_ms: int = 60_000) -> pd.DataFrame:
+    """Two vehicles at 1 Hz, sent 100 ms after reading: `v-ok` on true time, `v-slow` on a
+    clock `behind_ms` behind, in send order."""
+    true_ms = np.repeat(np.arange(seconds) * 1000 + 1_700_000_000_000, 2)
+    slow = np.tile([False, True], seconds)
+    return pd.DataFrame(
+        {
+            "vehicle_id": np.where(slow, "v-slow", "v-ok"),
+            "event_id": [f"e{i}" for i in range(2 * seconds)],
+            "event_time": true_ms - np.where(slow, behind_ms, 0),
+            "kafka_ts": true_ms + 100,
+        }
+    )
+
+
+def test_the_replayed_watermark_trails_the_previous_batches_largest_event_time() -> None:
+    times = np.array([1_000, 9_000, 2_000, 3_000, 4_000, 12_000, 5_000])
+    batch_of, watermarks, seen = batch_watermarks(times, 3, 2_000)
+    assert batch_of.tolist() == [0, 0, 0, 1, 1, 1, 2]
+    # before the first batch there is none; then largest so far less 2 s, never back;
+    # the last entry is the no-data batch after the input
+    assert watermarks.tolist() == [0, 7_000, 10_000, 10_000]
+    assert seen.tolist() == [9_000, 12_000, 12_000, 12_000]
+    late = times <= watermarks[batch_of]
+    assert late.tolist() == [False, False, False, True, True, False, True]
+
+
+def test_a_clock_behind_is_late_on_its_own_time_and_on_time_corrected() -> None:
+    frame = two_clocks()
+    raw = frame["event_time"].to_numpy(np.int64)
+    batch_of, watermarks, _ = batch_watermarks(raw, 10, 5_000)
+    late = raw <= late_watermarks(watermarks)[batch_of]
+    # rows are dropped against the previous batch's watermark: from the third batch on, every
+    # reading of the slow clock is a minute behind it
+    slow = late[frame["vehicle_id"].eq("v-slow").to_numpy()]
+    assert not slow[:10].any() and slow[10:].all()
+    assert not late[frame["vehicle_id"].eq("v-ok").to_numpy()].any()
+    fixed = on_time(frame, "corrected_event_time")
+    assert fixed["device_event_time"].tolist() == frame["event_time"].tolist()
+    corrected = fixed["event_time"].to_numpy(np.int64)
+    # the estimate is the lowest lag: 100 ms of delay is left in, the minute is not
+    assert np.abs(corrected - (frame["kafka_ts"].to_numpy() - 100)).max() == 100
+    batch_of, watermarks, _ = batch_watermarks(corrected, 10, 5_000)
+    assert not (corrected <= late_watermarks(watermarks)[batch_of]).any()
+    assert on_time(frame, "event_time") is frame
+
+
+def test_replayed_windows_close_once_the_watermark_passes_their_end() -> None:
+    kept = pd.DataFrame({"vehicle_id": ["a", "a", "b"], "event_time": [10_000, 70_000, 30_000]})
+    # batches' watermarks, the last the no-data batch's; largest event time read by each
+    watermarks = np.array([0, 20_000, 65_000, 65_000])
+    seen = np.array([40_000, 85_000, 90_000, 90_000])
+    # 1-minute tumbling: (a, 0-60 s) and (b, 0-60 s) close in batch 2, (a, 60-120 s) never
+    assert sorted(window_latencies(kept, [(60_000, 60_000)], watermarks, seen)) == [
+        30_000.0,
+        30_000.0,
+    ]
+    # 2-minute windows sliding by 1 minute: all end at 60 s or later, only those closed
+    slid = window_latencies(kept, [(120_000, 60_000)], watermarks, seen)
+    assert sorted(slid) == [30_000.0, 30_000.0]
