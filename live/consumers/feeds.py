@@ -7,6 +7,8 @@
   first alert) are picked up within `refresh_s`. Activity records (the endpoint's decisions, at
   its full request rate) are kept as bytes and parsed only when read: a malformed one is
   counted then, if it is still among the newest.
+- The clock thread reads the compacted `vehicles.clock-offsets` whole into an `OffsetTable`
+  (`live.consumers.clock`): each vehicle's estimated clock offset.
 - The vehicle thread reads `vehicles.telemetry` into a `VehicleView` (latest reading per
   vehicle, recent readings of a few hundred), at most `vehicle_read_cap_per_s` records/s,
   skipping ahead when the topic runs faster (see `live.consumers.vehicles`). Vehicle
@@ -39,6 +41,7 @@ from core.kafka import consumer_config
 from core.kafka.clients import base_config
 from core.kafka.follower import TopicFollower
 from core.kafka.logger import kafka_logger
+from live.consumers.clock import OffsetsFeed
 from live.consumers.pacing import CpuPacer
 from live.consumers.vehicles import VehicleTail
 from live.views.feeds import (
@@ -125,6 +128,11 @@ class Feeds:
                 self._vehicle_loop, name="feeds-vehicles", stop=self._stop, on_error=self._failed
             ),
         ]
+        #: The vehicles' estimated clock offsets (`vehicles.clock-offsets`, compacted).
+        self.vehicle_clock = OffsetsFeed(
+            stack, topics.clock_offsets("vehicles").name, stop=self._stop
+        )
+        self._threads.append(self.vehicle_clock)
 
     def start(self) -> None:
         for thread in self._threads:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from api.panel.models.clock import ClockOffset
 from api.panel.models.feeds import AlertRow, Source
 
 
@@ -25,6 +26,10 @@ class SensorRow(BaseModel):
     status: str | None = Field(description="ok or low_battery, as the device reports it.")
     alerts: int = Field(description="Its alerts among the run's shown.")
     last: SensorReading = Field(description="The newest reading by event time.")
+    offset_estimate_ms: int | None = Field(
+        None,
+        description="Its clock's estimated offset (`sensors.clock-offsets`); null: none yet.",
+    )
 
 
 class SiteRow(BaseModel):
@@ -76,6 +81,9 @@ class SensorSeries(BaseModel):
     status: str | None
     readings: list[SensorReading] = Field(description="Newest kept, oldest first.")
     alerts: list[AlertRow] = Field(description="Its alerts, newest detection first.")
+    clock: ClockOffset | None = Field(
+        None, description="Its estimated clock offset (`sensors.clock-offsets`); null: none."
+    )
 
 
 class SensorAlerts(BaseModel):

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from api.panel.models.clock import ClockOffset
 from api.panel.models.feeds import AlertRow, Source
 from live.views.vehicles import SIGNALS
 
@@ -48,6 +49,10 @@ class VehicleRow(BaseModel):
     last_alert: AlertRow | None
     alerts: int = Field(description="Alerts kept for it (the most recent ones).")
     history: int = Field(description="Recent readings kept for it (0: not tracked).")
+    offset_estimate_ms: int | None = Field(
+        None,
+        description="Its clock's estimated offset (`vehicles.clock-offsets`); null: none yet.",
+    )
 
 
 class Sampling(BaseModel):
@@ -103,5 +108,8 @@ class VehicleTelemetry(BaseModel):
     alerts: list[AlertRow] = Field(description="Its recent alerts, newest first.")
     tracked: bool = Field(
         description="Whether its history is kept; asking for it starts tracking it."
+    )
+    clock: ClockOffset | None = Field(
+        None, description="Its estimated clock offset (`vehicles.clock-offsets`); null: none."
     )
     history_len: int

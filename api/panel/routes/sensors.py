@@ -10,11 +10,14 @@ from fastapi import APIRouter, HTTPException, Path, Query, Request, status
 
 from api.errors import ErrorBody
 from api.panel.deps import UNAVAILABLE, feeds_of
+from api.panel.models.clock import ClockHistogram
 from api.panel.models.sensors import SensorAlerts, SensorList, SensorSeries
+from api.panel.routes.vehicles import BinS, histogram_body, with_offsets
 from api.responses import OrjsonResponse
 from core.pan import scrub_text
 from live.consumers.feeds import Feeds
 from live.consumers.sensors import SensorFeed
+from live.views.clock import BIN_S
 from live.views.sensors import run_alerts
 
 router = APIRouter(prefix="/v1/sensors", tags=["read"])
@@ -60,6 +63,7 @@ def sensors(
     feed, feeds = sensors_of(request), feeds_of(request)
     run = feed.view.run_of_request(run)
     body = feed.view.fleet(run, _alerts(feeds, feed, run), limit)
+    with_offsets(body["devices"], "sensor_id", feed.clock)
     body["source"] = feed.source()
     return OrjsonResponse(body)
 
@@ -114,4 +118,16 @@ def series(
     found["alerts"] = [
         a for a in _alerts(feeds, feed, found["run"]) if a.get("entity_id") == sensor_id
     ]
+    found["clock"] = feed.clock.table.offset(sensor_id)
     return OrjsonResponse(found)
+
+
+@router.get(
+    "/clock-offsets",
+    response_class=OrjsonResponse,
+    responses={200: {"model": ClockHistogram}, **UNAVAILABLE},
+)
+def clock_offsets(request: Request, bin_s: BinS = BIN_S) -> OrjsonResponse:
+    """The sensors' estimated clock offsets, binned (from the compacted
+    `sensors.clock-offsets`, which the sensors job writes on corrected time)."""
+    return OrjsonResponse(histogram_body(sensors_of(request).clock, bin_s))

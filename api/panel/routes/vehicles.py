@@ -5,16 +5,19 @@ vehicle's recent telemetry with its alerts (from `vehicles.telemetry` and `alert
 from __future__ import annotations
 
 import time
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Path, Query, Request, status
 
 from api.panel.deps import UNAVAILABLE, feeds_of
+from api.panel.models.clock import ClockHistogram
 from api.panel.models.runs import ErrorBody
 from api.panel.models.vehicles import Signal, Status, VehicleList, VehicleTelemetry
 from api.responses import OrjsonResponse
 from core.pan import scrub_text
+from live.consumers.clock import OffsetsFeed
 from live.consumers.feeds import Feeds
+from live.views.clock import BIN_S
 from live.views.vehicles import DEFAULT_SIGNALS
 
 router = APIRouter(prefix="/v1", tags=["read"])
@@ -56,6 +59,7 @@ def vehicles(
     (alerting, moving, parked) and last alert; the feed's bounds and sampling."""
     feeds = feeds_of(request)
     rows, counts = feeds.vehicles.vehicles(_now_ms(), limit, status_)
+    with_offsets(rows, "vehicle_id", feeds.vehicle_clock)
     return OrjsonResponse(
         {
             "vehicles": rows,
@@ -101,4 +105,32 @@ def telemetry(
             status.HTTP_404_NOT_FOUND,
             f"no reading or alert of {scrub_text(vehicle_id)} seen on {feeds.vehicles_topic} (yet)",
         )
+    found["clock"] = feeds.vehicle_clock.table.offset(vehicle_id)
+    found["vehicle"]["offset_estimate_ms"] = (found["clock"] or {}).get("offset_estimate_ms")
     return OrjsonResponse(found)
+
+
+BinS = Annotated[float, Query(gt=0, le=3600, description="Bin width, seconds.")]
+
+
+def with_offsets(rows: list[dict[str, Any]], key: str, feed: OffsetsFeed) -> None:
+    """Each row gains `offset_estimate_ms`: its device's current estimate (None: none)."""
+    current = feed.table.current()
+    for row in rows:
+        found = current.get(row[key])
+        row["offset_estimate_ms"] = None if found is None else found["offset_estimate_ms"]
+
+
+def histogram_body(feed: OffsetsFeed, bin_s: float) -> dict[str, Any]:
+    return {**feed.table.histogram(bin_s), "source": feed.source()}
+
+
+@router.get(
+    "/vehicles/clock-offsets",
+    response_class=OrjsonResponse,
+    responses={200: {"model": ClockHistogram}, **UNAVAILABLE},
+)
+def clock_offsets(request: Request, bin_s: BinS = BIN_S) -> OrjsonResponse:
+    """The fleet's estimated clock offsets, binned (from the compacted
+    `vehicles.clock-offsets`, which the vehicles job writes on corrected time)."""
+    return OrjsonResponse(histogram_body(feeds_of(request).vehicle_clock, bin_s))
