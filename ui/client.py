@@ -202,6 +202,10 @@ class ApiClient:
     def sensor_alerts(self, run: str | None = None, limit: int = 100) -> dict[str, Any]:
         return self._get("/v1/sensors/alerts", limit=limit, **({"run": run} if run else {}))
 
+    def clock_offsets(self, domain: str, bin_s: float = 5.0) -> dict[str, Any]:
+        """The estimated clock offsets of `domain`'s devices (`vehicles`, `sensors`), binned."""
+        return self._get(f"/v1/{domain}/clock-offsets", bin_s=bin_s)
+
     def owner_containers(
         self, owner_token: str, run: str | None = None, limit: int = 1000
     ) -> dict[str, Any]:

@@ -9,12 +9,15 @@ from urllib.parse import unquote
 import httpx
 from streamlit.testing.v1 import AppTest
 
+from live.views.clock import OffsetTable
 from live.views.sensors import SensorView, run_alerts
 from tests.conftest import free_port
+from tests.unit.test_ui_pages import texts
 from ui.client import ApiClient
 from ui.sections import sensors
 
 RUN = "sf-aaaa0001"
+T0 = 1_772_524_800_000  # the scenario's simulated clock
 SOURCE = {"topic": "alerts", "status": "live", "partitions": 1, "error": None}
 FEED = {"error": None, "records_read": 9, "records_skipped": 0, "read_cap_per_s": 2000}
 
@@ -58,8 +61,9 @@ def canned_view() -> SensorView:
     return view
 
 
-def fake_api(view: SensorView) -> tuple[ApiClient, list[str]]:
+def fake_api(view: SensorView, clock: OffsetTable | None = None) -> tuple[ApiClient, list[str]]:
     paths: list[str] = []
+    clock = clock or OffsetTable()
 
     def handle(request: httpx.Request) -> httpx.Response:
         path = unquote(request.url.path)
@@ -68,6 +72,8 @@ def fake_api(view: SensorView) -> tuple[ApiClient, list[str]]:
         alerts = run_alerts([STUCK], run, view.has_device)
         if path == "/v1/sensors":
             body = {**view.fleet(run, alerts), "source": FEED}
+        elif path == "/v1/sensors/clock-offsets":
+            body = {**clock.histogram(5.0), "source": {"topic": "sensors.clock-offsets"}}
         elif path == "/v1/sensors/alerts":
             body = {"run": RUN, "alerts": alerts, "count": len(alerts), "source": SOURCE}
         elif path.endswith("/series"):
@@ -75,7 +81,11 @@ def fake_api(view: SensorView) -> tuple[ApiClient, list[str]]:
             found = view.series(sensor, run)
             if found is None:
                 return httpx.Response(404, json={"detail": f"no reading of {sensor}"})
-            body = {**found, "alerts": [a for a in alerts if a["entity_id"] == sensor]}
+            body = {
+                **found,
+                "alerts": [a for a in alerts if a["entity_id"] == sensor],
+                "clock": clock.offset(sensor),
+            }
         else:
             return httpx.Response(404, json={"detail": "not here"})
         return httpx.Response(200, json=body)
@@ -96,16 +106,46 @@ def run_page(client: ApiClient) -> AppTest:
     return test
 
 
+def offsets() -> OffsetTable:
+    """Sensor 2's clock 7.5 s ahead, sensor 1's 3 s behind, sensor 3's reset to an epoch."""
+    table = OffsetTable()
+    for device, ms, reset in [
+        ("sensor-000001", -3_000, False),
+        ("sensor-000002", 7_500, False),
+        ("sensor-000003", 1_000, False),
+        ("sensor-000003", 830_000_000_000, True),
+    ]:
+        table.add(
+            {
+                "device_id": device,
+                "offset_estimate_ms": ms,
+                "reset": reset,
+                "records": 12,
+                "as_of": T0 + (60_000 if reset else 30_000),
+            }
+        )
+    return table
+
+
 def test_page_shows_devices_the_alerting_ones_series_and_the_alerts() -> None:
-    client, paths = fake_api(canned_view())
+    client, paths = fake_api(canned_view(), offsets())
     test = run_page(client)
     metrics = {m.label: m.value for m in test.metric}
     assert metrics == {"Devices seen": "3", "Sites": "2", "Low battery": "1", "Sensor alerts": "1"}
     # the alerting device first, and charted
     assert test.selectbox(key=sensors.PICK_KEY).value == "sensor-000002"
     assert "/v1/sensors/sensor-000002/series" in paths
-    assert [s.value for s in test.subheader] == ["Site map", "Series of sensor-000002", "Alerts"]
-    assert len(test.get("vega_lite_chart")) == 2  # the site map and the series
+    assert [s.value for s in test.subheader] == [
+        "Site map",
+        "Series of sensor-000002",
+        "Alerts",
+        "Clock offsets",
+    ]
+    assert len(test.get("vega_lite_chart")) == 3  # the site map, the series, the offsets
+    shown = texts(test)
+    assert "Clock offset +7.5 s (its clock runs ahead; estimated over 12 records" in shown
+    # the reset clock is counted apart, not binned at decades
+    assert "2 sensors · median +7.5 s · largest ±7.5 s · 1 with a clock reset" in shown
     (table,) = test.table
     row = table.value.iloc[0]
     assert (row["label"], row["device"]) == ("stuck_sensor", "sensor-000002")
@@ -115,6 +155,7 @@ def test_page_shows_devices_the_alerting_ones_series_and_the_alerts() -> None:
     assert not test.exception
     assert "/v1/sensors/sensor-000001/series" in paths
     assert "Series of sensor-000001" in [s.value for s in test.subheader]
+    assert "Clock offset -3.0 s (its clock runs behind" in texts(test)
 
 
 def test_run_picker_shows_an_earlier_run() -> None:
@@ -125,6 +166,14 @@ def test_run_picker_shows_an_earlier_run() -> None:
     test.selectbox(key=sensors.RUN_KEY).set_value(RUN).run()
     assert not test.exception
     assert {m.label: m.value for m in test.metric}["Devices seen"] == "3"
+
+
+def test_without_offsets_the_page_says_where_they_come_from() -> None:
+    test = run_page(fake_api(canned_view())[0])
+    shown = texts(test)
+    assert "Clock offset: no estimate yet (the sensors job publishes them" in shown
+    assert "No clock offset on `sensors.clock-offsets` yet" in shown
+    assert len(test.get("vega_lite_chart")) == 2
 
 
 def test_page_without_readings_or_api_says_what_to_start() -> None:

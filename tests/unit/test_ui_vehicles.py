@@ -101,6 +101,37 @@ def vehicles_scenario() -> dict[str, Any]:
     return ScenarioConfig.model_validate(yaml.safe_load(path.read_text())).model_dump(mode="json")
 
 
+#: What `/v1/vehicles/{id}/telemetry` says of a vehicle's clock, and the fleet's histogram.
+CLOCK = {
+    "device_id": "veh-000007",
+    "offset_estimate_ms": -42_300,
+    "reset": False,
+    "records": 31,
+    "as_of": T0 + 60_000,
+}
+CLOCK_OFFSETS = {
+    "bins": [
+        {"low_s": -45.0, "high_s": -40.0, "devices": 1},
+        {"low_s": -40.0, "high_s": -35.0, "devices": 0},
+        {"low_s": -35.0, "high_s": -30.0, "devices": 2},
+    ],
+    "bin_s": 5.0,
+    "devices": 3,
+    "in_reset": 1,
+    "p50_ms": -33_000,
+    "max_abs_ms": 42_300,
+    "source": {
+        "topic": "vehicles.clock-offsets",
+        "status": "live",
+        "partitions": 1,
+        "error": None,
+        "devices": 4,
+        "records": 40,
+        "malformed": 0,
+    },
+}
+
+
 def canned(
     requests: list[httpx.Request], *, alerts: bool = True
 ) -> Callable[[httpx.Request], httpx.Response]:
@@ -212,6 +243,7 @@ def canned(
             ],
             "source": SOURCE,
         },
+        ("GET", "/v1/vehicles/clock-offsets"): CLOCK_OFFSETS,
     }
 
     def handle(request: httpx.Request) -> httpx.Response:
@@ -232,6 +264,7 @@ def canned(
                     "alerts": [ALERT] if vid == "veh-000007" else [],
                     "tracked": True,
                     "history_len": 300,
+                    "clock": CLOCK if vid == "veh-000007" else None,
                 },
             )
         body = routes.get((request.method, path))
@@ -306,7 +339,10 @@ def test_page_shows_the_fleet_the_alert_and_the_alerting_vehicles_charts() -> No
     assert "value: 118.4" in shown and "above: 105" in shown
     assert test.selectbox(key=vehicles.PICK_KEY).value == "veh-000007"
     assert "**Telemetry of `veh-000007`**" in shown
-    assert len(charts(test)) == len(vehicles.PANELS)
+    # its charts and the fleet's clock-offset histogram; its estimated offset beside them
+    assert len(charts(test)) == len(vehicles.PANELS) + 1
+    assert "Clock offset -42.3 s (its clock runs behind; estimated over 31 records" in shown
+    assert "3 vehicles · median -33.0 s · largest ±42.3 s · 1 with a clock reset" in shown
     assert "60 recent readings" in shown
     asked = [r for r in requests if r.url.path.endswith("/telemetry")]
     assert asked and asked[-1].url.path == "/v1/vehicles/veh-000007/telemetry"

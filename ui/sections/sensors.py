@@ -6,7 +6,9 @@
   when a device there has an alert; hover for the site;
 - a device picker (alerting devices first) and its recent temperature, humidity and battery
   against its device clock, its alerts as red rules at their event times;
-- the run's alerts (stuck sensor, spike, low battery, silent device) with their evidence.
+- the run's alerts (stuck sensor, spike, low battery, silent device) with their evidence;
+- the device's estimated clock offset beside its series, and the fleet's offset histogram
+  (`sensors.clock-offsets`, `ui.clock`).
 
 Read-only, like the Vehicles page's figures: all of it from the open `/v1/sensors` routes.
 """
@@ -21,6 +23,7 @@ import streamlit as st
 
 from core.contracts import topics
 from ui.client import ApiClient, ApiError, ApiUnavailable
+from ui.clock import offset_text, render_histogram
 from ui.sections.alerts import evidence_lines
 from ui.view import REFRESH_S, api_errors, fmt_ms, fmt_num, run_picker
 
@@ -80,6 +83,7 @@ def _fleet(client: ApiClient) -> None:
         _device(client, fleet["run"], devices)
     st.subheader("Alerts")
     _alerts(alerts)
+    render_histogram(client, "sensors", "sensors")
 
 
 def site_map(sites: list[dict[str, Any]]) -> alt.LayerChart:
@@ -177,6 +181,7 @@ def _device(client: ApiClient, run: str | None, devices: list[dict[str, Any]]) -
             f"{len(data['readings'])} recent readings, newest {fmt_ms(last.get('event_time'))} "
             "UTC · red rules: its alerts at their event times"
         )
+        st.caption(offset_text(data.get("clock"), "sensors"))
         frame = series_frame(data["readings"])
         if len(frame):
             st.altair_chart(series_chart(frame, data["alerts"]), width="stretch")

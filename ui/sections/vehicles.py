@@ -8,8 +8,9 @@
   and the region's cities, like the Map page), coloured by status, alerting vehicles ringed and
   labelled; click one to chart it;
 - the chosen vehicle's recent telemetry (speed and limit, coolant, battery, tyres, acceleration)
-  against its device clock, with its alerts as red rules at their event times, and each
-  alert's evidence.
+  against its device clock, with its alerts as red rules at their event times, each
+  alert's evidence, and its clock's estimated offset (`ui.clock`);
+- the fleet's estimated clock offsets as a histogram (`vehicles.clock-offsets`).
 
 The chosen vehicle is `?vehicle=ID` in the URL, a click on the map or the picker; until one is
 picked, the page follows the newest alerting vehicle.
@@ -29,6 +30,7 @@ import streamlit as st
 from core.contracts import topics
 from core.contracts.events import TYRES
 from ui.client import ApiClient, ApiError, ApiUnavailable
+from ui.clock import offset_text, render_histogram
 from ui.layers import PIXELS, dots, labels, paths, rings
 from ui.sections.alerts import evidence_lines
 from ui.sections.runs import STATUS_ICONS, start_form, stop_run
@@ -70,6 +72,7 @@ def render(client: ApiClient) -> None:
     _fleet(client)
     st.subheader("Telemetry")
     _telemetry(client)
+    render_histogram(client, "vehicles", "vehicles")
 
 
 # -- the scenario: runs, start form ----------------------------------------------------------
@@ -487,6 +490,7 @@ def _vehicle_summary(data: dict[str, Any]) -> None:
         + f" · last reading: event time {fmt_ms(v.get('event_time'))}, read "
         f"{fmt_ms(v.get('received_at'))} UTC"
     )
+    st.caption(offset_text(data.get("clock"), "vehicles"))
     if not data["tracked"]:
         st.caption(
             "Its readings were not being kept (the API keeps a history for a few hundred "
