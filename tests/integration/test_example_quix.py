@@ -74,8 +74,10 @@ def test_the_quix_streams_example_is_scored_from_its_topic(
     assert set(scores) == set(labels.SENSOR_FAULTS)
     stuck = scores["stuck_sensor"]
     assert stuck["detections"] == foreign["scored"] and stuck["support"] >= 5, stuck
-    # A flat line is a stuck sensor's signature; state kept on the wrong key (not per sensor)
-    # or alerts naming the wrong events score near 0 here.
+    # A flat line is a stuck sensor's signature (seen: 1.0 each, 49 of 49). State kept on
+    # another key than the sensor's mixes sensors' runs: recall 0.06 with the readings
+    # regrouped by seq % 7, 0.898 by site (about one sensor a site here); alerts naming
+    # events of no incident score precision near 0.
     assert stuck["precision"] >= 0.9 and stuck["incident_precision"] >= 0.9, stuck
     assert stuck["recall"] >= 0.9, stuck
     for label in ("spike", "silent_device"):
