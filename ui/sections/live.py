@@ -16,6 +16,7 @@ import streamlit as st
 from core.contracts.topics import is_truth
 from ui import live_feed
 from ui.client import ApiClient
+from ui.sections import sketches
 from ui.status import STALE_S
 from ui.view import REFRESH_S, api_errors, fmt_duration, fmt_ms, fmt_num, fmt_rate
 
@@ -37,6 +38,7 @@ def render(client: ApiClient) -> None:
         ),
         height=260,
     )
+    sketches.render(client)
     st.subheader("Fraud endpoint")
     _endpoint(client)
 

@@ -8,6 +8,7 @@ from api.panel.routes import (
     sensors,
     shipping,
     ships,
+    sketches,
     stream,
     vehicles,
 )
@@ -22,5 +23,6 @@ ROUTERS = (
     shipping.router,
     ships.router,
     sensors.router,
+    sketches.router,
     stream.router,
 )
