@@ -22,6 +22,7 @@ from confluent_kafka import Producer
 from core.config import StackConfig
 from core.contracts import topics
 from core.kafka import ensure_topics, producer_config
+from core.kafka.compacted import ensure_compacted
 from tests.integration.test_ui_vehicles_browser import metric_value
 from tests.integration.ui_stack import (
     WAIT_S,
@@ -38,6 +39,7 @@ pytestmark = pytest.mark.integration
 pytest_plugins = ("tests.integration.ui_stack",)
 
 READINGS, ALERTS = topics.SENSORS_READINGS.name, topics.ALERTS.name
+OFFSETS = topics.clock_offsets("sensors").name
 START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 
 
@@ -109,6 +111,17 @@ def test_sensors_page_in_a_real_browser(
     ):
         producer.produce(ALERTS, orjson.dumps(row), row["entity_id"].encode())
     assert producer.flush(30) == 0
+    # The charted device's clock offset, as the sensors job publishes it on corrected time.
+    ensure_compacted(kafka_stack, OFFSETS)
+    offset = {
+        "device_id": spiking,
+        "offset_estimate_ms": 7_500,
+        "reset": False,
+        "records": 12,
+        "as_of": time.time_ns() // 1_000_000,
+    }
+    producer.produce(OFFSETS, orjson.dumps(offset), spiking.encode())
+    assert producer.flush(30) == 0
 
     browser.set_window_size(1400, 2200)
     open_page(browser, f"{servers.ui_url}/sensors", "Sensors")
@@ -130,6 +143,8 @@ def test_sensors_page_in_a_real_browser(
         "delta_c: 25.1",
         "battery_v: 3.31",
     )
+    # its estimated clock offset beside the series, and the fleet's offsets below
+    wait_text(browser, "Clock offset +7.5 s (its clock runs ahead", "Clock offsets")
     assert "stuck_sensor" not in text and f"sensor-{tag}-9" not in text  # another run's
     assert one not in text.rsplit("Alerts", 1)[1]  # no alert of the first device
     WebDriverWait(browser, WAIT_S).until(
