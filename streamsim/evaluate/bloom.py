@@ -53,6 +53,8 @@ if TYPE_CHECKING:
 MAX_NEGATIVES = 5_000
 SEED = 35
 LABEL = "compromised_terminal"
+#: The transaction fields the filters are built from.
+COLUMNS = ("event_id", "event_time", "card_token", "merchant_id", "terminal_id", "amount")
 
 
 def terminal_of(events: pd.DataFrame, key: str) -> pd.Series:
@@ -130,25 +132,43 @@ def bloom_block(
 ) -> dict[str, Any]:
     """The `bloom` entry over the run's transactions (pandas: `event_id`, `event_time`,
     `card_token`, `merchant_id`, `terminal_id`, `amount`; each event id once), the filters
-    built by the job's own query code in Spark."""
+    built by the job's own query code in Spark (`spark_windows`)."""
+    p = params or CompromisedCardParams()
+    return window_figures(spark_windows(spark, events, settings, p), events, settings, p)
+
+
+def spark_windows(
+    spark: SparkSession,
+    events: pd.DataFrame,
+    settings: CardsSettings,
+    params: CompromisedCardParams,
+) -> list[Any]:
+    """The job's `cards.compromised-cards` records (Rows) over the events, as a batch."""
     from pyspark.sql import functions as F
 
     from pipeline.jobs.cards.bloom import compromised_windows
 
-    p = params or CompromisedCardParams()
-    columns = ["event_id", "event_time", "card_token", "merchant_id", "terminal_id", "amount"]
-    frame = events[columns].astype({"event_time": "int64", "amount": "float64"})
+    frame = events[list(COLUMNS)].astype({"event_time": "int64", "amount": "float64"})
     tx = spark.createDataFrame(
         frame, "event_id string, event_time long, card_token string, merchant_id string, "
         "terminal_id string, amount double",
     ).withColumn("event_ts", F.timestamp_millis("event_time"))  # fmt: skip
-    rows = compromised_windows(tx, settings, p).collect()
+    return compromised_windows(tx, settings, params).collect()
+
+
+def window_figures(
+    rows: list[Any],
+    events: pd.DataFrame,
+    settings: CardsSettings,
+    params: CompromisedCardParams,
+) -> dict[str, Any]:
+    """`bloom_figures` of the job's records against the events' exact membership."""
     filters = [
         (r.terminal_id, r.window_start, r.window_end, SparkBloomFilter.from_base64(r.filter))
         for r in rows
     ]
-    members = exact_members(frame, settings.terminal_key)
-    return bloom_figures(filters, members, sorted(set(frame["card_token"])), p)
+    members = exact_members(events, settings.terminal_key)
+    return bloom_figures(filters, members, sorted(set(events["card_token"])), params)
 
 
 def python_filters(
