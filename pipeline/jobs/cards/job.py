@@ -86,6 +86,10 @@ Queries (`streamsim pipeline run cards` prints each one's mode):
   terminals and merchants (Count-Min) and the distinct cards per terminal (HyperLogLog), in a
   `foreachBatch` sink that keeps the open windows' sketches (`pipeline.sketches`), FAIR pool
   `aggregates`. It reads and parses the topic itself; off in `bench pipeline`.
+- `cards.compromised-cards` (with `cards.compromised_cards_topic`): per terminal window the
+  compromised-terminal rule fires on, a Bloom filter of its cards' tokens
+  (`bloom_filter_agg`, `pipeline.jobs.cards.bloom`) for the fraud endpoint; micro-batch,
+  append, FAIR pool `aggregates`; off in `bench pipeline`.
 - `cards.profiles-deadletter` (with profiles): malformed profiles to the dead-letter
   topic; stateless micro-batches at the dead-letter trigger's interval (Real-time Mode would
   hold a task slot for a topic that is written once per run).
