@@ -233,7 +233,7 @@ class TransactionResponse(BaseModel):
     score: float = Field(ge=0, le=1)
     reasons: list[str] = Field(
         description="Rules that fired (impossible_travel, velocity, spending_anomaly, "
-        "compromised_terminal), or no_history for an "
+        "compromised_terminal, compromised_card), or no_history for an "
         "unknown card; state_incomplete while the state is still being rebuilt."
     )
     evidence: Evidence
