@@ -53,6 +53,8 @@ if TYPE_CHECKING:
 MAX_NEGATIVES = 5_000
 SEED = 35
 LABEL = "compromised_terminal"
+#: A card token a filter can hold (`detectors.cards.bloom.token_key`); others are left out.
+TOKEN_PATTERN = r"^tok_[0-9a-f]{15}"
 #: The transaction fields the filters are built from.
 COLUMNS = ("event_id", "event_time", "card_token", "merchant_id", "terminal_id", "amount")
 
@@ -131,10 +133,12 @@ def bloom_block(
     params: CompromisedCardParams | None = None,
 ) -> dict[str, Any]:
     """The `bloom` entry over the run's transactions (pandas: `event_id`, `event_time`,
-    `card_token`, `merchant_id`, `terminal_id`, `amount`; each event id once), the filters
-    built by the job's own query code in Spark (`spark_windows`)."""
+    `card_token`, `merchant_id`, `terminal_id`, `amount`; each event id once; those without a
+    token of `TOKEN_PATTERN` left out), the filters built by the job's own query code in
+    Spark (`spark_windows`)."""
     p = params or CompromisedCardParams()
-    return window_figures(spark_windows(spark, events, settings, p), events, settings, p)
+    keyed = events[events["card_token"].astype("string").str.match(TOKEN_PATTERN, na=False)]
+    return window_figures(spark_windows(spark, keyed, settings, p), keyed, settings, p)
 
 
 def spark_windows(
