@@ -9,7 +9,8 @@ at the terminal found in its filter) happens at about the filter's `fpp`.
 
 `CompromisedCards` holds the filters; `CompromisedUpdater` fills it in a background thread
 with the last-use updater's consumer loop: on start the records appended within `apply_s`
-(older filters no longer apply), then the ones that follow. Malformed records are counted and
+(older filters no longer apply; within `rebuild_lookback_s` when that is shorter), then the
+ones that follow. Malformed records are counted and
 skipped.
 """
 
@@ -121,10 +122,21 @@ class CompromisedCards:
 
 class CompromisedUpdater(ActivityUpdater):
     """`cards.compromised-cards` -> `CompromisedCards`: the last-use updater's consumer loop,
-    from the records appended within `apply_s` before start-up."""
+    from the records appended within `apply_s` before start-up, or within `lookback_s` when
+    that is shorter (the endpoint's `rebuild_lookback_s`: 0 for a run or the demo, which then
+    stands alone, as its last-use state does)."""
 
-    def __init__(self, stack: StackConfig, topic: str, store: CompromisedCards) -> None:
-        super().__init__(stack, topic, cast(LastUseState, None), store.params.apply_s)
+    def __init__(
+        self,
+        stack: StackConfig,
+        topic: str,
+        store: CompromisedCards,
+        lookback_s: float | None = None,
+    ) -> None:
+        since = (
+            store.params.apply_s if lookback_s is None else min(lookback_s, store.params.apply_s)
+        )
+        super().__init__(stack, topic, cast(LastUseState, None), since)
         self.store = store
         self._thread.name = "compromised-cards"
 

@@ -70,7 +70,12 @@ class FraudService:
         params = settings.compromised_cards
         self.compromised = None if params is None else CompromisedCards(params)
         self.compromised_updater = (
-            CompromisedUpdater(stack, settings.compromised_cards_topic, self.compromised)
+            CompromisedUpdater(
+                stack,
+                settings.compromised_cards_topic,
+                self.compromised,
+                settings.rebuild_lookback_s,
+            )
             if stack and self.compromised is not None and settings.compromised_cards_topic
             else None
         )
