@@ -9,9 +9,12 @@ Readings with a null or NaN value are left out first.
 Differs by design: a window's first readings may continue a run anchored before the window,
 on a value the window does not hold. A run is judged only from the window's first *certain
 break* on (a step of more than `2 * epsilon` from the previous reading, or a gap over
-`max_gap_s`: the true run breaks there whatever its anchor), so
-- a run that starts at a key's very first reading, or after a reading more than
-  `span_covered_ms(window, slide)` earlier, is not alerted;
+`max_gap_s`: the true run breaks there whatever its anchor). The window's first reading is one
+when it comes more than `max_gap_s` after the window's start: any reading before it lies
+before the start, so the gap to it is longer still. So
+- with `max_gap_s` unset, a run that starts at a key's very first reading, or after a reading
+  more than `span_covered_ms(window, slide)` earlier, is not alerted (with `max_gap_s` under
+  `span_covered_ms`, an earlier window starts long enough before it);
 - a run is alerted only where it fires within a window holding the break before it.
 """
 
@@ -36,12 +39,19 @@ def certain_break(previous: Column, current: Column, signal: str, params: Flatli
     return step | (current[TIME] - previous[TIME] > F.lit(params.max_gap_s * 1000))
 
 
-def first_break(readings: Column, signal: str, params: FlatlineParams) -> Column:
-    """The index of the first certain break (the array's size when none)."""
+def first_break(
+    readings: Column, signal: str, params: FlatlineParams, window_start: Column | None = None
+) -> Column:
+    """The index of the first certain break (the array's size when none); 0 when the first
+    reading comes more than `max_gap_s` after `window_start` (ms)."""
     cuts = F.filter(
         indices(readings, 1), lambda i: certain_break(readings[i - 1], readings[i], signal, params)
     )
-    return F.coalesce(F.array_min(cuts), F.size(readings))
+    first = F.coalesce(F.array_min(cuts), F.size(readings))
+    if params.max_gap_s is None or window_start is None:
+        return first
+    opens = readings[0][TIME] - window_start > F.lit(params.max_gap_s * 1000)
+    return F.when(opens, F.lit(0)).otherwise(first)
 
 
 def may_fire(readings: Column, signal: str, params: FlatlineParams) -> Column:
@@ -61,9 +71,10 @@ def flatline_alerts(
     signal: str,
     params: FlatlineParams,
     label: str | None = LABEL,
+    window_start: Column | None = None,
 ) -> Column:
     """Array of alert structs of the stuck runs in `present` (`pipeline.rules.windows.with_value`,
-    as a column reference)."""
+    as a column reference) of a window starting at `window_start` (ms; see `first_break`)."""
     gap_ms = None if params.max_gap_s is None else params.max_gap_s * 1000
     fires = run_fires(
         present,
@@ -73,7 +84,7 @@ def flatline_alerts(
         min_count=params.min_readings,
         min_duration_ms=params.min_duration_s * 1000,
         max_gap_ms=gap_ms,
-        exact_from=first_break(present, signal, params),
+        exact_from=first_break(present, signal, params, window_start),
     )
 
     def to_alert(fire: Column) -> Column:
