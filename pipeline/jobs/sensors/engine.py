@@ -31,7 +31,7 @@ from pipeline.rules.flatline import flatline_alerts
 from pipeline.rules.silence import silence_alerts
 from pipeline.rules.step import step_alerts
 from pipeline.rules.threshold import threshold_alerts
-from pipeline.rules.windows import windowed_readings, with_value
+from pipeline.rules.windows import ID, TIME, windowed_readings, with_value
 
 #: The per-reading values the engine forms read (besides event time and id).
 VALUES = ("temperature_c", STATE, LOW, "seq")
@@ -62,29 +62,61 @@ def rule_readings(readings: Column) -> dict[str, Column]:
     }
 
 
-def rule_alerts(entity: Column) -> Column:
-    """Stage two: one array of the four rules' alert structs over `rule_readings`' columns."""
+def rule_alerts(entity: Column, window_start: Column) -> Column:
+    """Stage two: one array of the four rules' alert structs over `rule_readings`' columns, in
+    the window starting at `window_start` (ms)."""
     return F.concat(
-        flatline_alerts(entity, F.col("stuck"), STATE, STUCK, STUCK_LABEL),
+        flatline_alerts(entity, F.col("stuck"), STATE, STUCK, STUCK_LABEL, window_start),
         step_alerts(entity, F.col("spike"), "temperature_c", SPIKE, SPIKE_LABEL),
         threshold_alerts(entity, F.col("low"), LOW, LOW_BATTERY, LOW_LABEL),
         silence_alerts(entity, F.col("silent"), SILENT, SILENT_LABEL),
     )
 
 
+def distinct_readings(readings: Column) -> Column:
+    """The sorted readings with each event id once (a duplicate sorts beside its first)."""
+    return F.filter(readings, lambda r, i: (i == 0) | (readings[i - 1][ID] != r[ID]))
+
+
+def window_rows(
+    events: DataFrame, entity: str, window: str, slide: str, counts_ms: int | None = None
+) -> DataFrame:
+    """Per sensor and sliding window of `events` (`event_ts` watermarked if streaming; every
+    record, duplicates too): `alerts`, the four rules' alert structs over the window's
+    readings with each event id once; with `counts_ms` (a multiple of the slide, at most the
+    window), also `window_start`, `window_end` and `events`, the records of the tumbling
+    window of `counts_ms` ending where this window ends (0 where the end is not on it)."""
+    windows = windowed_readings(reading_values(events), entity, VALUES, window, slide)
+    start, end = (F.unix_millis(F.col(f"window.{edge}")) for edge in ("start", "end"))
+    readings = F.col("readings")
+    # stages: a lambda re-evaluates an array expression at every element, a column it reads
+    once = windows.select(entity, start.alias("start"), end.alias("end"), readings,
+                          distinct_readings(readings).alias("once"))  # fmt: skip
+    end = F.col("end")
+    columns = {"start": F.col("start"), **rule_readings(F.col("once"))}
+    if counts_ms is not None:
+        since = end - F.lit(counts_ms)
+        on_edge = end % F.lit(counts_ms) == 0
+        recent = F.size(F.filter(readings, lambda r: r[TIME] >= since))
+        columns |= {
+            "window_start": since,
+            "window_end": end,
+            "events": F.when(on_edge, recent).otherwise(F.lit(0)),
+        }
+    own = once.select(entity, *(c.alias(n) for n, c in columns.items()))
+    counted = ["window_start", "window_end", "events"] if counts_ms is not None else []
+    return own.select(entity, *counted, rule_alerts(F.col(entity), F.col("start")).alias("alerts"))
+
+
 def window_alerts(events: DataFrame, entity: str, window: str, slide: str) -> DataFrame:
     """Alert rows (`pipeline.rules.alert_rows.FIELDS`, the key text in `alert_id`) of
-    `events` (one row per event id, `event_ts` watermarked if streaming), per sensor and
-    sliding window. The same alert comes once per window that judges it."""
-    windows = windowed_readings(reading_values(events), entity, VALUES, window, slide)
-    own = windows.select(entity, *(c.alias(n) for n, c in rule_readings(F.col("readings")).items()))
-    alerts = own.select(F.explode(rule_alerts(F.col(entity))).alias("a"))
+    `events`, per sensor and sliding window (`window_rows`). The same alert comes once per
+    window that judges it."""
+    alerts = window_rows(events, entity, window, slide).select(F.explode("alerts").alias("a"))
     return alerts.select(*(F.col("a")[name].alias(name) for name in ALERT_FIELDS))
 
 
 def batch_alerts(events: DataFrame, entity: str, window: str, slide: str) -> DataFrame:
-    """`window_alerts` over a batch DataFrame (each sensor's event id once, as `SensorRules`
-    takes it; one row per alert key)."""
+    """`window_alerts` over a batch DataFrame (one row per alert key)."""
     stamped = events.withColumn("event_ts", F.timestamp_millis("event_time"))
-    once = stamped.dropDuplicates([entity, "event_id"])
-    return window_alerts(once, entity, window, slide).dropDuplicates(["alert_id"])
+    return window_alerts(stamped, entity, window, slide).dropDuplicates(["alert_id"])

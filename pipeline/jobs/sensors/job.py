@@ -2,35 +2,31 @@
 go to the dead-letter topic; optionally the sensors alerts.
 
 source (Kafka JSON events) -> parse; malformed records -> dead-letter topic
-  -> watermark -> tumbling window count                   -> `output_topic` (Kafka)
-  -> with `sensors.sensor_alerts`: watermark, each event id once within it -> the sensor
-     rules of `pipeline.jobs.sensors.rules` (stuck sensor, spike, low battery, silent device)
-     in the form `sensors.rules_form` names:
-     - `python`: per entity in event-time order (`transformWithStateInPandas`);
-     - `engine`: Column expressions over each entity's readings per sliding event-time
-       window (`pipeline.jobs.sensors.engine`; no Python worker)
+  -> watermark -> tumbling window count, every record     -> `output_topic` (Kafka)
+  -> with `sensors.sensor_alerts`: watermark -> the sensor rules of
+     `pipeline.jobs.sensors.rules` (stuck sensor, spike, low battery, silent device) in the
+     form `sensors.rules_form` names:
+     - `python`: each event id once within the watermark, then per entity in event-time
+       order (`transformWithStateInPandas`);
+     - `engine`: Column expressions over each entity's readings (each event id once) per
+       sliding event-time window (`pipeline.jobs.sensors.engine`; no Python worker)
                                                            -> `alerts_topic` + `<lake>/alerts/`
 
 Queries: `sensors.counts`, `.deadletter`, and `.alerts` (state per sensor, micro-batch,
 `AlertSink`: Kafka + lake, once per alert id: the engine form's overlapping windows repeat
-an alert, and the sink writes it once).
+an alert, and the sink writes it once). In the engine form, when the counts' window is a
+multiple of the rules' slide and at most their window (`shared_counts_ms`; the defaults, 1
+minute against 4 sliding by 1), the alerts query counts too: a tumbling window is the last
+slide of the sliding window that ends with it, so one aggregation, one read and one parse
+serve both (`pipeline.jobs.sensors.sink.WindowSink`), and there is no `.counts` query.
 
 The Python stateful operator left: with `rules_form: python` (the default),
 `SensorRulesProcessor` in `transformWithStateInPandas` (issue 31's profile: about 2.5 ms per
 sensor per batch in state round trips and Arrow framing). With `rules_form: engine` none is
 left; the Python that remains is the driver's `AlertSink` over a batch's few alert rows (and
-their ids' hash). Measured, the alerts query alone from Kafka (214,665 readings of
-`config/scenarios/sensors.yaml`, seed 42, 2,500 sensors, 600 s; batches of 10,000 readings,
-local 2 cores, a shared machine; two runs): python 110.1 s and 107.3 s (1,950 and 2,001
-readings/s; load average 9.2 and 2.5 before), engine 89.2 s and 42.4 s (2,406 and 5,058
-readings/s; load 16.8 and 10.4); in one batch python 52.2 s (4,112/s, load 6.6), engine
-72.1 s (2,976/s, load 4.3). The Python form costs per sensor per batch; the engine
-form per reading per window (each reading is in 4 windows), and its window state (each
-window's readings array) is rewritten per batch.
-
-Each query reads and parses the topic itself: counts and alerts are both stateful
-aggregations, and a `foreachBatch` sink sees a batch after them, so they cannot share one
-scan without merging them into one aggregation.
+their ids' hash). Measured, the whole job from Kafka (200,000 readings, 20,000 sensors,
+batches of 50,000, one session, load 2.5 before), before the shared counts: python 2,886
+readings/s, engine 12,134, against a floor (read, parse, one window) of 46,860.
 """
 
 from __future__ import annotations
@@ -48,8 +44,9 @@ from pipeline.alerts_sink import AlertSink
 from pipeline.clock import alert_extra, on_clock
 from pipeline.config import PipelineConfig
 from pipeline.jobs.sensors.config import SensorsSettings
-from pipeline.jobs.sensors.engine import window_alerts
+from pipeline.jobs.sensors.engine import window_rows
 from pipeline.jobs.sensors.rules import FIELDS, SensorRulesProcessor
+from pipeline.jobs.sensors.sink import WindowSink
 from pipeline.jobs.vehicles.job import FIRST_BATCH_WAIT_S, first_batch
 from pipeline.kafka_io import (
     as_kafka_record,
@@ -81,26 +78,85 @@ def event_schema(entity_key: str, sensor_fields: bool = False) -> StructType:
     )
 
 
-def alerts_stream(events: DataFrame, cfg: PipelineConfig) -> DataFrame:
-    """Alert rows (`ALERT_SPARK_DDL`) of the sensor rules in `rules_form`; the engine form's
-    `alert_id` holds the key text (`pipeline.rules.alert_rows.with_alert_ids` hashes it)."""
+def shared_counts_ms(cfg: PipelineConfig) -> int | None:
+    """The counts window (ms) when the engine form's aggregation can count it too: a multiple
+    of the rules' slide, at most their window (tumbling windows end where sliding ones do)."""
     settings: SensorsSettings = cfg.sensors
+    if not settings.sensor_alerts or settings.rules_form != "engine":
+        return None
+    counts, slide = duration_ms(cfg.window), duration_ms(settings.rules_slide)
+    fits = counts % slide == 0 and counts <= duration_ms(settings.rules_window)
+    return counts if fits else None
+
+
+def alerts_stream(events: DataFrame, cfg: PipelineConfig) -> DataFrame:
+    """The alerts query's rows: in the engine form window rows (`engine.window_rows`: alert
+    structs, and the counts where `shared_counts_ms`); in the python form alert rows
+    (`ALERT_SPARK_DDL`)."""
+    settings: SensorsSettings = cfg.sensors
+    watermarked = events.withWatermark("event_ts", cfg.watermark)
     if settings.rules_form == "engine":
-        once = events.withWatermark("event_ts", cfg.watermark).dropDuplicatesWithinWatermark(
-            ["event_id"]
-        )
-        return window_alerts(once, cfg.entity_key, settings.rules_window, settings.rules_slide)
+        window, slide = settings.rules_window, settings.rules_slide
+        return window_rows(watermarked, cfg.entity_key, window, slide, shared_counts_ms(cfg))
     ttl = settings.sensor_state_ttl
     processor = SensorRulesProcessor(
         None if ttl is None else duration_ms(ttl), settings.max_buffered
     )
     return (
-        events.withWatermark("event_ts", cfg.watermark)
-        .dropDuplicatesWithinWatermark(["event_id"])
+        watermarked.dropDuplicatesWithinWatermark(["event_id"])
         .select(cfg.entity_key, *processor.input_columns, "event_ts")
         .groupBy(cfg.entity_key)
         .transformWithStateInPandas(processor, ALERT_SPARK_DDL, "Append", "EventTime")
     )
+
+
+def counts_stream(events: DataFrame, cfg: PipelineConfig) -> DataFrame:
+    """Records per entity per tumbling `cfg.window` behind the watermark, duplicates too."""
+    return (
+        events.withWatermark("event_ts", cfg.watermark)
+        .groupBy(F.col(cfg.entity_key).alias("entity_id"), F.window("event_ts", cfg.window))
+        .agg(F.count(F.lit(1)).alias("events"))
+        .select(
+            "entity_id",
+            F.unix_millis(F.col("window.start")).alias("window_start"),
+            F.unix_millis(F.col("window.end")).alias("window_end"),
+            "events",
+        )
+    )
+
+
+def alerts_query(
+    spark: SparkSession, stack: StackConfig, cfg: PipelineConfig, events: DataFrame
+) -> StreamingQuery:
+    """The alerts query, started: `alerts_stream` into the `AlertSink` (the engine form's
+    through `WindowSink`, which also writes the counts where `shared_counts_ms`)."""
+    topic = cfg.sensors.alerts_topic
+    ensure_topics(stack, [topic])
+    use_rocksdb_state(spark)
+    checkpoint = stack.dirs.checkpoints / NAME / "alerts"
+    engine = cfg.sensors.rules_form == "engine"
+    sink = AlertSink(
+        stack,
+        topic,
+        NAME,
+        checkpoint,
+        stack.dirs.lake,
+        split=with_alert_ids if engine else None,
+        extra=alert_extra(cfg.clock),
+    )
+    counts_topic = cfg.output_topic if shared_counts_ms(cfg) is not None else None
+    writer = (
+        alerts_stream(events, cfg)
+        .writeStream.foreachBatch(
+            WindowSink(stack, counts_topic, cfg.entity_key, sink) if engine else sink
+        )
+        .option("checkpointLocation", str(checkpoint))
+        .outputMode("append")
+    )
+    stateful = query_trigger(cfg.trigger, stateful=True)
+    query = with_trigger(writer, stateful).queryName(ALERTS_QUERY).start()
+    first_batch(query, FIRST_BATCH_WAIT_S)
+    return query
 
 
 def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[StreamingQuery]:
@@ -114,64 +170,21 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
     events, offsets = on_clock(
         spark, stack, cfg.clock, events, cfg.entity_key, NAME, str(checkpoints / "clock-offsets")
     )
-    clock_queries: list[StreamingQuery] = []
-    if offsets is not None:
-        stateful = query_trigger(cfg.trigger, stateful=True)
-        clock_queries.append(
-            with_trigger(offsets, stateful).queryName(f"{NAME}.clock-offsets").start()
-        )
-
-    counts = (
-        events.withWatermark("event_ts", cfg.watermark)
-        .groupBy(F.col(cfg.entity_key).alias("entity_id"), F.window("event_ts", cfg.window))
-        .agg(F.count(F.lit(1)).alias("events"))
-        .select(
-            "entity_id",
-            F.unix_millis(F.col("window.start")).alias("window_start"),
-            F.unix_millis(F.col("window.end")).alias("window_end"),
-            "events",
-        )
-    )
-    counts_writer = write_kafka(
-        as_kafka_record(F.col("entity_id"), counts),
-        stack,
-        cfg.output_topic,
-        str(checkpoints / "counts"),
-    )
-    deadletter_writer = write_kafka(
+    alerts = [alerts_query(spark, stack, cfg, events)] if alerting else []  # started first
+    counts: list[StreamingQuery] = []
+    if shared_counts_ms(cfg) is None:
+        records = as_kafka_record(F.col("entity_id"), counts_stream(events, cfg))
+        writer = write_kafka(records, stack, cfg.output_topic, str(checkpoints / "counts"))
+        counts.append(with_trigger(writer, cfg.trigger).queryName(f"{NAME}.counts").start())
+    deadletters = write_kafka(
         deadletter_records(rejects, NAME),
         stack,
         cfg.deadletter_topic,
         str(checkpoints / "deadletter"),
     )
-    queries: list[StreamingQuery] = []
-    if alerting:
-        topic = cfg.sensors.alerts_topic
-        ensure_topics(stack, [topic])
-        use_rocksdb_state(spark)
-        alerts_checkpoint = checkpoints / "alerts"
-        engine = cfg.sensors.rules_form == "engine"
-        sink = AlertSink(
-            stack,
-            topic,
-            NAME,
-            alerts_checkpoint,
-            stack.dirs.lake,
-            split=with_alert_ids if engine else None,
-            extra=alert_extra(cfg.clock),
-        )
-        alerts_writer = (
-            alerts_stream(events, cfg)
-            .writeStream.foreachBatch(sink)
-            .option("checkpointLocation", str(alerts_checkpoint))
-            .outputMode("append")
-        )
+    deadletter = with_trigger(deadletters, cfg.trigger).queryName(f"{NAME}.deadletter").start()
+    clock: list[StreamingQuery] = []
+    if offsets is not None:
         stateful = query_trigger(cfg.trigger, stateful=True)
-        queries.append(with_trigger(alerts_writer, stateful).queryName(ALERTS_QUERY).start())
-        first_batch(queries[0], FIRST_BATCH_WAIT_S)
-    return [
-        with_trigger(counts_writer, cfg.trigger).queryName(f"{NAME}.counts").start(),
-        with_trigger(deadletter_writer, cfg.trigger).queryName(f"{NAME}.deadletter").start(),
-        *queries,
-        *clock_queries,
-    ]
+        clock.append(with_trigger(offsets, stateful).queryName(f"{NAME}.clock-offsets").start())
+    return [*counts, deadletter, *alerts, *clock]
