@@ -42,6 +42,7 @@ import pandas as pd
 from core.config import StackConfig
 from core.contracts import topics
 from detectors.alert import frame_to_alerts
+from pipeline.config import PipelineConfig
 from pipeline.jobs.sensors.rules import sensor_alerts_batch
 from streamsim.evaluate import shipping
 
@@ -58,6 +59,21 @@ def run_rules(readings: pd.DataFrame) -> pd.DataFrame:
     spike and silence rules of `sensors`' alerts query
     (`pipeline.jobs.sensors.rules`), in batch form."""
     return sensor_alerts_batch(readings, low_battery=False)
+
+
+def engine_rules(readings: pd.DataFrame, cfg: PipelineConfig, stack: StackConfig) -> pd.DataFrame:
+    """`run_rules` in the engine form the job runs with `rules_form: engine`
+    (`pipeline.jobs.sensors.engine.batch_alerts`, a local Spark batch), low battery left out."""
+    from pipeline.jobs.sensors.engine import LOW_LABEL, batch_alerts
+    from pipeline.rules.alert_rows import with_alert_ids
+    from pipeline.session import spark_session
+
+    spark = spark_session(stack, app="evaluate-sensors")
+    frame = spark.createDataFrame(readings.astype({"seq": "float64"}))
+    settings = cfg.sensors
+    alerts = batch_alerts(frame, "sensor_id", settings.rules_window, settings.rules_slide)
+    rows = with_alert_ids(alerts.where(alerts.label != LOW_LABEL).toPandas())
+    return rows.reset_index(drop=True)
 
 
 def detections(readings: pd.DataFrame, truth: pd.DataFrame) -> pd.DataFrame:

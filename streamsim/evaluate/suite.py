@@ -266,7 +266,7 @@ def _one_run(
         if cards and suite.path == "endpoint":
             detections = _endpoint(Path(tmp), stack, suite.settings)
         elif base.name == "sensors" and suite.path == "pipeline":
-            detections = _sensor_rules(Path(tmp), truth)
+            detections = _sensor_rules(Path(tmp), truth, stack, suite.pipeline)
         elif not cards and suite.path == "pipeline":
             detections = _vehicle_rules(Path(tmp), suite.pipeline)
         else:
@@ -322,15 +322,23 @@ def _vehicle_rules(folder: Path, pipeline: Path | None) -> pd.DataFrame:
     )
 
 
-def _sensor_rules(folder: Path, truth: pd.DataFrame) -> pd.DataFrame:
-    """The sensors rules (`streamsim.evaluate.sensors`), batch form, over the readings."""
+def _sensor_rules(
+    folder: Path, truth: pd.DataFrame, stack: StackConfig, pipeline: Path | None
+) -> pd.DataFrame:
+    """The sensors rules (`streamsim.evaluate.sensors`) over the readings, in the form the
+    job's `sensors.rules_form` names: the vectorised batch form for `python`, the engine
+    form's batch run in a local Spark session for `engine`."""
+    from pipeline.config import PipelineConfig
     from streamsim.evaluate import sensors
 
-    columns = list(sensors.COLUMNS)
+    cfg = load_model(PipelineConfig, pipeline or Path("config/pipelines/sensors.yaml"))
+    columns = [*sensors.COLUMNS, "status"]
     readings = pd.DataFrame.from_records(
         ({k: r.get(k) for k in columns} for r in _lines(folder / "events.jsonl")), columns=columns
-    )
-    return sensors.detections(readings.drop_duplicates("event_id", ignore_index=True), truth)
+    ).drop_duplicates("event_id", ignore_index=True)
+    if cfg.sensors.rules_form == "python":
+        return sensors.detections(readings, truth)
+    return sensors.alert_detections(sensors.engine_rules(readings, cfg, stack), truth)
 
 
 def chart(report: dict[str, Any]) -> dict[str, Any]:
