@@ -19,6 +19,8 @@ multiple of the rules' slide and at most their window (`shared_counts_ms`; the d
 minute against 4 sliding by 1), the alerts query counts too: a tumbling window is the last
 slide of the sliding window that ends with it, so one aggregation, one read and one parse
 serve both (`pipeline.jobs.sensors.sink.WindowSink`), and there is no `.counts` query.
+With `sensors.sketches.enabled`, `.sketches` too (`pipeline.jobs.sensors.sketches`: the
+noisiest devices and the distinct devices per site; it reads the input once more).
 
 The Python stateful operator left: with `rules_form: python` (the default),
 `SensorRulesProcessor` in `transformWithStateInPandas` (issue 31's profile: about 2.5 ms per
@@ -43,6 +45,7 @@ from detectors import ALERT_SPARK_DDL
 from pipeline.alerts_sink import AlertSink
 from pipeline.clock import alert_extra, on_clock
 from pipeline.config import PipelineConfig
+from pipeline.jobs.sensors import sketches
 from pipeline.jobs.sensors.config import SensorsSettings
 from pipeline.jobs.sensors.engine import window_rows
 from pipeline.jobs.sensors.rules import FIELDS, SensorRulesProcessor
@@ -187,4 +190,5 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
     if offsets is not None:
         stateful = query_trigger(cfg.trigger, stateful=True)
         clock.append(with_trigger(offsets, stateful).queryName(f"{NAME}.clock-offsets").start())
-    return [*counts, deadletter, *alerts, *clock]
+    sketch = sketches.start(spark, stack, cfg)  # with sensors.sketches.enabled
+    return [*counts, deadletter, *alerts, *clock, *sketch]
