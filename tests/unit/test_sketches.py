@@ -7,14 +7,17 @@ from __future__ import annotations
 import uuid
 
 import numpy as np
+import orjson
 import pandas as pd
 import pytest
+from confluent_kafka import Producer
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from core.config import StackConfig
 from core.contracts.sketches import DISTINCT_COUNT, HEAVY_HITTER
 from core.kafka import ensure_topics
+from core.kafka.clients import producer_config
 from core.kafka.reader import read_topic
 from detectors.sketches import CountMinParams, HllParams, SketchParams
 from pipeline.jobs.cards.sketches import DISTINCT_OF, card_sketch_rows
@@ -214,3 +217,32 @@ def test_the_sink_publishes_closed_windows(spark: SparkSession, kafka_stack: Sta
     assert len(heavy) == sink.published["heavy_hitters"] == 20  # top 10 terminals, merchants
     assert {r["window_start"] for r in heavy} == {T0}
     assert len(distinct) == sink.published["distinct_counts"] == first["terminal_id"].nunique()
+
+
+def test_evaluate_reads_the_runs_events_and_reports_the_block(
+    spark: SparkSession, kafka_stack: StackConfig
+) -> None:
+    """`evaluate`'s path: the run's transactions on the job's input topic (another run's and a
+    resent copy left out), the block with its source and event count."""
+    from pathlib import Path
+
+    from core.config import load_model
+    from pipeline.config import PipelineConfig
+    from streamsim.evaluate import report
+
+    run = f"sk{uuid.uuid4().hex[:6]}"
+    topic = f"{run}.activity"
+    ensure_topics(kafka_stack, [topic])
+    mine = card_events(600, seed=5).assign(event_id=lambda f: run + "-" + f["event_id"])
+    other = card_events(50, seed=6).assign(event_id=lambda f: "other-" + f["event_id"])
+    producer = Producer(producer_config(kafka_stack))
+    for frame in (mine, mine.head(20), other):
+        for r in frame.assign(amount=5.0).to_dict("records"):
+            producer.produce(topic, orjson.dumps(r))
+    assert producer.flush(30) == 0
+    cfg = load_model(PipelineConfig, Path("config/pipelines/cards.yaml"))
+    cfg = cfg.model_copy(update={"input_topics": [topic]})
+    block = report._sketches(kafka_stack, spark, cfg, {}, run)
+    assert block["source"] == topic and block["events"] == 600
+    assert block["count_min"]["within_bound"] and block["hll"]["within_bound"]
+    assert block["count_min"]["windows"] == 6
