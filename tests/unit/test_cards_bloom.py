@@ -19,9 +19,17 @@ from detectors.cards.bloom import (
     optimal_num_hashes,
     token_key,
 )
+from detectors.cards.terminal import TerminalParams
 from pipeline.jobs.cards.bloom import bloom_filter_agg
 from pipeline.jobs.cards.config import CardsSettings
-from streamsim.evaluate.bloom import COLUMNS, spark_windows, window_figures
+from streamsim.evaluate.bloom import (
+    COLUMNS,
+    bloom_figures,
+    exact_members,
+    python_filters,
+    spark_windows,
+    window_figures,
+)
 
 SETTINGS = CardsSettings(profiles_topic=None, rules=["compromised_terminal"])
 T0 = 1_700_000_400_000  # a 10-minute boundary
@@ -135,3 +143,22 @@ def test_the_job_publishes_firing_windows_and_evaluate_scores_them(spark: SparkS
     assert block["negatives_tested"] > 1_000
     assert block["observed_error"] <= block["bound"] == 0.01
     assert block["within_bound"] is True
+
+
+def test_the_fpp_check_fails_for_a_filter_sized_too_small() -> None:
+    """The same figures on filters sized for 1 card (64 bits) holding 40: the observed rate
+    is far beyond the 0.01 claimed, and a right-sized filter of the same cards is within it
+    (`python_filters`, the evaluation's build of the job's filters)."""
+    cards = tokens(400, "small")
+    burst = [(f"s{i}", T0 + i * 5_000, c, "m-1", "t-1", 5.0) for i, c in enumerate(cards[:40])]
+    rest = [(f"o{i}", T0 + i * 5_000, c, f"m{i}", None, 5.0) for i, c in enumerate(cards[40:])]
+    events = pd.DataFrame(burst + rest, columns=list(COLUMNS))
+    members = exact_members(events, "terminal")
+    claimed = CompromisedCardParams()
+    tiny = CompromisedCardParams(expected_items=1, fpp=0.5)
+    for sized, within in ((tiny, False), (claimed, True)):
+        filters = python_filters(events, TerminalParams(), 60_000, "terminal", sized)
+        assert filters and {f[0] for f in filters} == {"t-1"}
+        block = bloom_figures(filters, members, sorted(set(cards)), claimed)
+        assert block["false_negatives"] == 0
+        assert block["within_bound"] is within, block
