@@ -16,6 +16,7 @@ A screenshot goes to .data/ui-vehicles.png.
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from pathlib import Path
@@ -214,7 +215,14 @@ def test_vehicles_page_in_a_real_browser(
     WebDriverWait(browser, WAIT_S).until(
         lambda d: len(d.find_elements(By.CSS_SELECTOR, "[data-testid='stVegaLiteChart']")) >= 5
     )
-    text = wait_text(browser, "recent readings", "red rules: its alerts at their event times")
+    text = wait_text(
+        browser,
+        "recent readings",
+        "red rules: its alerts at their event times",
+        "Clock offsets",  # the fleet's histogram, or where it comes from
+    )
+    # beside its readings, its clock's estimated offset, or where estimates come from
+    assert re.search(r"Clock offset( [+-]\d|: no estimate yet)", text), text
     assert "alerts outside this window" not in text  # the alert's rule is on the charts
     time.sleep(1.5)  # let WebGL and Vega paint before the picture (not an assertion)
     shoot(browser, "ui-vehicles.png")
