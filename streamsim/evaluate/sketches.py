@@ -129,6 +129,14 @@ def top_precision(closed: list[Closed], exact: pd.DataFrame, top: int) -> float 
     return round(found / total, 4) if total else None
 
 
+def _ddl(column: pd.Series) -> str:
+    if pd.api.types.is_integer_dtype(column):
+        return "bigint"
+    if pd.api.types.is_float_dtype(column):
+        return "double"
+    return "string"
+
+
 def sketches_block(
     spark: SparkSession,
     events: pd.DataFrame,
@@ -143,7 +151,10 @@ def sketches_block(
     from pipeline.sketches import SketchState
 
     window_ms = duration_ms(params.window)
-    frame = spark.createDataFrame(events).withColumn("event_ts", F.timestamp_millis("event_time"))
+    ddl = ", ".join(f"`{c}` {_ddl(events[c])}" for c in events.columns)  # a column of nulls too
+    frame = spark.createDataFrame(events, ddl).withColumn(
+        "event_ts", F.timestamp_millis("event_time")
+    )
     rows = to_rows(frame).cache()
     plain = rows.select(F.unix_millis("event_ts").alias("event_time"), "kind", "key", "item")
     exact = exact_counts(plain.toPandas(), window_ms)

@@ -246,3 +246,16 @@ def test_evaluate_reads_the_runs_events_and_reports_the_block(
     assert block["source"] == topic and block["events"] == 600
     assert block["count_min"]["within_bound"] and block["hll"]["within_bound"]
     assert block["count_min"]["windows"] == 6
+
+
+def test_online_purchases_count_at_their_merchant(spark: SparkSession) -> None:
+    """No terminal id at all (every purchase online): the terminal is the merchant."""
+    events = card_events(300, seed=9).assign(terminal_id=None)
+    block = sketches_block(spark, events, card_sketch_rows, SketchParams(), DISTINCT_OF)
+    assert block["hll"]["keys"] == len(exact_merchant_windows(events))
+    assert block["count_min"]["within_bound"] and block["hll"]["within_bound"]
+
+
+def exact_merchant_windows(events: pd.DataFrame) -> set[tuple[int, str]]:
+    starts = events["event_time"] // 300_000 * 300_000
+    return set(zip(starts, events["merchant_id"], strict=True))
