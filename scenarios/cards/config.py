@@ -285,8 +285,49 @@ class AccountTakeover(Settings):
     )
 
 
+class CashOut(Settings):
+    """The cash-out of a compromised terminal's harvest: some of the exposed cards are used
+    card-not-present (online, or mail and telephone order) by the fraudster, hours to days
+    after the compromise, labelled as the same incident. Defaults from the field story (a
+    skimming crew or an e-skimmer cashing out its own harvest), not from any detector's
+    parameters; a use past the end of the run does not happen."""
+
+    share: float = Field(
+        0.3,
+        ge=0,
+        le=1,
+        description="Share of the exposed cards cashed out online. Not all of a harvest is: "
+        "some cards are blocked or reissued once the issuer finds the common point of "
+        "purchase, some have low limits or fail their first try, some are sold on or "
+        "cloned onto plastic for card-present use (not modelled). About a third is a "
+        "crew's own online cash-out; 0 turns the phase off.",
+    )
+    delay_s: Distribution = Field(
+        LogNormal(median=43_200.0, sigma=1.0),
+        description="From a card's use at the compromised merchant to its first cash-out "
+        "purchase: the harvest is collected, checked and used within hours to a couple of "
+        "days (median 12 h; mostly 2 h to 2.5 days).",
+    )
+    uses: Distribution = Field(
+        Uniform(low=1, high=3),
+        description="Cash-out purchases per card (rounded, at least 1): one or a few, until "
+        "the card is declined or the holder notices.",
+    )
+    spacing_s: Distribution = Field(
+        Exponential(mean=900.0), description="Time between one card's cash-out purchases."
+    )
+    categories: list[str] = Field(
+        default_factory=lambda: ["5732", "5815", "5311", "5944"],
+        min_length=1,
+        description="MCCs of the cash-out purchases (one drawn per purchase): resellable goods "
+        "(electronics, digital goods and gift cards, department stores, jewelry). Amounts "
+        "are the category's, times the card's spend scale.",
+    )
+
+
 class CompromisedTerminal(Settings):
-    """Many distinct cards at one merchant within a window."""
+    """Many distinct cards at one merchant within a window; some of them later cashed out
+    online (`cash_out`)."""
 
     rate_per_1k_card_hours: float = Field(0.05, ge=0, description="Incidents per 1,000 card-hours.")
     cards: Distribution = Field(
@@ -299,6 +340,10 @@ class CompromisedTerminal(Settings):
     )
     online_share: float = Field(
         0.3, ge=0, le=1, description="Share at an online merchant (else a POS terminal)."
+    )
+    cash_out: CashOut = Field(
+        default_factory=CashOut,
+        description="The harvest cashed out: later online purchases by some of the exposed cards.",
     )
 
 
@@ -494,6 +539,9 @@ class CardsDomain(Settings):
         hn = self.hard_negatives
         named = {
             "fraud.account_takeover.categories": self.fraud.account_takeover.categories,
+            "fraud.compromised_terminal.cash_out.categories": (
+                self.fraud.compromised_terminal.cash_out.categories
+            ),
             "hard_negatives.busy_merchant.categories": hn.busy_merchant.categories,
             "hard_negatives.large_purchase.categories": hn.large_purchase.categories,
         }

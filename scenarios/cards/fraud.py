@@ -13,7 +13,13 @@ use of an incident carries its label and the incident's id:
   configured category the card uses least, mostly online, from the taker's device (in store,
   the card provisioned to the taker's phone wallet), now and then the holder's own.
 - compromised_terminal: many distinct cards at one merchant within a window: a POS terminal
-  used by cards of holders living in its city, or an online merchant.
+  used by cards of holders living in its city, or an online merchant. Then the harvest is
+  cashed out (`cash_out`): a share of the exposed cards each make one or a few purchases at
+  online merchants (online or card_not_present), from the fraudster's device, hours to days
+  after the card's use there. They are the same incident (same label and incident id), so an
+  incident's uses are its window at the one merchant, then its cash-out elsewhere; a cash-out
+  falling after the end of the run does not happen. Drawn from their own random stream
+  (`fraud`, `cash_out`): the other types' draws are those of a run without them.
 
 Cards for travel and testing at a terminal are picked among holders staying home for the
 incident, so an incident never looks like another type by accident.
@@ -67,6 +73,10 @@ class FraudInjector:
         self.rngs = {
             kind: rng_for(seed, STREAM_SALT["cards"], "fraud", kind) for kind in CARD_FRAUDS
         }
+        self._cash_out_rng = rng_for(seed, STREAM_SALT["cards"], "fraud", "cash_out")
+        cash = [shops.mcc_index[m] for m in self.d.compromised_terminal.cash_out.categories]
+        self._cash_out_categories = np.array(cash, dtype=np.int32)
+        self.cashed_out = 0  # cash-out uses planned (some may fall after the run)
         self.started = dict.fromkeys(CARD_FRAUDS, 0)
         self._rates = {
             "impossible_travel": self.d.impossible_travel.rate_per_1k_card_hours,
@@ -202,7 +212,37 @@ class FraudInjector:
         times = times[: cards.size]
         amount = self.shops.amounts(cards, dev, rng)
         incident = int(self.ids.take(1)[0])
-        return Uses.make(cards, times, dev, amount, COMPROMISED_TERMINAL, incident)
+        window = Uses.make(cards, times, dev, amount, COMPROMISED_TERMINAL, incident)
+        return Uses.concat([window, self._cash_out(cards, times, incident)])
+
+    def _cash_out(self, cards: np.ndarray, exposed_ms: np.ndarray, incident: int) -> Uses:
+        """The harvest cashed out: a share of the cards, each one or a few purchases online
+        from the fraudster's device, `delay_s` after its use at the compromised merchant."""
+        s = self.d.compromised_terminal.cash_out
+        rng = self._cash_out_rng
+        picked = np.flatnonzero(rng.random(cards.size) < s.share)
+        if picked.size == 0:
+            return Uses.empty()
+        k = counts(s.uses, rng, picked.size)
+        delay = np.maximum(s.delay_s.sample(rng, picked.size), 0.0) * 1000
+        ent = np.repeat(cards[picked], k)
+        first = np.repeat(exposed_ms[picked] + delay, k)
+        gaps = np.maximum(s.spacing_s.sample(rng, int(k.sum())), 0.0) * 1000
+        # each card's purchases: its first, then the gaps after it (the first gap unused)
+        starts = np.repeat(np.cumsum(k) - k, k)
+        walked = np.cumsum(gaps)
+        offset = walked - walked[starts]
+        times = np.floor(first + offset)
+        cats = self._cash_out_categories[
+            rng.integers(0, self._cash_out_categories.shape[0], ent.size)
+        ]
+        dev = self.shops.online(cats, rng)
+        amount = self.shops.amounts(ent, dev, rng)
+        p = self.payers
+        thief = p.first_stranger + rng.integers(0, p.n_strangers, picked.size)
+        payer = np.repeat(thief, k)  # one device of the fraudster's per card
+        self.cashed_out += int(ent.size)
+        return Uses.make(ent, times, dev, amount, COMPROMISED_TERMINAL, incident, payer=payer)
 
     def _local_cards(
         self, rng: np.random.Generator, want: int, until_ms: float

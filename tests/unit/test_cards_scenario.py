@@ -250,10 +250,69 @@ def test_incidents_look_like_their_type(
             # a floor drawn per incident from 120..450, jittered: no round 300.00
             assert len(cards) == 1 and all(u["amount"] >= 120 for u in uses)
         elif label == "compromised_terminal":
-            assert len({u["merchant_id"] for u in uses}) == 1
-            assert len(cards) == len(uses) >= 5
+            # the window (at most 1,200 s, clocks +-60 s) at one merchant, then the cash-out:
+            # online, by cards exposed there, after their exposure
+            first = min(u["event_time"] for u in uses)
+            window = [u for u in uses if u["event_time"] <= first + 1_320_000]
+            later = [u for u in uses if u["event_time"] > first + 1_320_000]
+            exposed = {u["card_token"]: u["event_time"] for u in window}
+            assert len({u["merchant_id"] for u in window}) == 1
+            assert len(exposed) == len(window) >= 5
+            assert all(not u["card_present"] and u["card_token"] in exposed for u in later)
         else:
             assert len(cards) == 1 and all(u["card_present"] for u in uses)
+
+
+def test_a_compromised_terminals_cards_are_cashed_out_online_hours_to_days_later() -> None:
+    """A share of the exposed cards, one to three purchases each, at online merchants, from
+    a stranger's device, the same incident; delays from hours to days."""
+    scenario = CardsScenario(config(), StackConfig())
+    assert scenario.devices is not None
+    fraud = scenario.sources(scenario.devices)[0].fraud
+    cards = np.arange(CARDS, dtype=np.int32)
+    uses = fraud._cash_out(cards, np.zeros(CARDS), 77)
+    s = fraud.d.compromised_terminal.cash_out
+    cashed, per_card = np.unique(uses.ent, return_counts=True)
+    expected = s.share * CARDS
+    assert abs(cashed.size - expected) <= 4 * math.sqrt(expected * (1 - s.share))
+    assert set(per_card.tolist()) == {1, 2, 3} and fraud.cashed_out == len(uses)
+    first = np.array([uses.true_ms[uses.ent == c].min() for c in cashed]) / 3_600_000
+    assert 8 < np.median(first) < 18 and first.min() > 0
+    assert np.quantile(first, 0.05) < 6 and np.quantile(first, 0.95) > 24
+    assert set(scenario.merchants.channel[uses.dev]) <= {"online", "card_not_present"}
+    assert set(uses.label.tolist()) == {CARD_FRAUDS.index("compromised_terminal") + 1}
+    assert set(uses.incident.tolist()) == {77}
+    assert (uses.payer >= scenario.payers.first_stranger).all()
+
+
+def test_the_cash_out_leaves_every_other_draw_as_it_was() -> None:
+    """With and without the cash-out, every other use is the same (the engine's duplicate
+    picks, drawn per reading in order, aside): it has its own random stream."""
+
+    def uses(share: float) -> Counter[tuple[Any, ...]]:
+        fraud = {**SCENARIO["domain"]["fraud"]}
+        fraud["compromised_terminal"] = {
+            "rate_per_1k_card_hours": 40.0,
+            "cash_out": {"share": share},
+        }
+        cfg = config(
+            entities=1000, duration_s=4 * 3600, domain={**SCENARIO["domain"], "fraud": fraud}
+        )
+        sink = MemorySink()
+        Engine(build_scenario(cfg, StackConfig()), cfg, sink, speed="max").run()
+        events = {e["event_id"]: e for e in map(orjson.loads, sink.events.values)}
+        out: Counter[tuple[Any, ...]] = Counter()
+        for t in map(orjson.loads, sink.truth.values):
+            e = events.get(t["event_id"])
+            if t["duplicate_of"] is None:
+                seen = None if e is None else (e["card_token"], e["event_time"], e["amount"])
+                out[(t["label"], t["true_time"], t["hard_negative"], t["device_id"], seen)] += 1
+        return out
+
+    without, with_ = uses(0.0), uses(0.3)
+    assert not without - with_
+    added = with_ - without
+    assert added and {k[0] for k in added} == {"compromised_terminal"}
 
 
 def test_hard_negatives_are_present_and_marked(
