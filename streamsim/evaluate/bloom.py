@@ -24,7 +24,10 @@ job's watermark (when the job would emit it; the job's batch delay is not modell
 alert changes no state the other rules read (it never declines alone, and a card-not-present
 use anchors no location). Reported per run and summed: compromised-terminal recall and
 precision with and without, and the decisions the review changed, on fraud events and on
-legitimate ones (the false reviews and declines it adds).
+legitimate ones (the false reviews and declines it adds); and `cash_out`: the endpoint's
+decisions on the incidents' cash-out purchases (the exposed cards' later card-not-present
+uses, `scenarios.cards.fraud`) with the review and without it, and the other rules that
+fired on them.
 """
 
 from __future__ import annotations
@@ -250,6 +253,7 @@ def endpoint_run(
     assert store is not None
     rows = []
     changed: dict[str, int] = {}
+    decided: dict[str, tuple[str, str, list[str]]] = {}
     i = 0
     for tx in requests:
         while i < len(pending) and pending[i][2] + delay <= tx.event_time:
@@ -278,14 +282,70 @@ def endpoint_run(
                 }
             )
         rules = {a["rule"] for a in alerts}
+        without = body["decision"]
         if RULE in rules:
             _, without = score_of(rules - {RULE}, chosen)
             if without != body["decision"]:
                 key = f"{without}->{body['decision']}:{tx.transaction_id}"
                 changed[key] = 1
+        decided[tx.transaction_id] = (body["decision"], without, sorted(rules - {RULE}))
     frame = pd.DataFrame(rows, columns=["label", "event_ids", "rule", "transaction_id"])
     frame["detected_sim_ms"] = np.nan
-    return frame, {"filters": figures, "changed": list(changed)}
+    merchants = dict(zip(events["event_id"], events["merchant_id"], strict=True))
+    return frame, {
+        "filters": figures,
+        "changed": list(changed),
+        "decided": decided,
+        "merchant": merchants,
+    }
+
+
+def cash_out_events(truth: pd.DataFrame, merchant: dict[str, str]) -> set[str]:
+    """The compromised-terminal incidents' cash-out purchases among the events the endpoint
+    saw: each incident's uses after its window, told apart as uses at another merchant than
+    its first use's, or by a card already used at that merchant in the incident.
+
+    >>> truth = pd.DataFrame({"event_id": ["a", "b", "c", "d", "n"],
+    ...     "label": [LABEL] * 4 + ["none"], "incident_id": ["i"] * 4 + [None],
+    ...     "true_time": [0, 1, 9, 10, 5], "entity_id": ["c1", "c2", "c1", "c2", "c3"],
+    ...     "duplicate_of": None})
+    >>> sorted(cash_out_events(truth, {"a": "m", "b": "m", "c": "w", "d": "m", "n": "m"}))
+    ['c', 'd']
+    """
+    mine = truth[
+        (truth["label"] == LABEL)
+        & truth["incident_id"].notna()
+        & truth["duplicate_of"].isna()
+        & truth["event_id"].isin(list(merchant))
+    ].sort_values("true_time", kind="stable")
+    out = set()
+    for _, rows in mine.groupby("incident_id", sort=False):
+        where = [merchant[e] for e in rows["event_id"]]
+        seen: set[str] = set()
+        for event, card, at in zip(rows["event_id"], rows["entity_id"], where, strict=True):
+            if at != where[0] or card in seen:
+                out.add(str(event))
+            else:
+                seen.add(card)
+    return out
+
+
+def cash_out_figures(
+    cash_out: set[str], decided: dict[str, tuple[str, str, list[str]]]
+) -> dict[str, Any]:
+    """What the endpoint decided on the cash-out purchases, with the review and without it
+    (the other rules alone), and which of the other rules fired on them."""
+    rows = [decided[e] for e in sorted(cash_out)]
+    fired: dict[str, int] = {}
+    for _, _, rules in rows:
+        for rule in rules:
+            fired[rule] = fired.get(rule, 0) + 1
+    return {
+        "events": len(rows),
+        "with": {d: sum(r[0] == d for r in rows) for d in ("approve", "review", "decline")},
+        "without": {d: sum(r[1] == d for r in rows) for d in ("approve", "review", "decline")},
+        "other_rules_fired": dict(sorted(fired.items())),
+    }
 
 
 def endpoint_effect(
@@ -346,6 +406,7 @@ def endpoint_effect(
                 move, txid = item.split(":", 1)
                 kind = "fraud" if txid in fraud else "legitimate"
                 changes[f"{move} ({kind})"] = changes.get(f"{move} ({kind})", 0) + 1
+            cash_out = cash_out_events(truth, extra["merchant"])
             review = detections[detections["rule"] == RULE]
             hits = int(review["transaction_id"].isin(list(fraud)).sum())
             run = {
@@ -355,6 +416,7 @@ def endpoint_effect(
                 "compromised_card_alerts": len(review),
                 "compromised_card_alerts_on_fraud": hits,
                 "decisions_changed": changes,
+                "cash_out": cash_out_figures(cash_out, extra["decided"]),
                 "truth_events": len(truth),
                 "bloom": extra["filters"],
             }

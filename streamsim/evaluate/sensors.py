@@ -36,6 +36,7 @@ no rule can see are rare.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
 import pandas as pd
 
@@ -61,15 +62,17 @@ def run_rules(readings: pd.DataFrame) -> pd.DataFrame:
     return sensor_alerts_batch(readings, low_battery=False)
 
 
-def engine_rules(readings: pd.DataFrame, cfg: PipelineConfig, stack: StackConfig) -> pd.DataFrame:
+def engine_rules(events: Path, cfg: PipelineConfig, stack: StackConfig) -> pd.DataFrame:
     """`run_rules` in the engine form the job runs with `rules_form: engine`
-    (`pipeline.jobs.sensors.engine.batch_alerts`, a local Spark batch), low battery left out."""
+    (`pipeline.jobs.sensors.engine.batch_alerts`, a local Spark batch) over a run's
+    `events.jsonl` (each event id once, as the form keeps it), low battery left out."""
     from pipeline.jobs.sensors.engine import LOW_LABEL, batch_alerts
+    from pipeline.jobs.sensors.job import event_schema
     from pipeline.rules.alert_rows import with_alert_ids
     from pipeline.session import spark_session
 
     spark = spark_session(stack, app="evaluate-sensors")
-    frame = spark.createDataFrame(readings.astype({"seq": "float64"}))
+    frame = spark.read.schema(event_schema("sensor_id", sensor_fields=True)).json(str(events))
     settings = cfg.sensors
     alerts = batch_alerts(frame, "sensor_id", settings.rules_window, settings.rules_slide)
     rows = with_alert_ids(alerts.where(alerts.label != LOW_LABEL).toPandas())

@@ -332,13 +332,14 @@ def _sensor_rules(
     from streamsim.evaluate import sensors
 
     cfg = load_model(PipelineConfig, pipeline or Path("config/pipelines/sensors.yaml"))
-    columns = [*sensors.COLUMNS, "status"]
+    if cfg.sensors.rules_form == "engine":
+        alerts = sensors.engine_rules(folder / "events.jsonl", cfg, stack)
+        return sensors.alert_detections(alerts, truth)
+    columns = list(sensors.COLUMNS)
     readings = pd.DataFrame.from_records(
         ({k: r.get(k) for k in columns} for r in _lines(folder / "events.jsonl")), columns=columns
-    ).drop_duplicates("event_id", ignore_index=True)
-    if cfg.sensors.rules_form == "python":
-        return sensors.detections(readings, truth)
-    return sensors.alert_detections(sensors.engine_rules(readings, cfg, stack), truth)
+    )
+    return sensors.detections(readings.drop_duplicates("event_id", ignore_index=True), truth)
 
 
 def chart(report: dict[str, Any]) -> dict[str, Any]:

@@ -283,7 +283,7 @@ JOBS = {
         Path("config/scenarios/sensors.yaml"),
         Path("config/pipelines/sensors.yaml"),
         "pipeline.jobs.sensors.job",
-        20_000,
+        2_000,  # 100 readings each over 10 minutes: the rules' windows close and judge
         sensor_sources,
         sensor_streams,
         sensor_outputs,
