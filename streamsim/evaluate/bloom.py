@@ -432,11 +432,20 @@ def main() -> None:
     parser.add_argument("--config", type=Path, default=None, help="stack config")
     parser.add_argument("--seeds", type=int, nargs="*")
     parser.add_argument("--variants", nargs="*")
+    parser.add_argument("--entities", type=int, help="cards per run, instead of the suite's")
+    parser.add_argument("--duration-s", type=float, help="run length, instead of the suite's")
     args = parser.parse_args()
     from core.config import load_stack
 
     stack = load_stack(args.config)
-    report = endpoint_effect(args.suite, stack, seeds=args.seeds, variants=args.variants)
+    report = endpoint_effect(
+        args.suite,
+        stack,
+        seeds=args.seeds,
+        variants=args.variants,
+        entities=args.entities,
+        duration_s=args.duration_s,
+    )
     print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
 
 
