@@ -206,6 +206,10 @@ class ApiClient:
         """The estimated clock offsets of `domain`'s devices (`vehicles`, `sensors`), binned."""
         return self._get(f"/v1/{domain}/clock-offsets", bin_s=bin_s)
 
+    def sketches(self) -> dict[str, Any]:
+        """The newest windows' heavy hitters and distinct counts, estimates with their bounds."""
+        return self._get("/v1/sketches")
+
     def owner_containers(
         self, owner_token: str, run: str | None = None, limit: int = 1000
     ) -> dict[str, Any]:

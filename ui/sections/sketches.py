@@ -69,7 +69,7 @@ def distinct_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 def render(client: ApiClient) -> None:
     st.subheader("Sketches (estimates)")
     with api_errors("Reading the sketches"):
-        view = client._get("/v1/sketches")  # ui.client has no method for it yet
+        view = client.sketches()
         heavy, distinct = view.get("heavy_hitters") or [], view.get("distinct_counts") or []
         if not heavy and not distinct:
             st.info(
