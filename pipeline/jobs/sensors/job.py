@@ -26,9 +26,9 @@ The Python stateful operator left: with `rules_form: python` (the default),
 `SensorRulesProcessor` in `transformWithStateInPandas` (issue 31's profile: about 2.5 ms per
 sensor per batch in state round trips and Arrow framing). With `rules_form: engine` none is
 left; the Python that remains is the driver's `AlertSink` over a batch's few alert rows (and
-their ids' hash). Measured, the whole job from Kafka (200,000 readings, 20,000 sensors,
-batches of 50,000, one session, load 2.5 before), before the shared counts: python 2,886
-readings/s, engine 12,134, against a floor (read, parse, one window) of 46,860.
+their ids' hash). Measured (`bench pipeline --job sensors`, 2,000 sensors, 200,000
+readings over 10 minutes, load 4-6): python 6,698 readings/s, engine 4,431; two thirds of the
+engine rules' CPU is Spark 4.2 reading each lambda value through `TypeOps` (docs/performance.md).
 """
 
 from __future__ import annotations
