@@ -9,9 +9,11 @@ import time
 from typing import Annotated, Any
 
 import orjson
-from fastapi import APIRouter, Query, Request
+from confluent_kafka import KafkaException
+from fastapi import APIRouter, HTTPException, Query, Request, status
 
 from api.panel.deps import UNAVAILABLE, feeds_of
+from api.panel.models.sketches import Sketches
 from api.responses import OrjsonResponse
 from core.config import StackConfig
 from core.contracts import topics
@@ -55,12 +57,21 @@ def tail_records(stack: StackConfig, topic: str, per_partition: int = TAIL) -> l
     return records
 
 
-@router.get("/sketches", response_class=OrjsonResponse, responses={**UNAVAILABLE})
+@router.get(
+    "/sketches",
+    response_class=OrjsonResponse,
+    responses={200: {"model": Sketches}, **UNAVAILABLE},
+)
 def sketches(request: Request, limit: Limit = 20) -> OrjsonResponse:
     """Per job and kind, the newest window's heavy hitters (`aggregates.heavy-hitters`:
     Count-Min estimates with ε, δ and ε·N) and distinct counts (`aggregates.distinct-counts`:
-    HyperLogLog estimates with their relative standard error)."""
+    HyperLogLog estimates with their relative standard error). 503 when Kafka is unreachable."""
     feeds = feeds_of(request)
-    heavy = tail_records(feeds.stack, topics.HEAVY_HITTERS.name)
-    distinct = tail_records(feeds.stack, topics.DISTINCT_COUNTS.name)
+    try:
+        heavy = tail_records(feeds.stack, topics.HEAVY_HITTERS.name)
+        distinct = tail_records(feeds.stack, topics.DISTINCT_COUNTS.name)
+    except KafkaException as exc:
+        raise HTTPException(
+            status.HTTP_503_SERVICE_UNAVAILABLE, f"Kafka is unreachable: {exc.args[0]}"
+        ) from None
     return OrjsonResponse(sketch_view(heavy, distinct, limit))
