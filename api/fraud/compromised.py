@@ -18,12 +18,9 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
-import orjson
-
-from api.fraud.state import LastUseState
-from api.fraud.updater import ActivityUpdater, Headers
+from api.fraud.updater import RecordUpdater
 from core.config import StackConfig
 from core.contracts.compromised import SCHEMA
 from detectors import Alert
@@ -120,7 +117,7 @@ class CompromisedCards:
                 del self.windows[k]
 
 
-class CompromisedUpdater(ActivityUpdater):
+class CompromisedUpdater(RecordUpdater):
     """`cards.compromised-cards` -> `CompromisedCards`: the last-use updater's consumer loop,
     from the records appended within `apply_s` before start-up, or within `lookback_s` when
     that is shorter (the endpoint's `rebuild_lookback_s`: 0 for a run or the demo, which then
@@ -136,19 +133,5 @@ class CompromisedUpdater(ActivityUpdater):
         since = (
             store.params.apply_s if lookback_s is None else min(lookback_s, store.params.apply_s)
         )
-        super().__init__(stack, topic, cast(LastUseState, None), since)
-        self.store = store
-        self._thread.name = "compromised-cards"
-
-    def _known(self, headers: Headers) -> bool:
-        return False
-
-    def _apply(self, value: bytes | None, partition: int, offset: int) -> None:
-        try:
-            record = orjson.loads(value or b"")
-            if not isinstance(record, dict):
-                raise ValueError("not an object")
-            self.store.put(record)
-            self.applied += 1
-        except (ValueError, TypeError, KeyError):
-            self.malformed += 1
+        super().__init__(stack, topic, store, "compromised-cards", since)
+        self.store: CompromisedCards = store

@@ -13,13 +13,11 @@ features (purchases over the period, the typical ticket, purchases in this MCC).
 from __future__ import annotations
 
 import threading
-from typing import Any, cast
+from typing import Any
 
-import orjson
 from confluent_kafka import Consumer
 
-from api.fraud.state import LastUseState
-from api.fraud.updater import ActivityUpdater, Headers
+from api.fraud.updater import RecordUpdater
 from core.config import StackConfig
 from core.contracts import CARD_PROFILE
 from core.kafka.compacted import ensure_compacted
@@ -83,14 +81,13 @@ class ProfileStore:
         )
 
 
-class ProfileUpdater(ActivityUpdater):
+class ProfileUpdater(RecordUpdater):
     """`cards.profiles` -> the profile store: the last-use updater's consumer loop, applying
     profiles instead of decisions (no lookback: a compacted topic is read whole)."""
 
     def __init__(self, stack: StackConfig, topic: str, store: ProfileStore) -> None:
-        super().__init__(stack, topic, cast(LastUseState, None))
-        self.store = store
-        self._thread.name = "profiles"
+        super().__init__(stack, topic, store, "profiles")
+        self.store: ProfileStore = store
 
     def _connect(self) -> Consumer | None:
         """Create the topic compacted before the consumer loop would create it plain."""
@@ -102,16 +99,3 @@ class ProfileUpdater(ActivityUpdater):
                 self._retrying("cannot create the profiles topic yet", exc)
                 self._stop.wait(1.0)
         return super()._connect()
-
-    def _known(self, headers: Headers) -> bool:
-        return False
-
-    def _apply(self, value: bytes | None, partition: int, offset: int) -> None:
-        try:
-            record = orjson.loads(value or b"")
-            if not isinstance(record, dict):
-                raise ValueError("not an object")
-            self.store.put(record)
-            self.applied += 1
-        except (ValueError, TypeError, KeyError):
-            self.malformed += 1

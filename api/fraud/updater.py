@@ -25,7 +25,7 @@ import logging
 import threading
 import time
 import uuid
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, cast
 
 import orjson
 from confluent_kafka import (
@@ -266,3 +266,37 @@ class ActivityUpdater:
                 offset,
                 type(exc).__name__,
             )
+
+
+class RecordStore(Protocol):
+    def put(self, record: dict[str, Any]) -> None: ...
+
+
+class RecordUpdater(ActivityUpdater):
+    """The last-use updater's consumer loop applying a topic's JSON objects to `store`
+    (`put`) instead of decisions to a last-use state; anything else counts as malformed."""
+
+    def __init__(
+        self,
+        stack: StackConfig,
+        topic: str,
+        store: RecordStore,
+        name: str,
+        lookback_s: float | None = None,
+    ) -> None:
+        super().__init__(stack, topic, cast(LastUseState, None), lookback_s)
+        self.store = store
+        self._thread.name = name
+
+    def _known(self, headers: Headers) -> bool:
+        return False
+
+    def _apply(self, value: bytes | None, partition: int, offset: int) -> None:
+        try:
+            record = orjson.loads(value or b"")
+            if not isinstance(record, dict):
+                raise ValueError("not an object")
+            self.store.put(record)
+            self.applied += 1
+        except (ValueError, TypeError, KeyError):
+            self.malformed += 1
