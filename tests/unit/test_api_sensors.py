@@ -148,6 +148,11 @@ class HandFedSensors(SensorFeed):
 
 @pytest.fixture
 def api() -> Iterator[tuple[TestClient, Feeds, SensorFeed]]:
+    yield from panel_app()
+
+
+def panel_app() -> Iterator[tuple[TestClient, Feeds, SensorFeed]]:
+    """The app over hand-fed feeds (the panel's and the sensors'), its client open."""
     stack = StackConfig.model_validate({})
     feeds, sensors = HandFed(stack, "cards.activity-unit"), HandFedSensors(stack)
     service = FraudService(

@@ -12,18 +12,13 @@ import orjson
 import pytest
 from fastapi.testclient import TestClient
 
-from api.fraud.publisher import MemoryPublisher
-from api.fraud.service import FraudService
-from api.fraud.settings import ApiSecrets, ApiSettings
-from api.main import create_app
 from api.panel.models.clock import ClockHistogram
 from api.panel.models.sensors import SensorList, SensorSeries
 from api.panel.models.vehicles import VehicleList, VehicleTelemetry
-from core.config import StackConfig
 from live.consumers.feeds import Feeds
 from live.consumers.sensors import SensorFeed
 from live.views.clock import MAX_BINS, OffsetTable, offset_row
-from tests.unit.test_api_sensors import RUN
+from tests.unit.test_api_sensors import RUN, panel_app
 from tests.unit.test_api_sensors import reading as sensor_reading
 from tests.unit.test_api_vehicles import reading as vehicle_reading
 
@@ -95,27 +90,9 @@ def test_the_histogram_counts_running_clocks_and_sets_resets_apart() -> None:
 # -- routes ----------------------------------------------------------------------------------
 
 
-class HandFed(Feeds):
-    def start(self) -> None:
-        pass
-
-
-class HandFedSensors(SensorFeed):
-    def start(self) -> None:
-        pass
-
-
 @pytest.fixture
 def api() -> Iterator[tuple[TestClient, Feeds, SensorFeed]]:
-    stack = StackConfig.model_validate({})
-    feeds, sensors = HandFed(stack, "cards.activity-unit"), HandFedSensors(stack)
-    service = FraudService(
-        ApiSettings(gc_freeze_interval_s=None),
-        ApiSecrets(b"unit-test-secret-0123456789", "t"),
-        publisher=MemoryPublisher(),
-    )
-    with TestClient(create_app(service, feed=feeds, sensors=sensors)) as http:
-        yield http, feeds, sensors
+    yield from panel_app()
 
 
 def test_vehicle_routes_carry_each_vehicles_offset_and_the_fleets(
