@@ -3,14 +3,11 @@ counts, estimates with their bounds) and the Live page's tables of them."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
-from confluent_kafka import Producer
 from fastapi.testclient import TestClient
 
 from api.fraud.publisher import MemoryPublisher
@@ -20,8 +17,6 @@ from api.main import create_app
 from api.panel.routes import sketches as route
 from core.config import StackConfig
 from core.contracts import topics
-from core.kafka import ensure_topics
-from core.kafka.clients import producer_config
 from live.consumers.feeds import Feeds
 from ui.sections.sketches import distinct_frame, heavy_frame
 
@@ -109,17 +104,3 @@ def test_tables_say_they_are_estimates_with_their_bound() -> None:
         "0.01 / 0.01"
     ]
     assert distinct_frame([distinct("t1", 0, 400.0)])["estimate"].tolist() == ["≈ 400 ± 6 (1 rse)"]
-
-
-def test_tail_records_reads_the_end_of_each_partition(kafka_stack: StackConfig) -> None:
-    topic = f"sketch-tail-{uuid.uuid4().hex[:8]}"
-    assert route.tail_records(kafka_stack, topic) == []  # absent
-    route._cache.clear()
-    ensure_topics(kafka_stack, [topic])
-    producer = Producer(producer_config(kafka_stack))
-    for i in range(30):
-        producer.produce(topic, orjson.dumps(heavy(f"t{i}", 0, i + 1, 30 - i)), partition=0)
-    producer.produce(topic, b"{not json", partition=0)
-    assert producer.flush(30) == 0
-    got = route.tail_records(kafka_stack, topic, per_partition=11)
-    assert [r["key"] for r in got] == [f"t{i}" for i in range(20, 30)]
