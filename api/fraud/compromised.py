@@ -25,6 +25,7 @@ from core.config import StackConfig
 from core.contracts.compromised import SCHEMA
 from detectors import Alert
 from detectors.cards.bloom import LABEL, RULE, CompromisedCardParams, SparkBloomFilter, token_key
+from detectors.cards.devices import device_judged
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,8 +67,17 @@ class CompromisedCards:
         with self.lock:
             self.windows[(window.terminal_id, window.window_start)] = window
 
-    def check(self, token: str, event_id: str, event_time: int, channel: str) -> Alert | None:
-        """`compromised_card` when the purchase's channel is one the filters apply to and a
+    def check(
+        self,
+        token: str,
+        event_id: str,
+        event_time: int,
+        channel: str,
+        device: str | None = None,
+        known: frozenset[str] = frozenset(),
+    ) -> Alert | None:
+        """`compromised_card` when the purchase's channel is one the filters apply to, its
+        `device` one the `devices` gate judges (`known`: the card profile's devices), and a
         filter whose window ended at most `apply_s` before it holds the card.
 
         >>> from detectors.cards.bloom import SparkBloomFilter
@@ -81,12 +91,21 @@ class CompromisedCards:
         't-1'
         >>> cards.check("tok_" + "ab" * 16, "tx-2", 700_000, "card_present") is None
         True
+        >>> gated = CompromisedCards(CompromisedCardParams(devices="new"))
+        >>> gated.put({"schema": "cards.compromised-cards/1", "item": "token_key",
+        ...     "terminal_id": "t-1", "window_start": 0, "window_end": 600_000, "fpp": 0.01,
+        ...     "filter": bloom.to_base64()})
+        >>> [gated.check("tok_" + "ab" * 16, "tx-3", 700_000, "online", d, frozenset({"dv-1"}))
+        ...  is None for d in ("dv-1", "dv-9")]
+        [True, False]
         """
         t = int(event_time)
         if self.latest_ms is None or t > self.latest_ms:
             self.latest_ms = t
             self._expire(t)
         if channel not in self.params.channels or not self.windows:
+            return None
+        if not device_judged(device, known, self.params.devices):
             return None
         key = token_key(token)
         with self.lock:

@@ -162,7 +162,10 @@ class Decider:
             if spent is not None:
                 alerts.append(spent)
         if self.compromised is not None:
-            exposed = self.compromised.check(token, tx.transaction_id, tx.event_time, tx.channel)
+            known = frozenset() if self.profiles is None else self.profiles.devices(token)
+            exposed = self.compromised.check(
+                token, tx.transaction_id, tx.event_time, tx.channel, tx.device_id, known
+            )
             if exposed is not None:
                 alerts.append(exposed)
         velocity = velocity_evidence(features, params)

@@ -49,6 +49,11 @@ class ProfileStore:
         with self.lock:
             self.features[str(record["card_token"])] = value
 
+    def devices(self, token: str) -> frozenset[str]:
+        """The devices the card's profile lists (none without a profile)."""
+        found = self.features.get(token)
+        return frozenset() if found is None else found[3]
+
     def check(
         self,
         token: str,

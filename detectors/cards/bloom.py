@@ -43,6 +43,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from detectors.cards.devices import DEVICE_GATE_HELP, DeviceGate
 from detectors.params import Thresholds
 
 RULE = "compromised_card"
@@ -90,6 +91,7 @@ class CompromisedCardParams(Thresholds):
         description="The channels of the purchases a filter sends to review: a skimmed card "
         "is cashed out where no card is shown.",
     )
+    devices: DeviceGate = Field("any", description=DEVICE_GATE_HELP)
 
     @property
     def num_bits(self) -> int:

@@ -26,12 +26,13 @@ import statistics
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import pandas as pd
 from pydantic import Field
 
 from detectors.alert import Alert, Evidence, alerts_to_frame
+from detectors.cards.devices import DEVICE_GATE_HELP, DeviceGate, device_judged
 from detectors.dedup import SeenIds
 from detectors.frames import ENTITY, EVENT_ID, EVENT_TIME, Columns, prepare
 from detectors.params import Thresholds
@@ -57,13 +58,7 @@ class SpendingParams(Thresholds):
     history_size: int = Field(
         50, ge=1, le=10_000, description="The median is over this many latest amounts."
     )
-    devices: Literal["any", "not_known", "new"] = Field(
-        "any",
-        description="Which purchases a profile's known devices leave to judge: `any` (devices "
-        "ignored), `not_known` (all but those from a device the profile lists: the holder's "
-        "own phone or browser), `new` (only those from a device it does not list; a plastic "
-        "card, with no device, is not judged).",
-    )
+    devices: DeviceGate = Field("any", description=DEVICE_GATE_HELP)
 
 
 #: The thresholds the fraud endpoint and the cards job judge against a card's profile
@@ -199,21 +194,13 @@ def check_profile_spending(
     [None, None]
     """
     history, typical, counts, devices = profile
-    if not _device_judged(device, devices, params):
+    if not device_judged(device, devices, params.devices):
         return None
     category = category or ""
     features = SpendingFeatures(int(history), float(typical), int(counts.get(category, 0)))
     return check_spending(
         entity_id, str(event_id), int(event_time), float(amount), category, features, params
     )
-
-
-def _device_judged(device: str | None, known: frozenset[str], params: SpendingParams) -> bool:
-    if params.devices == "any":
-        return True
-    if device is None:
-        return params.devices == "not_known"
-    return device not in known
 
 
 FEATURE_COLUMNS = ("amount", "category", "history_count", "median_amount", "category_count")

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from api.fraud.compromised import CompromisedCards
+from api.fraud.settings import ApiSettings
 from core.contracts.compromised import SCHEMA
 from core.pan import make_pans
 from detectors.cards.bloom import CompromisedCardParams, SparkBloomFilter
@@ -85,3 +86,24 @@ def test_a_record_that_is_not_a_filter_is_refused() -> None:
     with pytest.raises(ValueError):
         cards.put({**record([]), "filter": "AAAA"})
     assert len(cards) == 0
+
+
+def test_the_device_gate_spares_the_holders_own_device() -> None:
+    gated = CompromisedCardParams(devices="new")
+    harness = Harness(ApiSettings(gc_freeze_interval_s=None, compromised_cards=gated))
+    token = harness.service.tokenizer.token(PANS[0])
+    assert harness.service.compromised is not None
+    harness.service.compromised.put(record([token]))
+    harness.service.profiles.put(
+        {"schema": "cards.profile/1", "card_token": token, "typical_amount": 25.0,
+         "history_count": 40, "category_counts": {"grocery": 40}, "devices": ["dv-own"]}
+    )  # fmt: skip
+    with harness.client:
+        own = harness.post(
+            tx("own", WINDOW_END + MIN, None, card_number=PANS[0], device_id="dv-own")
+        )
+        assert RULE not in own["reasons"]
+        thief = harness.post(
+            tx("thief", WINDOW_END + MIN, None, card_number=PANS[0], device_id="dv-x")
+        )
+        assert RULE in thief["reasons"] and thief["decision"] == "review"
