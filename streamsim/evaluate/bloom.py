@@ -361,11 +361,11 @@ def endpoint_effect(
     """Per run of the suite (its seeds x variants, or those given): compromised-terminal
     recall and precision at the endpoint with and without the review of compromised cards,
     and the decisions the review changed, on fraud events and on legitimate ones."""
-    from scenarios.catalog import ScenarioConfig, build_scenario, deep_merge
+    from scenarios.catalog import ScenarioConfig, build_scenario
     from simulators.engine import Engine
     from simulators.sinks import JsonlSink
     from streamsim.evaluate.scoring import RUNNING_MS, score_path
-    from streamsim.evaluate.suite import SCENARIO_LABELS, load_suite
+    from streamsim.evaluate.suite import SCENARIO_LABELS, load_suite, run_data
 
     suite = load_suite(suite_path)
     base = load_model(ScenarioConfig, suite.scenario)
@@ -375,12 +375,7 @@ def endpoint_effect(
         if variants and variant.name not in variants:
             continue
         for seed in seeds or suite.seeds:
-            data = deep_merge(base.model_dump(mode="json"), variant.overrides)
-            data.update(seed=seed, run_id=f"bloom-{suite.name}-{variant.name}-{seed}")
-            if entities or suite.entities:
-                data["entities"] = entities or suite.entities
-            if duration_s or suite.duration_s:
-                data["duration_s"] = duration_s or suite.duration_s
+            data = run_data(suite, base, variant, seed, f"bloom-{suite.name}", entities, duration_s)
             data["domain"]["delivery"] = "http"
             cfg = ScenarioConfig.model_validate(data)
             with tempfile.TemporaryDirectory(prefix="bloom-") as tmp:

@@ -148,10 +148,7 @@ def run_suite(
     for variant in suite.variants:
         for seed in seeds or suite.seeds:
             started = time.monotonic()
-            truth, detections = _one_run(
-                suite, base, variant, seed, stack, entities or suite.entities,
-                duration_s or suite.duration_s,
-            )  # fmt: skip
+            truth, detections = _one_run(suite, base, variant, seed, stack, entities, duration_s)
             scores = score_path(
                 detections, truth, kinds, suite.horizon_ms, None, suite.running_ms or RUNNING_MS
             )
@@ -234,6 +231,29 @@ def _hard_negatives(detections: pd.DataFrame, truth: pd.DataFrame) -> tuple[int,
     return len(marked), touched
 
 
+def run_data(
+    suite: SuiteConfig,
+    base: Any,
+    variant: Variant,
+    seed: int,
+    run_prefix: str,
+    entities: int | None = None,
+    duration_s: float | None = None,
+) -> dict[str, Any]:
+    """One run's scenario data: the suite's scenario, its `entities` and `duration_s`, the
+    variant's overrides (which may set both too), then `entities` and `duration_s` given
+    here (a shrunk suite, in tests), the seed and a run id."""
+    from scenarios.catalog import deep_merge
+
+    data = base.model_dump(mode="json")
+    data.update({k: v for k, v in (("entities", suite.entities),
+                                   ("duration_s", suite.duration_s)) if v})  # fmt: skip
+    data = deep_merge(data, variant.overrides)
+    data.update({k: v for k, v in (("entities", entities), ("duration_s", duration_s)) if v})
+    data.update(seed=seed, run_id=f"{run_prefix}-{variant.name}-{seed}")
+    return data
+
+
 def _one_run(
     suite: SuiteConfig,
     base: Any,
@@ -243,16 +263,11 @@ def _one_run(
     entities: int | None,
     duration_s: float | None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    from scenarios.catalog import ScenarioConfig, build_scenario, deep_merge
+    from scenarios.catalog import ScenarioConfig, build_scenario
     from simulators.engine import Engine
     from simulators.sinks import JsonlSink
 
-    data = deep_merge(base.model_dump(mode="json"), variant.overrides)
-    data.update(seed=seed, run_id=f"suite-{suite.name}-{variant.name}-{seed}")
-    if entities:
-        data["entities"] = entities
-    if duration_s:
-        data["duration_s"] = duration_s
+    data = run_data(suite, base, variant, seed, f"suite-{suite.name}", entities, duration_s)
     cards = base.name == "cards"
     if cards and suite.path == "endpoint":
         data["domain"]["delivery"] = "http"  # POS requests, PAN included ...

@@ -8,13 +8,15 @@ from typing import Any
 
 import pytest
 
-from core.config import StackConfig
+from core.config import StackConfig, load_model
+from scenarios.catalog import ScenarioConfig
 from streamsim.cli.evaluate import SUITE_KEYS
 from streamsim.evaluate.suite import (
     FIGURES,
     SCENARIO_LABELS,
     disjoint_seeds,
     load_suite,
+    run_data,
     run_suite,
 )
 
@@ -118,3 +120,18 @@ def test_an_endpoint_suite_scores_the_settings_it_names(tmp_path: Path) -> None:
         )  # fmt: skip
         recall[settings] = report["types"]["card_testing"]["mean"]["recall"]
     assert recall[shipped.settings] > 0.5 and recall[off] == 0.0
+
+
+def test_a_variant_sets_its_own_size_and_a_shrunk_suite_still_wins() -> None:
+    suite = load_suite("config/suites/cards-report.yaml")
+    base = load_model(ScenarioConfig, suite.scenario)
+    default, cash_out = suite.variants[0], next(v for v in suite.variants if v.name == "cash-out")
+    sizes = {
+        v.name: (d["entities"], d["duration_s"], d["run_id"])
+        for v in (default, cash_out)
+        for d in [run_data(suite, base, v, 201, "t")]
+    }
+    assert sizes == {"default": (20000, 7200, "t-default-201"),
+                     "cash-out": (5000, 172800, "t-cash-out-201")}  # fmt: skip
+    shrunk = run_data(suite, base, cash_out, 201, "t", entities=50, duration_s=60.0)
+    assert (shrunk["entities"], shrunk["duration_s"]) == (50, 60.0)
