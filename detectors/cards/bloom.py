@@ -64,7 +64,7 @@ Channel = Literal["card_present", "card_not_present", "online"]
 class CompromisedCardParams(Thresholds):
     """The Bloom filter of a compromised terminal's cards and what the endpoint does with it,
     set once here for the cards job (which builds the filters) and the fraud endpoint (which
-    applies them). Design choices, not tuned on any split."""
+    applies them). Design choices, not tuned on any split, but `devices` (the tuning split)."""
 
     fpp: float = Field(
         0.01,
@@ -91,7 +91,12 @@ class CompromisedCardParams(Thresholds):
         description="The channels of the purchases a filter sends to review: a skimmed card "
         "is cashed out where no card is shown.",
     )
-    devices: DeviceGate = Field("any", description=DEVICE_GATE_HELP)
+    devices: DeviceGate = Field(
+        "new",
+        description=f"{DEVICE_GATE_HELP} Set on the cards-tuning split's cash-out runs, as the "
+        "gate with the fewest legitimate reviews per cash-out purchase it adds to review "
+        "(any 16.8, not_known 2.7, new 0.44; docs/sketches.md).",
+    )
 
     @property
     def num_bits(self) -> int:

@@ -66,6 +66,6 @@ def test_a_published_filter_is_followed_and_applied(kafka_stack: StackConfig) ->
         assert len(store) == 2, "the filter published after start never arrived"
     finally:
         updater.stop()
-    alert = store.check(CARD, "tx-1", T0 + 120_000, "online")
+    alert = store.check(CARD, "tx-1", T0 + 120_000, "online", "dv-thief")
     assert alert is not None and alert.evidence["filters_holding"] == 2
-    assert store.check("tok_" + "0a" * 16, "tx-2", T0 + 120_000, "online") is None
+    assert store.check("tok_" + "0a" * 16, "tx-2", T0 + 120_000, "online", "dv-thief") is None

@@ -17,6 +17,7 @@ from tests.unit.test_api_decisions import MIN, T0, Harness, tx
 
 PANS = make_pans(np.random.default_rng(35), 3, ["4"])
 RULE = "compromised_card"
+THIEF = {"device_id": "dv-thief"}  # a device no profile lists
 WINDOW_END = T0 + 10 * MIN
 
 
@@ -57,24 +58,24 @@ def h() -> Iterator[Harness]:
 
 
 def test_a_skimmed_cards_next_online_purchase_goes_to_review(h: Harness) -> None:
-    verdict = h.post(tx("cnp-1", WINDOW_END + 30 * MIN, None, card_number=PANS[0]))
+    verdict = h.post(tx("cnp-1", WINDOW_END + 30 * MIN, None, card_number=PANS[0], **THIEF))
     assert verdict["decision"] == "review"
     assert RULE in verdict["reasons"]
     (alert,) = verdict["evidence"]["alerts"]
     assert alert["label"] == "compromised_terminal" and alert["event_ids"] == ["cnp-1"]
-    again = h.post(tx("cnp-2", WINDOW_END + 40 * MIN, None, card_number=PANS[1]))
+    again = h.post(tx("cnp-2", WINDOW_END + 40 * MIN, None, card_number=PANS[1], **THIEF))
     assert again["decision"] == "review"
 
 
 def test_only_card_not_present_purchases_of_listed_cards_after_the_window(h: Harness) -> None:
     in_store = h.post(tx("cp-1", WINDOW_END + MIN, card_number=PANS[0]))
     assert in_store["decision"] == "approve" and RULE not in in_store["reasons"]
-    before = h.post(tx("early", WINDOW_END - MIN, None, card_number=PANS[1]))
+    before = h.post(tx("early", WINDOW_END - MIN, None, card_number=PANS[1], **THIEF))
     assert RULE not in before["reasons"]  # during the window: not yet known compromised
-    other = h.post(tx("other", WINDOW_END + MIN, None, card_number=PANS[2]))
+    other = h.post(tx("other", WINDOW_END + MIN, None, card_number=PANS[2], **THIEF))
     assert other["decision"] == "approve" and RULE not in other["reasons"]
     day = round(CompromisedCardParams().apply_s * 1000)
-    late = h.post(tx("late", WINDOW_END + day + MIN, None, card_number=PANS[1]))
+    late = h.post(tx("late", WINDOW_END + day + MIN, None, card_number=PANS[1], **THIEF))
     assert RULE not in late["reasons"]  # the filter no longer applies
     assert h.service.compromised is not None and len(h.service.compromised) == 0
 
@@ -88,8 +89,9 @@ def test_a_record_that_is_not_a_filter_is_refused() -> None:
     assert len(cards) == 0
 
 
-def test_the_device_gate_spares_the_holders_own_device() -> None:
-    gated = CompromisedCardParams(devices="new")
+@pytest.mark.parametrize("gate", ["new", "any"])
+def test_the_device_gate_spares_the_holders_own_device(gate: str) -> None:
+    gated = CompromisedCardParams(devices=gate)
     harness = Harness(ApiSettings(gc_freeze_interval_s=None, compromised_cards=gated))
     token = harness.service.tokenizer.token(PANS[0])
     assert harness.service.compromised is not None
@@ -102,7 +104,7 @@ def test_the_device_gate_spares_the_holders_own_device() -> None:
         own = harness.post(
             tx("own", WINDOW_END + MIN, None, card_number=PANS[0], device_id="dv-own")
         )
-        assert RULE not in own["reasons"]
+        assert (RULE in own["reasons"]) is (gate == "any")
         thief = harness.post(
             tx("thief", WINDOW_END + MIN, None, card_number=PANS[0], device_id="dv-x")
         )
