@@ -7,15 +7,15 @@ The rules are the detectors' own (`TravelState.check`, `check_velocity`, `Spendi
 through the profiles, `TerminalState.check` per merchant, the compromised terminals' Bloom
 filters through `CompromisedCards`); this module only gathers their evidence, turns fired
 rules into a score (`Scoring`) and a decision, and builds the record. The response body is a
-pure function of the record (`response_body`), so a restarted endpoint that rebuilt its state
-from the topic answers a repeat byte for byte as before.
+pure function of the record (`api.fraud.verdict`), so a restarted endpoint that rebuilt its
+state from the topic answers a repeat byte for byte as before.
 """
 
 from __future__ import annotations
 
 import bisect
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -23,6 +23,8 @@ import orjson
 from api.fraud.models import TransactionRequest
 from api.fraud.settings import ApiSettings
 from api.fraud.state import CardState, LastUseState, merchant_key
+from api.fraud.verdict import RESPONSE_KEYS as RESPONSE_KEYS  # re-exported
+from api.fraud.verdict import response_body
 from core.contracts import CARD_ACTIVITY
 from core.pan import PanTokenizer, last4
 from detectors import Alert, check_velocity
@@ -42,22 +44,6 @@ SCHEMA = CARD_ACTIVITY.id
 NO_HISTORY = "no_history"
 STATE_INCOMPLETE = "state_incomplete"
 
-#: The record's keys that make up the response body, in order.
-RESPONSE_KEYS = tuple(
-    f.name
-    for f in CARD_ACTIVITY.pick(
-        (
-            "transaction_id",
-            "card_token",
-            "card_last4",
-            "decision",
-            "score",
-            "reasons",
-            "evidence",
-            "decided_at",
-        )
-    )
-)
 #: Keys a record must have for the updater to apply it: every `cards.activity/1` field but
 #: those the verdict and the last-use state do without.
 RECORD_KEYS = tuple(
@@ -70,11 +56,6 @@ RECORD_KEYS = tuple(
 
 def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-def response_body(record: Mapping[str, Any]) -> bytes:
-    """The verdict body of a record."""
-    return orjson.dumps({key: record[key] for key in RESPONSE_KEYS})
 
 
 def score_of(rules: set[str], settings: ApiSettings) -> tuple[float, str]:

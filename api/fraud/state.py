@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from api.fraud.settings import ApiSettings
+from api.fraud.verdict import body_of_value
 from detectors import TerminalState, TravelState, VelocityState
 
 Record = Mapping[str, Any]
@@ -59,32 +60,44 @@ class CardState:
 
 @dataclass(slots=True)
 class VerdictCache:
-    """transaction_id -> the verdict body; bounded by count (LRU) and age (decided_at)."""
+    """transaction_id -> the verdict body; bounded by count (LRU) and age (decided_at).
+
+    An entry holds the body itself (a decision made here: the body was built to answer it),
+    or the record's published bytes (one applied from the topic: its body is built from them
+    only if a retry asks, `verdict.body_of_value`; most such records are never asked for)."""
 
     max_entries: int
     ttl_ms: int
-    entries: OrderedDict[str, tuple[int, bytes]] = field(default_factory=OrderedDict)
+    #: transaction_id -> (expires_at, bytes, whether the bytes are the body or the record).
+    entries: OrderedDict[str, tuple[int, bytes, bool]] = field(default_factory=OrderedDict)
 
     def get(self, transaction_id: str, now_ms: int) -> bytes | None:
         entry = self.entries.get(transaction_id)
         if entry is None:
             return None
-        expires_at, body = entry
+        expires_at, data, is_body = entry
         if expires_at <= now_ms:
             del self.entries[transaction_id]
             return None
+        if not is_body:
+            data = body_of_value(data)
+            self.entries[transaction_id] = (expires_at, data, True)
         self.entries.move_to_end(transaction_id)
-        return body
+        return data
 
     def __contains__(self, transaction_id: object) -> bool:
         return transaction_id in self.entries
 
-    def put(self, transaction_id: str, body: bytes, decided_at: int, now_ms: int) -> None:
+    def put(
+        self, transaction_id: str, data: bytes, decided_at: int, now_ms: int, is_body: bool = True
+    ) -> None:
+        """`data`: the verdict body, or (`is_body=False`) the record's published bytes."""
         expires_at = decided_at + self.ttl_ms
         if expires_at <= now_ms:
             return
-        # orjson's output keeps a ~4 KiB buffer whatever its length: keep an exact-size copy.
-        self.entries[transaction_id] = (expires_at, bytes(memoryview(body)))
+        if is_body:  # orjson's output keeps a ~4 KiB buffer whatever its length: an exact copy
+            data = bytes(memoryview(data))
+        self.entries[transaction_id] = (expires_at, data, is_body)
         self.entries.move_to_end(transaction_id)
         while len(self.entries) > self.max_entries:
             self.entries.popitem(last=False)
@@ -127,8 +140,10 @@ class LastUseState:
         """Whether the record of this transaction is in (call with `lock` held)."""
         return transaction_id in self.verdicts
 
-    def apply(self, record: Record, body: bytes) -> None:
-        """Apply one decision record and remember its verdict body (call with `lock` held)."""
+    def apply(self, record: Record, body: bytes, is_body: bool = True) -> None:
+        """Apply one decision record and remember its verdict body, or (`is_body=False`) the
+        record's published bytes to build the body from if a retry asks (call with `lock`
+        held)."""
         token = record["card_token"]
         card = self.card(token)
         if card is None:
@@ -146,7 +161,7 @@ class LastUseState:
         last = card.last_use
         if last is None or (event_time, txid) >= (last["event_time"], last["transaction_id"]):
             card.last_use = {k: record[k] for k in LAST_USE_FIELDS}
-        self.verdicts.put(txid, body, int(record["decided_at"]), self.clock())
+        self.verdicts.put(txid, body, int(record["decided_at"]), self.clock(), is_body)
 
     def _add_use(self, key: str, txid: str, event_time: int, token: str) -> None:
         """Count a use at a merchant; drop merchants idle a whole window (amortized O(1):

@@ -39,7 +39,7 @@ from confluent_kafka import (
 )
 from hdrh.histogram import HdrHistogram
 
-from api.fraud.decision import RECORD_KEYS, response_body
+from api.fraud.decision import RECORD_KEYS
 from api.fraud.publisher import TXID_HEADER
 from api.fraud.state import LastUseState
 from core.config import StackConfig
@@ -250,12 +250,12 @@ class ActivityUpdater:
             record: dict[str, Any] = orjson.loads(value or b"")
             if not isinstance(record, dict) or any(k not in record for k in RECORD_KEYS):
                 raise ValueError("not a cards.activity record")
-            body = response_body(record)
             with self.state.lock:
                 if self.state.knows(record["transaction_id"]):
                     self.skipped += 1
                     return
-                self.state.apply(record, body)
+                # The verdict body is built from the bytes only if a retry asks for it.
+                self.state.apply(record, value or b"", is_body=False)
             self.applied += 1
         except (ValueError, TypeError, KeyError) as exc:
             self.malformed += 1

@@ -317,6 +317,28 @@ def test_own_records_are_skipped_by_their_header_before_parsing(h: Harness) -> N
     assert h.post(tx("t2", T0 + MIN, None))["evidence"]["velocity"]["tx_count"] == 3
 
 
+def test_a_record_from_the_topic_gets_its_verdict_body_built_when_asked() -> None:
+    """Another instance's record is cached as its bytes; a retry gets the deciding instance's
+    body, byte for byte (built once, then kept)."""
+    from api.fraud.updater import ActivityUpdater
+    from core.config import StackConfig
+
+    other = Harness()
+    with other.client:
+        answered = other.client.post("/v1/transactions", json=tx("o1", T0, LONDON))
+    here = Harness()
+    updater = ActivityUpdater(StackConfig(), "cards.activity", here.service.state)
+    updater._apply(other.publisher.records[0][1], 0, 0)
+    verdicts = here.service.state.verdicts
+    assert verdicts.entries["o1"][1:] == (other.publisher.records[0][1], False)
+    here.clock.now = other.clock.now
+    with here.client:
+        retried = here.client.post("/v1/transactions", json=tx("o1", T0, LONDON))
+    assert retried.content == answered.content
+    assert verdicts.entries["o1"][1:] == (answered.content, True)
+    assert here.publisher.records == []  # a replay: not published again
+
+
 def test_response_body_is_a_function_of_the_record(h: Harness) -> None:
     response = h.client.post("/v1/transactions", json=tx("t1", T0))
     assert response_body(h.records()[0]) == response.content
