@@ -122,12 +122,14 @@ class FraudService:
         if self.durability == "ack":
             interval = self.settings.ack_poll_interval_ms
             if interval is None:  # a poll thread hands the reports over
-                self._acks = AckWaiter(loop)
+                self._acks = AckWaiter(loop, timeout_s=self.settings.ack_timeout_s)
                 if isinstance(self.publisher, KafkaPublisher):
                     self.publisher.after_poll = self._acks.hand_over
                 self.publisher.start(loop, thread=True)
             else:  # the loop polls while requests wait
-                self._acks = AckWaiter(loop, self.publisher.poll_now, interval / 1000)
+                self._acks = AckWaiter(
+                    loop, self.publisher.poll_now, interval / 1000, self.settings.ack_timeout_s
+                )
                 self.publisher.start(loop)
         else:
             self.publisher.start(loop)
@@ -259,9 +261,9 @@ class FraudService:
         future.add_done_callback(lambda _: pending.pop(transaction_id, None))
 
     async def _acked(self, future: asyncio.Future[str | None]) -> None:
+        assert self._acks is not None
         try:
-            async with asyncio.timeout(self.settings.ack_timeout_s):
-                error = await asyncio.shield(future)  # a retry may wait on it as well
+            error = await self._acks.follow(future)  # a retry may follow it as well
         except TimeoutError:
             raise NotDurable(
                 f"not acknowledged by the broker within {self.settings.ack_timeout_s:g} s"

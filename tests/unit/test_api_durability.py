@@ -77,6 +77,28 @@ def test_acks_from_another_thread_resolve_futures_on_the_loop() -> None:
     assert asyncio.run(run()) == [None, "timed out", None]
 
 
+def test_a_request_times_out_alone_and_its_retry_still_gets_the_acknowledgement() -> None:
+    async def run() -> tuple[bool, str | None, bool]:
+        waiter = AckWaiter(asyncio.get_running_loop(), timeout_s=0.05)
+        acked, on_acked = waiter.waiter()
+        first = waiter.follow(acked)
+        try:
+            await first
+            timed_out = False
+        except TimeoutError:
+            timed_out = True
+        retry = waiter.follow(acked)
+        cancelled = waiter.follow(acked)
+        cancelled.cancel()  # a request cancelled while it waits
+        on_acked(None)
+        waiter.hand_over()
+        result = await asyncio.wait_for(retry, 10)
+        await asyncio.sleep(0.2)  # past the sweep: nothing left to time out
+        return timed_out, result, not waiter._deadlines and not acked.cancelled()
+
+    assert asyncio.run(run()) == (True, None, True)
+
+
 def test_past_the_bound_a_transaction_is_shed_with_429_and_retry_after() -> None:
     release = asyncio.Event()
     entered = 0
