@@ -30,11 +30,14 @@ def windowed_readings(
     window: str,
     slide: str,
     time_col: str = "event_ts",
+    missing: Sequence[str] = (),
 ) -> DataFrame:
     """`entity`, `window` and `readings` (sorted array of `reading(fields)`) per key and
-    sliding event-time window of `events` (with its watermark, if streaming)."""
+    sliding event-time window of `events` (with its watermark, if streaming); per signal of
+    `missing`, `missing_<signal>`: its readings that are null or NaN (`with_value`)."""
+    counts = [F.count_if(is_missing(F.col(s))).alias(f"missing_{s}") for s in missing]
     return events.groupBy(F.col(entity), F.window(time_col, window, slide)).agg(
-        F.array_sort(F.collect_list(reading(fields))).alias("readings")
+        F.array_sort(F.collect_list(reading(fields))).alias("readings"), *counts
     )
 
 
@@ -57,16 +60,17 @@ def indices(readings: Column, first: int) -> Column:
     )
 
 
+def is_missing(value: Column) -> Column:
+    return value.isNull() | F.isnan(value)
+
+
 def with_value(readings: Column, signal: str) -> Column:
-    """The readings whose `signal` is neither null nor NaN (`readings` itself when all are:
-    a scan instead of a copy)."""
-
-    def missing(r: Column) -> Column:
-        return r[signal].isNull() | F.isnan(r[signal])
-
-    return F.when(F.exists(readings, missing), F.filter(readings, lambda r: ~missing(r))).otherwise(
-        readings
-    )
+    """The readings whose `signal` is neither null nor NaN, where the window's
+    `missing_<signal>` count (`windowed_readings`) says some are not; else `readings` itself.
+    The count comes from the aggregation, so a window with every value present (most) costs
+    no pass of a lambda over its array."""
+    some = F.col(f"missing_{signal}") > 0
+    return F.when(some, F.filter(readings, lambda r: ~is_missing(r[signal]))).otherwise(readings)
 
 
 def indexed(readings: Column) -> Column:

@@ -31,10 +31,12 @@ from pipeline.rules.flatline import flatline_alerts
 from pipeline.rules.silence import silence_alerts
 from pipeline.rules.step import step_alerts
 from pipeline.rules.threshold import threshold_alerts
-from pipeline.rules.windows import ID, TIME, windowed_readings, with_value
+from pipeline.rules.windows import TIME, windowed_readings, with_value
 
 #: The per-reading values the engine forms read (besides event time and id).
 VALUES = ("temperature_c", STATE, LOW, "seq")
+#: The values a rule leaves a reading out of its judgement for when missing (`with_value`).
+SIGNALS = (STATE, "temperature_c", LOW)
 STUCK_LABEL, SPIKE_LABEL, LOW_LABEL, SILENT_LABEL = LABELS
 
 
@@ -74,8 +76,11 @@ def rule_alerts(entity: Column, window_start: Column) -> Column:
 
 
 def distinct_readings(readings: Column) -> Column:
-    """The sorted readings with each event id once (a duplicate sorts beside its first)."""
-    return F.filter(readings, lambda r, i: (i == 0) | (readings[i - 1][ID] != r[ID]))
+    """The sorted readings with each delivery of a reading once: a duplicate is the same
+    struct (time, id, values), so `array_distinct`, a built-in, not a lambda (which Spark 4.2
+    evaluates value by value through `TypeOps`: 13-23 s against 293-397 s for the rules over
+    one 2,000-sensor run, batch)."""
+    return F.array_distinct(readings)
 
 
 def window_rows(
@@ -86,11 +91,14 @@ def window_rows(
     readings with each event id once; with `counts_ms` (a multiple of the slide, at most the
     window), also `window_start`, `window_end` and `events`, the records of the tumbling
     window of `counts_ms` ending where this window ends (0 where the end is not on it)."""
-    windows = windowed_readings(reading_values(events), entity, VALUES, window, slide)
+    windows = windowed_readings(
+        reading_values(events), entity, VALUES, window, slide, missing=SIGNALS
+    )
     start, end = (F.unix_millis(F.col(f"window.{edge}")) for edge in ("start", "end"))
     readings = F.col("readings")
     # stages: a lambda re-evaluates an array expression at every element, a column it reads
-    once = windows.select(entity, start.alias("start"), end.alias("end"), readings,
+    missing = [f"missing_{s}" for s in SIGNALS]
+    once = windows.select(entity, start.alias("start"), end.alias("end"), readings, *missing,
                           distinct_readings(readings).alias("once"))  # fmt: skip
     end = F.col("end")
     columns = {"start": F.col("start"), **rule_readings(F.col("once"))}
