@@ -87,7 +87,8 @@ class CompromisedCards:
         >>> cards.put({"schema": "cards.compromised-cards/1", "item": "token_key",
         ...     "terminal_id": "t-1", "window_start": 0, "window_end": 600_000, "fpp": 0.01,
         ...     "filter": bloom.to_base64()})
-        >>> cards.check("tok_" + "ab" * 16, "tx-1", 700_000, "online").evidence["terminal_id"]
+        >>> alert = cards.check("tok_" + "ab" * 16, "tx-1", 700_000, "online", "dv-9")
+        >>> alert.evidence["terminal_id"]
         't-1'
         >>> cards.check("tok_" + "ab" * 16, "tx-2", 700_000, "card_present") is None
         True
