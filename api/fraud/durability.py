@@ -21,7 +21,8 @@
 
 A record that fails to reach the broker (or is not acknowledged within `ack_timeout_s`) is
 answered 503 with `Retry-After` under `ack`: the terminal retries, and the retry, with the
-same transaction_id, gets the cached verdict once its record is acknowledged.
+same transaction_id, gets the cached verdict once its record is acknowledged (one the broker
+refused is published again by the retry, so no 200 goes out for a record not in the topic).
 
 Each request waits on a future of its own that follows its record's (`AckWaiter.follow`),
 so a request that times out or is cancelled leaves the record's future to its retries. The

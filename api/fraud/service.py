@@ -100,6 +100,9 @@ class FraudService:
         self._acks: AckWaiter | None = None
         #: transaction_id -> the future of its record's acknowledgement (`ack`), until resolved.
         self._pending: dict[str, asyncio.Future[str | None]] = {}
+        #: transaction_id -> (key, record) the broker refused (`ack`): a retry publishes it
+        #: again before its cached verdict is answered 200.
+        self._refused: dict[str, tuple[str, bytes]] = {}
         self.decider = Decider(
             settings,
             self.tokenizer,
@@ -239,15 +242,15 @@ class FraudService:
         body, record = self.decider.decide(tx)
         if record is None:
             self.stats.replays += 1
+            refused = self._refused.pop(tx.transaction_id, None)
+            if refused is not None:  # a retry of one the broker refused: publish it again
+                return body, self._published(tx.transaction_id, *refused)
             ack = self._pending.get(tx.transaction_id)  # a retry of an unacknowledged one
             return body, (None if ack is None else self._acked(ack))
         value = orjson.dumps(record)
         self.stats.decisions[record["decision"]] += 1
         if self._acks is not None:
-            future, on_acked = self._acks.waiter()
-            self._watch(tx.transaction_id, future)
-            self.publisher.publish(record["card_token"], value, tx.transaction_id, on_acked)
-            return body, self._acked(future)
+            return body, self._published(tx.transaction_id, record["card_token"], value)
         if self.wal is not None:
             logged: OnAcked = self.wal.append(value)
             self.publisher.publish(record["card_token"], value, tx.transaction_id, logged)
@@ -255,10 +258,28 @@ class FraudService:
         self.publisher.publish(record["card_token"], value, tx.transaction_id)
         return body, None
 
-    def _watch(self, transaction_id: str, future: asyncio.Future[str | None]) -> None:
-        pending = self._pending
+    def _published(self, transaction_id: str, key: str, value: bytes) -> Any:
+        """Publish a record under `ack`, watched; what to await before answering."""
+        assert self._acks is not None
+        future, on_acked = self._acks.waiter()
+        self._watch(transaction_id, future, key, value)
+        self.publisher.publish(key, value, transaction_id, on_acked)
+        return self._acked(future)
+
+    def _watch(
+        self, transaction_id: str, future: asyncio.Future[str | None], key: str, value: bytes
+    ) -> None:
+        """Track the record's acknowledgement; one the broker refused is kept for a retry
+        (its cached verdict is never answered 200 while the record is not in the topic)."""
+        pending, refused = self._pending, self._refused
+
+        def done(acked: asyncio.Future[str | None]) -> None:
+            pending.pop(transaction_id, None)
+            if acked.cancelled() or acked.result() is not None:
+                refused[transaction_id] = (key, value)
+
+        future.add_done_callback(done)
         pending[transaction_id] = future
-        future.add_done_callback(lambda _: pending.pop(transaction_id, None))
 
     async def _acked(self, future: asyncio.Future[str | None]) -> None:
         assert self._acks is not None

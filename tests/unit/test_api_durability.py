@@ -9,9 +9,15 @@ from typing import Any
 
 import orjson
 
-from api.fraud.durability import SUFFIX, AckWaiter, WriteAheadLog
+from api.fraud.durability import SUFFIX, AckWaiter, NotDurable, WriteAheadLog
+from api.fraud.models import TransactionRequest
+from api.fraud.publisher import MemoryPublisher
+from api.fraud.service import FraudService
+from api.fraud.settings import ApiSecrets, ApiSettings
 from api.fraud.shedding import LoadShedder
 from api.fraud.stats import TRANSACTIONS_PATH, RequestStats
+from core.config import StackConfig
+from tests.unit.test_api_decisions import tx
 
 
 def test_a_segment_is_deleted_once_closed_and_every_record_acknowledged(tmp_path: Path) -> None:
@@ -166,3 +172,51 @@ def test_acks_polled_from_the_loop_resolve_while_requests_wait() -> None:
     results, polls, ticking = asyncio.run(run())
     assert results == [None, "broker down"]
     assert polls == 3 and not ticking  # polled only while a request waited
+
+
+class RefusingOnce(MemoryPublisher):
+    """Refuses the first delivery of each transaction, as a broker that gives up would."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reports: list[tuple[Any, str | None]] = []
+        self.tries: dict[str, int] = {}
+
+    def publish(self, key: str, value: bytes, transaction_id: str, on_acked: Any = None) -> None:
+        self.tries[transaction_id] = self.tries.get(transaction_id, 0) + 1
+        refused = self.tries[transaction_id] == 1
+        if not refused:
+            self.records.append((key, value))
+        self.reports.append((on_acked, "Local: Message timed out" if refused else None))
+
+    def poll_now(self) -> None:
+        reports, self.reports = self.reports, []
+        for on_acked, error in reports:
+            on_acked(error)
+
+
+def test_a_refused_record_is_published_again_before_its_retry_gets_200() -> None:
+    publisher = RefusingOnce()
+    service = FraudService(
+        ApiSettings(gc_freeze_interval_s=None),
+        ApiSecrets(b"unit-test-secret-0123456789", None),
+        StackConfig(),
+        publisher=publisher,
+    )
+    body = TransactionRequest.model_validate(tx("refused-1", 1_700_000_000_000))
+
+    async def run() -> list[str]:
+        loop = asyncio.get_running_loop()
+        service._acks = AckWaiter(loop, publisher.poll_now, 0.001, 5.0)  # as start() sets it
+        outcomes = []
+        for _ in range(2):  # the first try, then the terminal's retry
+            try:
+                await service.answer(body)
+                outcomes.append("200")
+            except NotDurable:
+                outcomes.append("503")
+        return outcomes
+
+    assert asyncio.run(run()) == ["503", "200"]
+    assert publisher.tries == {"refused-1": 2}
+    assert [orjson.loads(v)["transaction_id"] for _, v in publisher.records] == ["refused-1"]
