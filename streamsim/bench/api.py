@@ -2,7 +2,8 @@
 
 Method:
 - Three servers on the stack's api host, each its own process on a free port: the subject
-  (`streamsim api --no-access-log`, a fresh activity topic on the stack's broker), the
+  (`streamsim api --service fraud --no-access-log`: the endpoint as its own service, without
+  the panel's consumers; a fresh activity topic on the stack's broker), the
   reference (`streamsim.bench.bare_app`: same uvicorn settings) and a canned-response server
   (`streamsim.bench.canned_server`) that only measures the load generator.
 - The bodies: the default load-test payload mix without invalid ones (a pool of
@@ -214,6 +215,8 @@ def bench_api(
                     "--settings",
                     str(settings_file),
                     "--no-access-log",
+                    "--service",
+                    "fraud",
                 ],
                 work / "subject.log",
                 env,
