@@ -61,6 +61,7 @@ def indices(readings: Column, first: int) -> Column:
 
 
 def is_missing(value: Column) -> Column:
+    """A value no rule judges: null or NaN."""
     return value.isNull() | F.isnan(value)
 
 

@@ -88,9 +88,10 @@ def window_rows(
 ) -> DataFrame:
     """Per sensor and sliding window of `events` (`event_ts` watermarked if streaming; every
     record, duplicates too): `alerts`, the four rules' alert structs over the window's
-    readings with each event id once; with `counts_ms` (a multiple of the slide, at most the
-    window), also `window_start`, `window_end` and `events`, the records of the tumbling
-    window of `counts_ms` ending where this window ends (0 where the end is not on it)."""
+    readings with each delivery once (`distinct_readings`); with `counts_ms` (a multiple of
+    the slide, at most the window), also `window_start`, `window_end` and `events`, the
+    records of the tumbling window of `counts_ms` ending where this window ends (0 where the
+    end is not on it)."""
     windows = windowed_readings(
         reading_values(events), entity, VALUES, window, slide, missing=SIGNALS
     )
