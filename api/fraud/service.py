@@ -270,13 +270,18 @@ class FraudService:
         self, transaction_id: str, future: asyncio.Future[str | None], key: str, value: bytes
     ) -> None:
         """Track the record's acknowledgement; one the broker refused is kept for a retry
-        (its cached verdict is never answered 200 while the record is not in the topic)."""
+        (its cached verdict is never answered 200 while the record is not in the topic), as
+        many as the verdict cache holds (`idempotency.max_entries`; past it, the oldest verdicts
+        are forgotten too, and their retries decide again)."""
         pending, refused = self._pending, self._refused
+        cap = self.settings.idempotency.max_entries
 
         def done(acked: asyncio.Future[str | None]) -> None:
             pending.pop(transaction_id, None)
             if acked.cancelled() or acked.result() is not None:
                 refused[transaction_id] = (key, value)
+                while len(refused) > cap:  # a broker down for long: memory stays bounded
+                    refused.pop(next(iter(refused)))
 
         future.add_done_callback(done)
         pending[transaction_id] = future

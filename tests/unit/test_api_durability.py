@@ -195,28 +195,45 @@ class RefusingOnce(MemoryPublisher):
             on_acked(error)
 
 
-def test_a_refused_record_is_published_again_before_its_retry_gets_200() -> None:
+def refusing_service(**settings: Any) -> tuple[FraudService, RefusingOnce]:
     publisher = RefusingOnce()
     service = FraudService(
-        ApiSettings(gc_freeze_interval_s=None),
+        ApiSettings(gc_freeze_interval_s=None, **settings),
         ApiSecrets(b"unit-test-secret-0123456789", None),
         StackConfig(),
         publisher=publisher,
     )
-    body = TransactionRequest.model_validate(tx("refused-1", 1_700_000_000_000))
+    return service, publisher
+
+
+def answers(service: FraudService, publisher: RefusingOnce, txids: list[str]) -> list[str]:
+    """Each transaction answered in turn (a repeated id is the terminal's retry)."""
+
+    async def answered(txid: str) -> str:
+        try:
+            await service.answer(TransactionRequest.model_validate(tx(txid, 1_700_000_000_000)))
+            return "200"
+        except NotDurable:
+            return "503"
 
     async def run() -> list[str]:
         loop = asyncio.get_running_loop()
         service._acks = AckWaiter(loop, publisher.poll_now, 0.001, 5.0)  # as start() sets it
-        outcomes = []
-        for _ in range(2):  # the first try, then the terminal's retry
-            try:
-                await service.answer(body)
-                outcomes.append("200")
-            except NotDurable:
-                outcomes.append("503")
-        return outcomes
+        return [await answered(txid) for txid in txids]
 
-    assert asyncio.run(run()) == ["503", "200"]
+    return asyncio.run(run())
+
+
+def test_a_refused_record_is_published_again_before_its_retry_gets_200() -> None:
+    service, publisher = refusing_service()
+    assert answers(service, publisher, ["refused-1", "refused-1"]) == ["503", "200"]
     assert publisher.tries == {"refused-1": 2}
     assert [orjson.loads(v)["transaction_id"] for _, v in publisher.records] == ["refused-1"]
+
+
+def test_refused_records_are_kept_as_long_as_their_verdicts() -> None:
+    service, publisher = refusing_service(idempotency={"max_entries": 1})
+    assert answers(service, publisher, ["refused-1", "refused-2"]) == ["503", "503"]
+    assert list(service._refused) == ["refused-2"]  # the verdict cache forgot refused-1 too
+    assert answers(service, publisher, ["refused-1"]) == ["200"]  # decided and sent again
+    assert publisher.tries == {"refused-1": 2, "refused-2": 1}
