@@ -23,7 +23,6 @@ import orjson
 from api.fraud.models import TransactionRequest
 from api.fraud.settings import ApiSettings
 from api.fraud.state import CardState, LastUseState, merchant_key
-from api.fraud.verdict import RESPONSE_KEYS as RESPONSE_KEYS  # re-exported
 from api.fraud.verdict import response_body
 from core.contracts import CARD_ACTIVITY
 from core.pan import PanTokenizer, last4

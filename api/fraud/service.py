@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from api.fraud.compromised import CompromisedCards, CompromisedUpdater
-from api.fraud.decision import Decider, response_body, wall_clock_ms
+from api.fraud.decision import Decider, wall_clock_ms
 from api.fraud.durability import AckWaiter, NotDurable, WriteAheadLog, wal_directory
 from api.fraud.models import TransactionRequest
 from api.fraud.profiles import ProfileStore, ProfileUpdater
@@ -32,6 +32,7 @@ from api.fraud.settings import ApiSecrets, ApiSettings
 from api.fraud.state import LastUseState
 from api.fraud.stats import RequestStats
 from api.fraud.updater import ActivityUpdater
+from api.fraud.verdict import response_body
 from core.config import StackConfig
 from core.pan import PanTokenizer
 

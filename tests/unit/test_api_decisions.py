@@ -10,11 +10,12 @@ import orjson
 import pytest
 from fastapi.testclient import TestClient
 
-from api.fraud.decision import RECORD_KEYS, response_body
+from api.fraud.decision import RECORD_KEYS
 from api.fraud.models import CardLastUse, Health, Stats, TransactionResponse
 from api.fraud.publisher import MemoryPublisher
 from api.fraud.service import FraudService
 from api.fraud.settings import ApiSecrets, ApiSettings, IdempotencySettings, Scoring, StateSettings
+from api.fraud.verdict import response_body
 from api.main import create_app
 from detectors import TravelParams, geodesic_km
 

@@ -214,7 +214,8 @@ def test_importing_the_contracts_does_not_import_pyspark() -> None:
 
 
 def test_what_the_api_projects_is_in_the_schemas() -> None:
-    from api.fraud.decision import RECORD_KEYS, RESPONSE_KEYS, SCHEMA
+    from api.fraud.decision import RECORD_KEYS, SCHEMA
+    from api.fraud.verdict import RESPONSE_KEYS
     from live.views.feeds import ACTIVITY_FIELDS
     from live.views.vehicles import DEFAULT_SIGNALS, SIGNALS
 
@@ -370,7 +371,8 @@ def test_the_alerts_topic_record_is_the_contracts() -> None:
 
 
 def test_the_activity_model_and_keys_derive_from_the_activity_record() -> None:
-    from api.fraud.decision import RECORD_KEYS, RESPONSE_KEYS
+    from api.fraud.decision import RECORD_KEYS
+    from api.fraud.verdict import RESPONSE_KEYS
     from api.panel.models.feeds import ActivityRow
     from live.views.feeds import ACTIVITY_FIELDS
 
