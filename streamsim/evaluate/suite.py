@@ -245,12 +245,14 @@ def run_data(
     here (a shrunk suite, in tests), the seed and a run id."""
     from scenarios.catalog import deep_merge
 
-    data = base.model_dump(mode="json")
-    data.update({k: v for k, v in (("entities", suite.entities),
-                                   ("duration_s", suite.duration_s)) if v})  # fmt: skip
+    def sized(entities: int | None, duration_s: float | None) -> dict[str, Any]:
+        return {k: v for k, v in (("entities", entities), ("duration_s", duration_s)) if v}
+
+    data = {**base.model_dump(mode="json"), **sized(suite.entities, suite.duration_s)}
     data = deep_merge(data, variant.overrides)
-    data.update({k: v for k, v in (("entities", entities), ("duration_s", duration_s)) if v})
-    data.update(seed=seed, run_id=f"{run_prefix}-{variant.name}-{seed}")
+    data.update(
+        sized(entities, duration_s), seed=seed, run_id=f"{run_prefix}-{variant.name}-{seed}"
+    )
     return data
 
 
