@@ -62,16 +62,26 @@ def silence_fires(gap_ms: Any, interval_ms: Any, params: SilenceParams, seq_step
     return (interval_ms > 0) & (gap_ms > params.min_intervals * interval_ms) & (seq_step == 1)
 
 
-def learned_intervals(gaps: np.ndarray, params: SilenceParams) -> np.ndarray:
+def learned_intervals(
+    gaps: np.ndarray, params: SilenceParams, first: np.ndarray | None = None
+) -> np.ndarray:
     """Per gap, the median of the up to `history` gaps before it (NaN with fewer than
-    `min_history`): the interval each gap is judged against.
+    `min_history`): the interval each gap is judged against. With `first` (per gap, the index
+    of its device's first gap), gaps of several devices in one array, each device's history
+    its own.
 
     >>> learned_intervals(np.array([5, 5, 6, 40, 5]), SilenceParams()).tolist()
     [nan, nan, nan, 5.0, 5.5]
+    >>> learned_intervals(np.array([5, 5, 6, 9, 9, 9, 9]), SilenceParams(),
+    ...     first=np.array([0, 0, 0, 3, 3, 3, 3])).tolist()
+    [nan, nan, nan, nan, nan, nan, 9.0]
     """
     h = min(params.history, max(len(gaps), 1))
     padded = np.concatenate([np.full(h, np.nan), gaps.astype(float)])
     windows = sliding_window_view(padded, h)[: len(gaps)]
+    if first is not None:  # window column k holds gap i - h + k: keep those at or after first
+        position = np.arange(len(gaps))[:, None] - h + np.arange(h)[None, :]
+        windows = np.where(position >= first[:, None], windows, np.nan)
     counts = np.count_nonzero(~np.isnan(windows), axis=1)
     out = np.full(len(gaps), np.nan)
     ok = np.flatnonzero(counts >= params.min_history)
