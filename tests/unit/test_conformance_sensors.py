@@ -1,5 +1,6 @@
 """The sensor rules' conformance corpus (`tests.conformance.sensors`) against every form: the
-per-event `SensorRules`, the vectorised `sensor_alerts_batch`, and the engine form
+per-event `SensorRules`, the silence rule's bucket form `SilenceTails` (all of a case's sensors
+in one bucket), the vectorised `sensor_alerts_batch`, and the engine form
 (`pipeline.jobs.sensors.engine`) on one batch DataFrame of all cases, in the shared Spark
 session. Alert ids, event times, event ids and evidence agree wherever two forms raise the
 same alert; the engine form misses exactly the alerts each case lists as its by-design
@@ -23,8 +24,9 @@ from pyspark.sql.types import (
 )
 
 from detectors import Alert, frame_to_alerts
+from detectors.series.silence_tails import SilenceTails
 from pipeline.jobs.sensors.engine import batch_alerts
-from pipeline.jobs.sensors.rules import SensorRules, sensor_alerts_batch
+from pipeline.jobs.sensors.rules import SILENT, SensorRules, sensor_alerts_batch
 from pipeline.rules.alert_rows import with_alert_ids
 from tests.conformance.sensors import (
     CASES,
@@ -49,7 +51,7 @@ SCHEMA = StructType(
     ]
 )
 BY_NAME = {case.name: case for case in CASES}
-Forms = tuple[list[Alert], list[Alert], set[str], list[Reading]]
+Forms = tuple[list[Alert], list[Alert], set[str], list[Reading], list[Alert]]
 
 
 def own(case: Case) -> list[Reading]:
@@ -58,28 +60,41 @@ def own(case: Case) -> list[Reading]:
     return [(f"{case.name}/{r[0]}", *r[1:]) for r in case.readings]
 
 
-def per_event(case: Case) -> tuple[list[Alert], list[Reading], set[str]]:
+def per_event(case: Case) -> tuple[list[Alert], list[Reading], set[str], list[Alert]]:
     """`SensorRules` per sensor, one reading per batch in arrival order, the watermark
-    `WATERMARK_MS` behind the latest event time before it; the readings it took in time, and
-    the ids it never took (behind the watermark on every arrival)."""
+    `WATERMARK_MS` behind the latest event time before it; the readings it took in time, the
+    ids it never took (behind the watermark on every arrival), and the alerts of
+    `SilenceTails` fed the same batches."""
     rules: dict[str, SensorRules] = {}
+    tails = SilenceTails(SILENT)
     alerts: list[Alert] = []
+    silences: list[Alert] = []
     taken: list[Reading] = []
     latest: int | None = None
     for row in own(case):
         sensor, event_id, event_time, temperature, humidity, status, seq = row
         watermark = None if latest is None else latest - WATERMARK_MS
+        batch_rows: list[Reading] = []
         if watermark is None or event_time > watermark:
             taken.append(row)
+            batch_rows.append(row)
             state = rules.setdefault(sensor, SensorRules(sensor))
             state.push(event_id, event_time, [temperature, humidity, status, seq])
         for state in rules.values():
             alerts += state.release(watermark)
+        silences += tails.advance(silence_rows(batch_rows), watermark)
         latest = event_time if latest is None else max(latest, event_time)
     for state in rules.values():
         alerts += state.release(None)
+    silences += tails.advance(silence_rows([]), None)
     never = {r[1] for r in case.readings} - {r[1] for r in taken}
-    return alerts, taken, never
+    return alerts, taken, never, silences
+
+
+def silence_rows(rows: list[Reading]) -> pd.DataFrame:
+    """Readings as `SilenceTails` takes them."""
+    frame = pd.DataFrame(rows, columns=list(COLUMNS))
+    return frame.rename(columns={"sensor_id": "entity_id"})
 
 
 def batch(rows: list[Reading]) -> list[Alert]:
@@ -115,8 +130,8 @@ def python_forms() -> dict[str, Forms]:
     readings taken."""
     out = {}
     for case in CASES:
-        alerts, taken, never = per_event(case)
-        out[case.name] = (alerts, batch(taken), never, taken)
+        alerts, taken, never, silences = per_event(case)
+        out[case.name] = (alerts, batch(taken), never, taken, silences)
     return out
 
 
@@ -150,14 +165,16 @@ def test_the_python_forms_raise_the_corpus_alerts(
     name: str, python_forms: dict[str, Forms]
 ) -> None:
     case = BY_NAME[name]
-    stateful, vectorised, never, _ = python_forms[name]
+    stateful, vectorised, never, _, silences = python_forms[name]
     assert never == set(case.late)
     assert set(keyed(stateful)) == set(case.alerts)
     assert set(keyed(vectorised)) == set(case.alerts)
+    assert set(keyed(silences)) == {a for a in case.alerts if a[0] == "silence"}
     for key, alert in keyed(stateful).items():
-        other = keyed(vectorised)[key]
-        assert (alert.alert_id, alert.event_time) == (other.alert_id, other.event_time)
-        assert same_evidence(dict(alert.evidence), dict(other.evidence)), key
+        for others in (vectorised, silences):
+            other = keyed(others).get(key, alert)
+            assert (alert.alert_id, alert.event_time) == (other.alert_id, other.event_time)
+            assert same_evidence(dict(alert.evidence), dict(other.evidence)), key
 
 
 @pytest.mark.parametrize("name", list(BY_NAME))

@@ -38,18 +38,27 @@ class SensorsSettings(Settings):
         "python",
         description="python: per-event rule states per sensor (`transformWithStateInPandas`); "
         "engine: Column expressions over each sensor's readings per sliding event-time window "
-        "(`pipeline.jobs.sensors.engine`), no Python worker; judges only what a window holds "
-        "whole (see `pipeline.rules`).",
+        "(`pipeline.jobs.sensors.engine`); judges only what a window holds whole (see "
+        "`pipeline.rules`); silence, which no window holds, in Python state per bucket of "
+        "sensors (`pipeline.jobs.sensors.silence`).",
     )
     rules_window: Duration = Field(
         "4 minutes",
-        description="engine form: the sliding window's length; a pair, run or silence (with "
-        "its history) spanning more than `rules_window - rules_slide` may go unjudged.",
+        description="engine form: the sliding window's length; a pair or run spanning more "
+        "than `rules_window - rules_slide` may go unjudged.",
     )
     rules_slide: Duration = Field(
         "1 minute",
         description="engine form: the sliding window's step (alerts wait up to one step plus "
         "the watermark; each reading is in `rules_window / rules_slide` windows).",
+    )
+    silence_buckets: int = Field(
+        8,
+        ge=1,
+        le=10_000,
+        description="engine form: buckets of sensors the silence rule's state is kept in (its "
+        "grouping key): each costs one pandas pass per batch, however many sensors it holds. "
+        "Part of the checkpoint: change it only with a fresh checkpoint.",
     )
 
     sketches: SketchSettings = Field(

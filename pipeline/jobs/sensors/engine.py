@@ -1,13 +1,15 @@
 """The sensor rules of `pipeline.jobs.sensors.rules` in Spark's engine (`rules_form: engine`).
 
-The same four rules, from the same params objects (`STUCK`, `SPIKE`, `LOW_BATTERY`,
-`SILENT`), as Column expressions over each sensor's readings per sliding event-time window
-(`pipeline.rules`): no Python worker. Alert ids are the Python forms' ids for the same
-readings; overlapping windows repeat an alert, and the `AlertSink` writes each id once.
-Where the window forms differ from the per-event forms by design, each rule module says how
-(`pipeline.rules.step`, `.flatline`, `.threshold`, `.silence`); in short, every rule judges
-only readings a window holds whole (spans up to `window - slide`), and the run and history
-rules skip what starts at a sensor's first readings.
+Three rules, from the same params objects (`STUCK`, `SPIKE`, `LOW_BATTERY`), as Column
+expressions over each sensor's readings per sliding event-time window (`pipeline.rules`): no
+Python worker. Alert ids are the Python forms' ids for the same readings; overlapping windows
+repeat an alert, and the `AlertSink` writes each id once. Where the window forms differ from
+the per-event forms by design, each rule module says how (`pipeline.rules.step`, `.flatline`,
+`.threshold`); in short, every rule judges only readings a window holds whole (spans up to
+`window - slide`), and the run rules skip what starts at a sensor's first readings.
+
+The fourth, silence, has no window form: its Python state per bucket of sensors
+(`pipeline.jobs.sensors.silence`, which says why) runs beside the windows.
 """
 
 from __future__ import annotations
@@ -26,18 +28,19 @@ from pipeline.jobs.sensors.rules import (
     STUCK,
     reading_state,
 )
+from pipeline.jobs.sensors.silence import batch_silence_alerts
 from pipeline.rules.alert_rows import FIELDS as ALERT_FIELDS
+from pipeline.rules.alert_rows import key_text
 from pipeline.rules.flatline import flatline_alerts
-from pipeline.rules.silence import silence_alerts
 from pipeline.rules.step import step_alerts
 from pipeline.rules.threshold import threshold_alerts
 from pipeline.rules.windows import TIME, windowed_readings, with_value
 
 #: The per-reading values the engine forms read (besides event time and id).
-VALUES = ("temperature_c", STATE, LOW, "seq")
+VALUES = ("temperature_c", STATE, LOW)
 #: The values a rule leaves a reading out of its judgement for when missing (`with_value`).
 SIGNALS = (STATE, "temperature_c", LOW)
-STUCK_LABEL, SPIKE_LABEL, LOW_LABEL, SILENT_LABEL = LABELS
+STUCK_LABEL, SPIKE_LABEL, LOW_LABEL = LABELS[:3]
 
 
 def reading_values(events: DataFrame) -> DataFrame:
@@ -49,7 +52,6 @@ def reading_values(events: DataFrame) -> DataFrame:
             "temperature_c": temperature,
             STATE: reading_state(temperature, F.col("humidity_pct").cast("double")),
             LOW: F.when(status.isNotNull(), (status == LOW_STATUS).cast("double")),
-            "seq": F.col("seq").cast("double"),
         }
     )
 
@@ -60,18 +62,16 @@ def rule_readings(readings: Column) -> dict[str, Column]:
         "stuck": with_value(readings, STATE),
         "spike": with_value(readings, "temperature_c"),
         "low": with_value(readings, LOW),
-        "silent": readings,
     }
 
 
 def rule_alerts(entity: Column, window_start: Column) -> Column:
-    """Stage two: one array of the four rules' alert structs over `rule_readings`' columns, in
+    """Stage two: one array of the three rules' alert structs over `rule_readings`' columns, in
     the window starting at `window_start` (ms)."""
     return F.concat(
         flatline_alerts(entity, F.col("stuck"), STATE, STUCK, STUCK_LABEL, window_start),
         step_alerts(entity, F.col("spike"), "temperature_c", SPIKE, SPIKE_LABEL),
         threshold_alerts(entity, F.col("low"), LOW, LOW_BATTERY, LOW_LABEL),
-        silence_alerts(entity, F.col("silent"), SILENT, SILENT_LABEL),
     )
 
 
@@ -87,7 +87,7 @@ def window_rows(
     events: DataFrame, entity: str, window: str, slide: str, counts_ms: int | None = None
 ) -> DataFrame:
     """Per sensor and sliding window of `events` (`event_ts` watermarked if streaming; every
-    record, duplicates too): `alerts`, the four rules' alert structs over the window's
+    record, duplicates too): `alerts`, the three rules' alert structs over the window's
     readings with each delivery once (`distinct_readings`); with `counts_ms` (a multiple of
     the slide, at most the window), also `window_start`, `window_end` and `events`, the
     records of the tumbling window of `counts_ms` ending where this window ends (0 where the
@@ -126,6 +126,14 @@ def window_alerts(events: DataFrame, entity: str, window: str, slide: str) -> Da
 
 
 def batch_alerts(events: DataFrame, entity: str, window: str, slide: str) -> DataFrame:
-    """`window_alerts` over a batch DataFrame (one row per alert key)."""
+    """The engine form over a batch DataFrame, one row per alert key: `window_alerts` and
+    the silences (`batch_silence_alerts`, their key text in `alert_id` too: a silence's key
+    is its two event ids)."""
     stamped = events.withColumn("event_ts", F.timestamp_millis("event_time"))
-    return window_alerts(stamped, entity, window, slide).dropDuplicates(["alert_id"])
+    windows = window_alerts(stamped, entity, window, slide).dropDuplicates(["alert_id"])
+    silences = batch_silence_alerts(events.dropDuplicates([entity, "event_id"]), entity, SILENT)
+    ids = F.col("event_ids")
+    keyed = silences.withColumn(
+        "alert_id", key_text([F.col("rule"), F.col("entity_id"), ids[0], ids[1]])
+    )
+    return windows.unionByName(keyed.select(*ALERT_FIELDS))

@@ -8,30 +8,33 @@ source (Kafka JSON events) -> parse; malformed records -> dead-letter topic
      form `sensors.rules_form` names:
      - `python`: each event id once within the watermark, then per entity in event-time
        order (`transformWithStateInPandas`);
-     - `engine`: Column expressions over each entity's readings (each event id once) per
-       sliding event-time window (`pipeline.jobs.sensors.engine`; no Python worker)
+     - `engine`: stuck, spike and low battery as Column expressions over each entity's
+       readings (each event id once) per sliding event-time window
+       (`pipeline.jobs.sensors.engine`), and silence in Python state per bucket of sensors
+       (`pipeline.jobs.sensors.silence`: no window holds an outage with its history)
                                                            -> `alerts_topic` + `<lake>/alerts/`
 
-Queries: `sensors.counts`, `.deadletter`, and `.alerts` (state per sensor, micro-batch,
-`AlertSink`: Kafka + lake, once per alert id: the engine form's overlapping windows repeat
-an alert, and the sink writes it once). In the engine form, when the counts' window is a
-multiple of the rules' slide and at most their window (`shared_counts_ms`; the defaults, 1
-minute against 4 sliding by 1), the alerts query counts too: a tumbling window is the last
-slide of the sliding window that ends with it, so one aggregation, one read and one parse
-serve both (`pipeline.jobs.sensors.sink.WindowSink`), and there is no `.counts` query.
+Queries: `sensors.counts`, `.deadletter`, and `.alerts` (micro-batch, `AlertSink`: Kafka +
+lake, once per alert id: the engine form's overlapping windows repeat an alert, and the sink
+writes it once); in the engine form `.silence` too. In the engine form, when the counts'
+window is a multiple of the rules' slide and at most their window (`shared_counts_ms`; the
+defaults, 1 minute against 4 sliding by 1), the alerts query counts too: a tumbling window is
+the last slide of the sliding window that ends with it, so one aggregation, one read and one
+parse serve both (`pipeline.jobs.sensors.sink.WindowSink`), and there is no `.counts` query.
 With `sensors.sketches.enabled`, `.sketches` too (`pipeline.jobs.sensors.sketches`: the
 noisiest devices and the distinct devices per site; it reads the input once more).
 
-The Python stateful operator left: with `rules_form: python` (the default),
-`SensorRulesProcessor` in `transformWithStateInPandas` (issue 31's profile: about 2.5 ms per
-sensor per batch in state round trips and Arrow framing). With `rules_form: engine` none is
-left; the Python that remains is the driver's `AlertSink` over a batch's few alert rows (and
-their ids' hash). Measured (`bench pipeline --job sensors`, 2,000 sensors, 200,000
-readings over 10 minutes, load 4-6): python 6,698 readings/s, engine 4,431; two thirds of the
-engine rules' CPU is Spark 4.2 reading each lambda value through `TypeOps` (docs/performance.md).
+The Python stateful operators left: with `rules_form: engine` (the default), the silence
+rule's `SilenceTails` per bucket in `applyInPandasWithState` (one numpy pass per bucket and
+batch); with `rules_form: python`, `SensorRulesProcessor` in `transformWithStateInPandas`
+(about 2.5 ms per sensor per batch in state round trips and Arrow framing). `bench pipeline
+--job sensors`, 2,000 sensors: engine 9,022-11,574 readings/s; at 20,000 sensors engine
+8,548, python 2,976 (docs/performance.md).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -48,7 +51,8 @@ from pipeline.config import PipelineConfig
 from pipeline.jobs.sensors import sketches
 from pipeline.jobs.sensors.config import SensorsSettings
 from pipeline.jobs.sensors.engine import window_rows
-from pipeline.jobs.sensors.rules import FIELDS, SensorRulesProcessor
+from pipeline.jobs.sensors.rules import FIELDS, SILENT, SensorRulesProcessor
+from pipeline.jobs.sensors.silence import silence_alerts
 from pipeline.jobs.sensors.sink import WindowSink
 from pipeline.jobs.vehicles.job import FIRST_BATCH_WAIT_S, first_batch
 from pipeline.kafka_io import (
@@ -65,6 +69,7 @@ from pipeline.triggers import query_trigger, with_trigger
 
 NAME = "sensors"
 ALERTS_QUERY = f"{NAME}.alerts"
+SILENCE_QUERY = f"{NAME}.silence"
 
 
 def event_schema(entity_key: str, sensor_fields: bool = False) -> StructType:
@@ -128,36 +133,72 @@ def counts_stream(events: DataFrame, cfg: PipelineConfig) -> DataFrame:
     )
 
 
-def alerts_query(
+def silence_stream(events: DataFrame, cfg: PipelineConfig) -> DataFrame:
+    """The engine form's silence query's rows: alert rows (`ALERT_SPARK_DDL`) of
+    `SilenceTails` per bucket of sensors (`pipeline.jobs.sensors.silence`)."""
+    settings: SensorsSettings = cfg.sensors
+    ttl = None if settings.sensor_state_ttl is None else duration_ms(settings.sensor_state_ttl)
+    watermarked = events.withWatermark("event_ts", cfg.watermark)
+    return silence_alerts(watermarked, cfg.entity_key, SILENT, settings.silence_buckets, ttl)
+
+
+def alerts_streams(events: DataFrame, cfg: PipelineConfig) -> dict[str, DataFrame]:
+    """The alerts queries' rows by query name: `alerts_stream`, and in the engine form
+    `silence_stream`."""
+    streams = {ALERTS_QUERY: alerts_stream(events, cfg)}
+    if cfg.sensors.rules_form == "engine":
+        streams[SILENCE_QUERY] = silence_stream(events, cfg)
+    return streams
+
+
+def alerts_queries(
     spark: SparkSession, stack: StackConfig, cfg: PipelineConfig, events: DataFrame
-) -> StreamingQuery:
-    """The alerts query, started: `alerts_stream` into the `AlertSink` (the engine form's
-    through `WindowSink`, which also writes the counts where `shared_counts_ms`)."""
-    topic = cfg.sensors.alerts_topic
-    ensure_topics(stack, [topic])
+) -> list[StreamingQuery]:
+    """The alerts queries, started: `alerts_streams` into `AlertSink`s (the engine form's
+    windows through `WindowSink`, which also writes the counts where `shared_counts_ms`)."""
+    ensure_topics(stack, [cfg.sensors.alerts_topic])
     use_rocksdb_state(spark)
-    checkpoint = stack.dirs.checkpoints / NAME / "alerts"
     engine = cfg.sensors.rules_form == "engine"
-    sink = AlertSink(
+    alerts = _sink(stack, cfg, "alerts", engine)
+    counts_topic = cfg.output_topic if shared_counts_ms(cfg) is not None else None
+    sinks: dict[str, Callable[[DataFrame, int], None]] = {ALERTS_QUERY: alerts}
+    if engine:
+        sinks[ALERTS_QUERY] = WindowSink(stack, counts_topic, cfg.entity_key, alerts)
+        sinks[SILENCE_QUERY] = _sink(stack, cfg, "silence", False)
+    streams = alerts_streams(events, cfg)
+    return [_started(stack, cfg, name, rows, sinks[name]) for name, rows in streams.items()]
+
+
+def _sink(stack: StackConfig, cfg: PipelineConfig, name: str, key_text: bool) -> AlertSink:
+    """An `AlertSink` to the alerts topic and the lake, its ids kept under checkpoint `name`
+    (`key_text`: the rows carry the engine forms' key text, not ids)."""
+    return AlertSink(
         stack,
-        topic,
+        cfg.sensors.alerts_topic,
         NAME,
-        checkpoint,
+        stack.dirs.checkpoints / NAME / name,
         stack.dirs.lake,
-        split=with_alert_ids if engine else None,
+        split=with_alert_ids if key_text else None,
         extra=alert_extra(cfg.clock),
     )
-    counts_topic = cfg.output_topic if shared_counts_ms(cfg) is not None else None
+
+
+def _started(
+    stack: StackConfig,
+    cfg: PipelineConfig,
+    name: str,
+    rows: DataFrame,
+    sink: Callable[[DataFrame, int], None],
+) -> StreamingQuery:
+    """`rows` into `sink` per batch, as query `name` (checkpoint: its last name part)."""
+    checkpoint = stack.dirs.checkpoints / NAME / name.rsplit(".", 1)[-1]
     writer = (
-        alerts_stream(events, cfg)
-        .writeStream.foreachBatch(
-            WindowSink(stack, counts_topic, cfg.entity_key, sink) if engine else sink
-        )
+        rows.writeStream.foreachBatch(sink)
         .option("checkpointLocation", str(checkpoint))
         .outputMode("append")
     )
     stateful = query_trigger(cfg.trigger, stateful=True)
-    query = with_trigger(writer, stateful).queryName(ALERTS_QUERY).start()
+    query = with_trigger(writer, stateful).queryName(name).start()
     first_batch(query, FIRST_BATCH_WAIT_S)
     return query
 
@@ -173,7 +214,7 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
     events, offsets = on_clock(
         spark, stack, cfg.clock, events, cfg.entity_key, NAME, str(checkpoints / "clock-offsets")
     )
-    alerts = [alerts_query(spark, stack, cfg, events)] if alerting else []  # started first
+    alerts = alerts_queries(spark, stack, cfg, events) if alerting else []  # started first
     counts: list[StreamingQuery] = []
     if shared_counts_ms(cfg) is None:
         records = as_kafka_record(F.col("entity_id"), counts_stream(events, cfg))

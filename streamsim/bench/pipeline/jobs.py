@@ -195,11 +195,11 @@ def vehicle_streams(module: Any, events: Mapping[str, Any], cfg: Any) -> dict[st
 
 
 def sensor_streams(module: Any, events: Mapping[str, Any], cfg: Any) -> dict[str, Any]:
-    """Its counts (a window count per sensor) and its alerts (the sensor rules); one query
-    where the job's alerts query counts too (`shared_counts_ms`)."""
+    """Its counts (a window count per sensor) and its alerts queries (the sensor rules); no
+    counts query where the job's alerts query counts too (`shared_counts_ms`)."""
     readings = events["input"]
     alerting = sensor_outputs(cfg, "reference")
-    alerts = {"alerts": module.alerts_stream(readings, alerting)}
+    alerts = module.alerts_streams(readings, alerting)
     if module.shared_counts_ms(alerting) is not None:
         return alerts
     return {
