@@ -266,7 +266,8 @@ def test_sensor_job_runs_its_alerts_and_drains_every_query(
     produced, cfg, whole, floor = sensor_drain
     assert produced >= EVENTS and whole["events"] == produced
     assert cfg.sensors.sensor_alerts  # the bench runs the rules, whatever the config says
-    assert set(whole["queries"]) == {"sensors.counts", "sensors.deadletter", "sensors.alerts"}
+    # the engine form (the default) counts in its alerts query, and judges silence in another
+    assert set(whole["queries"]) == {"sensors.deadletter", "sensors.alerts", "sensors.silence"}
     for query in whole["queries"].values():
         assert query.events == produced  # each query reads the topic once, to its end
     assert whole["alerts"] == bench.topic_size(stack, cfg.sensors.alerts_topic)  # not counts
