@@ -166,7 +166,10 @@ def alerts_queries(
         sinks[ALERTS_QUERY] = WindowSink(stack, counts_topic, cfg.entity_key, alerts)
         sinks[SILENCE_QUERY] = _sink(stack, cfg, "silence", False)
     streams = alerts_streams(events, cfg)
-    return [_started(stack, cfg, name, rows, sinks[name]) for name, rows in streams.items()]
+    return [
+        _started(stack, cfg, name, rows, sinks[name], wait=not engine)
+        for name, rows in streams.items()
+    ]
 
 
 def _sink(stack: StackConfig, cfg: PipelineConfig, name: str, key_text: bool) -> AlertSink:
@@ -189,8 +192,12 @@ def _started(
     name: str,
     rows: DataFrame,
     sink: Callable[[DataFrame, int], None],
+    *,
+    wait: bool,
 ) -> StreamingQuery:
-    """`rows` into `sink` per batch, as query `name` (checkpoint: its last name part)."""
+    """`rows` into `sink` per batch, as query `name` (checkpoint: its last name part); with
+    `wait`, once its first batch ran (`first_batch`: a transformWithStateInPandas query; an
+    applyInPandasWithState one starts no Python worker on the driver to plan it)."""
     checkpoint = stack.dirs.checkpoints / NAME / name.rsplit(".", 1)[-1]
     writer = (
         rows.writeStream.foreachBatch(sink)
@@ -199,7 +206,8 @@ def _started(
     )
     stateful = query_trigger(cfg.trigger, stateful=True)
     query = with_trigger(writer, stateful).queryName(name).start()
-    first_batch(query, FIRST_BATCH_WAIT_S)
+    if wait:
+        first_batch(query, FIRST_BATCH_WAIT_S)
     return query
 
 
