@@ -26,8 +26,8 @@ from pyspark.sql.streaming.state import GroupState
 
 from detectors import ALERT_COLUMNS, ALERT_SPARK_DDL, SilenceParams, alerts_to_frame
 from detectors.series.silence_tails import SilenceTails
+from pipeline.series_processor import STATE_DDL
 
-STATE_DDL = "state BINARY"
 #: Buckets of the batch form (`batch_silence_alerts`): tasks of one pandas pass each.
 BATCH_BUCKETS = 8
 BucketFn = Callable[[Any, Iterator[pd.DataFrame], GroupState], Iterator[pd.DataFrame]]
