@@ -25,7 +25,7 @@ SUITES = sorted((Path(__file__).resolve().parents[2] / "config" / "suites").glob
 SMALL: dict[str, tuple[int, float]] = {  # entities, simulated seconds
     "cards": (5000, 3600.0),
     "vehicles": (80, 1500.0),
-    "sensors": (2000, 600.0),
+    "sensors": (1000, 600.0),  # the engine form: a local Spark batch per run
 }
 
 
