@@ -106,10 +106,7 @@ def alerts_stream(events: DataFrame, cfg: PipelineConfig) -> DataFrame:
     if settings.rules_form == "engine":
         window, slide = settings.rules_window, settings.rules_slide
         return window_rows(watermarked, cfg.entity_key, window, slide, shared_counts_ms(cfg))
-    ttl = settings.sensor_state_ttl
-    processor = SensorRulesProcessor(
-        None if ttl is None else duration_ms(ttl), settings.max_buffered
-    )
+    processor = SensorRulesProcessor(_ttl_ms(settings), settings.max_buffered)
     return (
         watermarked.dropDuplicatesWithinWatermark(["event_id"])
         .select(cfg.entity_key, *processor.input_columns, "event_ts")
@@ -137,9 +134,15 @@ def silence_stream(events: DataFrame, cfg: PipelineConfig) -> DataFrame:
     """The engine form's silence query's rows: alert rows (`ALERT_SPARK_DDL`) of
     `SilenceTails` per bucket of sensors (`pipeline.jobs.sensors.silence`)."""
     settings: SensorsSettings = cfg.sensors
-    ttl = None if settings.sensor_state_ttl is None else duration_ms(settings.sensor_state_ttl)
     watermarked = events.withWatermark("event_ts", cfg.watermark)
-    return silence_alerts(watermarked, cfg.entity_key, SILENT, settings.silence_buckets, ttl)
+    buckets = settings.silence_buckets
+    return silence_alerts(watermarked, cfg.entity_key, SILENT, buckets, _ttl_ms(settings))
+
+
+def _ttl_ms(settings: SensorsSettings) -> int | None:
+    """`sensor_state_ttl` in ms (None: keep a sensor's state forever)."""
+    ttl = settings.sensor_state_ttl
+    return None if ttl is None else duration_ms(ttl)
 
 
 def alerts_streams(events: DataFrame, cfg: PipelineConfig) -> dict[str, DataFrame]:
@@ -163,8 +166,10 @@ def alerts_queries(
     counts_topic = cfg.output_topic if shared_counts_ms(cfg) is not None else None
     sinks: dict[str, Callable[[DataFrame, int], None]] = {ALERTS_QUERY: alerts}
     if engine:
-        sinks[ALERTS_QUERY] = WindowSink(stack, counts_topic, cfg.entity_key, alerts)
-        sinks[SILENCE_QUERY] = _sink(stack, cfg, "silence", False)
+        sinks = {
+            ALERTS_QUERY: WindowSink(stack, counts_topic, cfg.entity_key, alerts),
+            SILENCE_QUERY: _sink(stack, cfg, "silence", False),
+        }
     streams = alerts_streams(events, cfg)
     return [
         _started(stack, cfg, name, rows, sinks[name], wait=not engine)

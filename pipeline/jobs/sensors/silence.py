@@ -4,7 +4,7 @@ sensors in `applyInPandasWithState`, the one Python stateful operator of `rules_
 Why Python state: a silence is judged against the device's own interval, the median of its
 last `history` gaps, and an outage lasts longer than any window the engine can hold with that
 history. As sliding-window expressions (4 minutes by 1), the rule caught 0.27-0.46 of the
-report split's silent devices against 0.89-1.00 for the per-event form (issue 31, session 25):
+report split's silent devices against 0.89-1.00 for the per-event form (issue 31):
 no built-in carries a device's last readings across windows of any length. So the state is
 each sensor's last `history + 1` readings, kept per bucket (`hash(sensor) mod buckets`), and a
 batch costs one numpy pass per bucket, not a state round trip and a pandas frame per sensor.
@@ -15,7 +15,6 @@ event-time timeout is its earliest held reading, so a bucket that goes quiet sti
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -43,11 +42,11 @@ def bucket_silences(params: SilenceParams, ttl_ms: int | None) -> BucketFn:
         tails = SilenceTails(params, ttl_ms=ttl_ms)
         stored = state.getOption
         if stored is not None:
-            tails.tails, tails.held, tails.late_dropped = pickle.loads(bytes(stored[0]))
+            tails.restore(bytes(stored[0]))
         new = [frame for frame in frames if len(frame)]
         readings = pd.concat(new, ignore_index=True) if new else tails.held.iloc[:0]
         alerts = tails.advance(readings, state.getCurrentWatermarkMs())
-        state.update((pickle.dumps((tails.tails, tails.held, tails.late_dropped), protocol=5),))
+        state.update((tails.to_bytes(),))
         if tails.due_ms is not None:
             state.setTimeoutTimestamp(tails.due_ms)
         if not alerts:
