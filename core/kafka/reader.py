@@ -7,10 +7,11 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import orjson
-from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from core.config import StackConfig
 from core.contracts.events import SIMULATOR_RUN
+from core.errors import StreamsimError
 from core.kafka.admin import admin_client
 from core.kafka.clients import consumer_config
 from core.kafka.offsets import end_offsets
@@ -50,6 +51,18 @@ def topic_values(
         yield [msg.value() for msg in batch]
 
 
+def _topics(stack: StackConfig, topic: str) -> set[str]:
+    """The cluster's topic names; a clear error (not a traceback) when it does not answer."""
+    try:
+        return set(admin_client(stack, quiet=True).list_topics(timeout=10).topics)
+    except KafkaException as exc:
+        raise StreamsimError(
+            f"cannot read {topic}: Kafka at {stack.kafka.bootstrap_servers} did not answer "
+            f"({exc.args[0].str() if exc.args else exc}); start it (`streamsim kafka up`) "
+            "or point kafka.bootstrap at a running cluster"
+        ) from None
+
+
 def topic_messages(
     stack: StackConfig,
     topic: str,
@@ -58,7 +71,7 @@ def topic_messages(
 ) -> Iterator[list[Message]]:
     """Batches of the records of `topic` (value, key, headers), from the beginning (or the
     offsets `since`, per partition) to its end offsets now; nothing if the topic is absent."""
-    if topic not in admin_client(stack).list_topics(timeout=10).topics:
+    if topic not in _topics(stack, topic):
         return
     starts = dict(since or {})
     ends = {p: e for p, e in end_offsets(stack, topic).items() if e > starts.get(p, 0)}
