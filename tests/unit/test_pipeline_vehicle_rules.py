@@ -20,7 +20,7 @@ from pipeline.jobs.vehicles.config import (
 )
 from pipeline.jobs.vehicles.rules import (
     VehicleRules,
-    VehicleRulesProcessor,
+    VehicleRulesFactory,
     input_fields,
     params_of,
     vehicle_alerts_batch,
@@ -30,7 +30,7 @@ MODULES = [
     "pipeline.event_windows",
     "pipeline.jobs.vehicles.parity",
     "pipeline.progress",
-    "pipeline.series_processor",
+    "pipeline.buffered_rules",
     "pipeline.jobs.vehicles.rules",
     "pipeline.jobs.vehicles.windows",
 ]
@@ -104,7 +104,7 @@ def test_rules_give_the_vectorised_forms_alerts_whatever_the_arrival_order() -> 
 
 def test_the_processor_reads_spark_shaped_frames_into_the_same_alerts() -> None:
     detectors = VehiclesSettings().enabled_detectors()
-    processor = VehicleRulesProcessor(detectors)
+    processor = VehicleRulesFactory(detectors)
     frame = readings()
     frame["speed_limit_kmh"] = 100  # an integer column
     frame.loc[5, "coolant_c"] = float("nan")  # a missing value

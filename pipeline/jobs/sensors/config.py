@@ -53,13 +53,14 @@ class SensorsSettings(Settings):
         description="engine form: the sliding window's step (alerts wait up to one step plus "
         "the watermark; each reading is in `rules_window / rules_slide` windows).",
     )
-    silence_buckets: int = Field(
+    state_buckets: int = Field(
         8,
         ge=1,
         le=10_000,
-        description="engine form: buckets of sensors the silence rule's state is kept in (its "
-        "grouping key): each costs one pandas pass per batch, however many sensors it holds. "
-        "Part of the checkpoint: change it only with a fresh checkpoint.",
+        description="Buckets of sensors the rules' Python state is kept in (its grouping key; "
+        "engine form: the silence rule's, python form: every rule's): each costs one state "
+        "read and write per batch, however many sensors it holds. Part of the checkpoint: "
+        "change it only with a fresh checkpoint.",
     )
 
     sketches: SketchSettings = Field(

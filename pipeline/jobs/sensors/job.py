@@ -7,7 +7,8 @@ source (Kafka JSON events) -> parse; malformed records -> dead-letter topic
      `pipeline.jobs.sensors.rules` (stuck sensor, spike, low battery, silent device) in the
      form `sensors.rules_form` names:
      - `python`: each event id once within the watermark, then per entity in event-time
-       order (`transformWithStateInPandas`);
+       order (`transformWithStateInPandas`, state per bucket of sensors:
+       `pipeline.bucketed_rules`);
      - `engine`: stuck, spike and low battery as Column expressions over each entity's
        readings (each event id once) per sliding event-time window
        (`pipeline.jobs.sensors.engine`), and silence in Python state per bucket of sensors
@@ -26,8 +27,8 @@ noisiest devices and the distinct devices per site; it reads the input once more
 
 The Python stateful operators left: with `rules_form: engine` (the default), the silence
 rule's `SilenceTails` per bucket in `applyInPandasWithState` (one numpy pass per bucket and
-batch); with `rules_form: python`, `SensorRulesProcessor` in `transformWithStateInPandas`
-(about 2.5 ms per sensor per batch in state round trips and Arrow framing). `bench pipeline
+batch); with `rules_form: python`, `SensorRulesFactory`'s per-event rule states per bucket
+(`pipeline.bucketed_rules`: a state read and write per bucket and batch). `bench pipeline
 --job sensors`, 2,000 sensors: engine 9,022-11,574 readings/s; at 20,000 sensors engine
 8,548, python 2,976 (docs/performance.md).
 """
@@ -44,14 +45,14 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 from core.config import StackConfig
 from core.contracts import SENSOR_READING
 from core.kafka import ensure_topics
-from detectors import ALERT_SPARK_DDL
 from pipeline.alerts_sink import AlertSink
+from pipeline.bucketed_rules import bucketed_alerts
 from pipeline.clock import alert_extra, on_clock
 from pipeline.config import PipelineConfig
 from pipeline.jobs.sensors import sketches
 from pipeline.jobs.sensors.config import SensorsSettings
 from pipeline.jobs.sensors.engine import window_rows
-from pipeline.jobs.sensors.rules import FIELDS, SILENT, SensorRulesProcessor
+from pipeline.jobs.sensors.rules import FIELDS, SILENT, SensorRulesFactory
 from pipeline.jobs.sensors.silence import silence_alerts
 from pipeline.jobs.sensors.sink import WindowSink
 from pipeline.jobs.vehicles.job import FIRST_BATCH_WAIT_S, first_batch
@@ -106,12 +107,11 @@ def alerts_stream(events: DataFrame, cfg: PipelineConfig) -> DataFrame:
     if settings.rules_form == "engine":
         window, slide = settings.rules_window, settings.rules_slide
         return window_rows(watermarked, cfg.entity_key, window, slide, shared_counts_ms(cfg))
-    processor = SensorRulesProcessor(_ttl_ms(settings), settings.max_buffered)
-    return (
-        watermarked.dropDuplicatesWithinWatermark(["event_id"])
-        .select(cfg.entity_key, *processor.input_columns, "event_ts")
-        .groupBy(cfg.entity_key)
-        .transformWithStateInPandas(processor, ALERT_SPARK_DDL, "Append", "EventTime")
+    return bucketed_alerts(
+        watermarked.dropDuplicatesWithinWatermark(["event_id"]),
+        F.col(cfg.entity_key),
+        SensorRulesFactory(_ttl_ms(settings), settings.max_buffered),
+        settings.state_buckets,
     )
 
 
@@ -135,7 +135,7 @@ def silence_stream(events: DataFrame, cfg: PipelineConfig) -> DataFrame:
     `SilenceTails` per bucket of sensors (`pipeline.jobs.sensors.silence`)."""
     settings: SensorsSettings = cfg.sensors
     watermarked = events.withWatermark("event_ts", cfg.watermark)
-    buckets = settings.silence_buckets
+    buckets = settings.state_buckets
     return silence_alerts(watermarked, cfg.entity_key, SILENT, buckets, _ttl_ms(settings))
 
 

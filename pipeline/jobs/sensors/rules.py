@@ -17,7 +17,7 @@ Four detectors from `detectors/series/`, with parameters reasoned from physics (
 
 `sensor_alerts_batch` runs the vectorised forms (the batch oracle, and `evaluate`'s stuck and
 spike rules); `SensorRules` feeds the stateful forms one sensor's readings in event-time order
-inside `transformWithStateInPandas` (`pipeline.series_processor`), so both give the same
+in `transformWithStateInPandas` (`pipeline.bucketed_rules`), so both give the same
 alert ids over the same readings. A sensor's state is its buffered readings (up to the
 watermark) and, per rule, the last reading or the current run: a few numbers.
 """
@@ -45,7 +45,7 @@ from detectors import (
     step_alerts,
     threshold_alerts,
 )
-from pipeline.series_processor import BufferedRules, BufferedRulesProcessor, input_rows
+from pipeline.buffered_rules import BufferedRules, RulesFactory, input_rows
 
 #: The detectors' canonical entity column is the sensor.
 AS_ENTITY = {"entity_id": "sensor_id"}
@@ -151,8 +151,8 @@ class SensorRules(BufferedRules):
             state.restore(snapshot)
 
 
-class SensorRulesProcessor(BufferedRulesProcessor):
-    """`SensorRules` per sensor in `transformWithStateInPandas` (time mode EventTime)."""
+class SensorRulesFactory(RulesFactory):
+    """`SensorRules` per sensor, for `pipeline.bucketed_rules`."""
 
     input_columns = (*KEY_COLUMNS, *FIELDS)
 
@@ -174,7 +174,7 @@ __all__ = [
     "SPIKE",
     "STUCK",
     "SensorRules",
-    "SensorRulesProcessor",
+    "SensorRulesFactory",
     "reading_state",
     "sensor_alerts_batch",
 ]

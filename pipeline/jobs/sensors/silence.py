@@ -25,7 +25,7 @@ from pyspark.sql.streaming.state import GroupState
 
 from detectors import ALERT_COLUMNS, ALERT_SPARK_DDL, SilenceParams, alerts_to_frame
 from detectors.series.silence_tails import SilenceTails
-from pipeline.series_processor import STATE_DDL
+from pipeline.buffered_rules import STATE_DDL
 
 #: Buckets of the batch form (`batch_silence_alerts`): tasks of one pandas pass each.
 BATCH_BUCKETS = 8

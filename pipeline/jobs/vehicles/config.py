@@ -260,6 +260,14 @@ class VehiclesSettings(Settings):
         ge=1,
         description="Readings a vehicle may hold for the watermark (the oldest go first).",
     )
+    state_buckets: int = Field(
+        16,
+        ge=1,
+        le=100_000,
+        description="Buckets of vehicles the rules' state is kept in (the stateful operator's "
+        "grouping key): each costs a state read and write per batch, however many vehicles "
+        "it holds. Part of the checkpoint: change it only with a fresh checkpoint.",
+    )
     deadletter_trigger: TriggerSettings = Field(
         TriggerSettings(mode="realtime", interval="5 seconds"),
         description="Trigger of the stateless dead-letter query (Real-time Mode by default).",

@@ -9,7 +9,8 @@ source: `vehicles.telemetry` (`vehicle.telemetry/1` JSON, key vehicle_id)
   -> trips: per-vehicle session windows (distance from the odometer, duration, max and mean
      speed)                                        -> `aggregates.vehicle-trips` + the lake
   -> alerts: the detectors' series rules per vehicle in event-time order
-     (`pipeline.jobs.vehicles.rules` in `transformWithStateInPandas`)
+     (`pipeline.jobs.vehicles.rules` in `transformWithStateInPandas`, the vehicles' states
+     kept per bucket of vehicles: `pipeline.bucketed_rules`)
                                                    -> `alerts` topic + `<lake>/alerts/`
   -> optional late rescoring (`vehicles.late.mode: rescore`): the same rules with a
      longer watermark; the alerts the main query did not raise -> `late.topic` with
@@ -49,13 +50,13 @@ from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 from core.config import StackConfig
 from core.contracts import VEHICLE_TELEMETRY
 from core.kafka import ensure_topics
-from detectors import ALERT_SPARK_DDL
 from pipeline.aggregates_sink import AggregatesSink
 from pipeline.alerts_sink import AlertSink
+from pipeline.bucketed_rules import bucketed_alerts
 from pipeline.clock import alert_extra, on_clock
 from pipeline.config import PipelineConfig
 from pipeline.jobs.vehicles.config import VehiclesSettings
-from pipeline.jobs.vehicles.rules import VehicleRulesProcessor
+from pipeline.jobs.vehicles.rules import VehicleRulesFactory
 from pipeline.jobs.vehicles.windows import (
     vehicle_stats,
     vehicle_stats_provisional,
@@ -127,9 +128,9 @@ def trips_stream(events: DataFrame, cfg: PipelineConfig) -> DataFrame:
     return vehicle_trips(readings(events, cfg.watermark), cfg.vehicles.trip_gap)
 
 
-def rule_processor(settings: VehiclesSettings) -> VehicleRulesProcessor:
+def rule_factory(settings: VehiclesSettings) -> VehicleRulesFactory:
     ttl = settings.vehicle_state_ttl
-    return VehicleRulesProcessor(
+    return VehicleRulesFactory(
         settings.enabled_detectors(),
         None if ttl is None else duration_ms(ttl),
         settings.max_buffered,
@@ -137,13 +138,13 @@ def rule_processor(settings: VehiclesSettings) -> VehicleRulesProcessor:
 
 
 def alerts_stream(events: DataFrame, settings: VehiclesSettings, watermark: str) -> DataFrame:
-    """Alert rows (`ALERT_SPARK_DDL`) of the enabled detectors, per vehicle in event-time order."""
-    processor = rule_processor(settings)
-    return (
-        readings(events, watermark)
-        .select("vehicle_id", *processor.input_columns, "event_ts")
-        .groupBy("vehicle_id")
-        .transformWithStateInPandas(processor, ALERT_SPARK_DDL, "Append", "EventTime")
+    """Alert rows (`ALERT_SPARK_DDL`) of the enabled detectors, per vehicle in event-time order,
+    the vehicles' states kept per bucket (`state_buckets`)."""
+    return bucketed_alerts(
+        readings(events, watermark),
+        F.col("vehicle_id"),
+        rule_factory(settings),
+        settings.state_buckets,
     )
 
 

@@ -4,7 +4,7 @@ Each configured detector (`pipeline.jobs.vehicles.config.VehicleDetector`) becom
 rule state per signal: `ThresholdState`, `TrendState`, `FlatlineState`, `ZScoreState`,
 `BrakingState`, `SpeedingState` (the series rules, fed with `SeriesState.push`) or `GpsJumpState`.
 A vehicle's readings wait in one shared `EventTimeBuffer`
-(`pipeline.series_processor.BufferedRules`) and are fed to every state once the watermark passes
+(`pipeline.buffered_rules.BufferedRules`) and are fed to every state once the watermark passes
 them, in (event_time, event_id) order; the states keep no buffer and no id memory of their own
 (duplicates are dropped before, by Spark's `dropDuplicatesWithinWatermark`, and by the buffer's
 order: equal ids come out side by side). Alerts and their ids are the detectors' own, so the
@@ -46,6 +46,7 @@ from detectors import (
 )
 from detectors.params import Thresholds
 from detectors.series.trend import minus_mean, versus_others
+from pipeline.buffered_rules import BufferedRules, RulesFactory, input_rows
 from pipeline.jobs.vehicles.config import (
     BrakingDetector,
     FlatlineDetector,
@@ -57,7 +58,6 @@ from pipeline.jobs.vehicles.config import (
     VehicleDetector,
     ZScoreDetector,
 )
-from pipeline.series_processor import BufferedRules, BufferedRulesProcessor, input_rows
 
 KEY_COLUMNS = ("event_id", "event_time")
 NAN = float("nan")
@@ -239,8 +239,8 @@ class VehicleRules(BufferedRules):
                 state.restore(snapshot)
 
 
-class VehicleRulesProcessor(BufferedRulesProcessor):
-    """`VehicleRules` per vehicle in `transformWithStateInPandas` (time mode EventTime)."""
+class VehicleRulesFactory(RulesFactory):
+    """`VehicleRules` per vehicle, for `pipeline.bucketed_rules`."""
 
     def __init__(
         self,
@@ -297,7 +297,7 @@ def vehicle_alerts_batch(
 
 __all__ = [
     "VehicleRules",
-    "VehicleRulesProcessor",
+    "VehicleRulesFactory",
     "input_fields",
     "params_of",
     "rule_states",

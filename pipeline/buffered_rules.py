@@ -1,25 +1,19 @@
-"""Stateful rules per entity in event-time order, for `transformWithStateInPandas`.
+"""Rules per entity in event-time order: an entity's buffer and rule states, and their factory.
 
-`BufferedRules` holds one entity's (card's, vehicle's) state: an `EventTimeBuffer` of its
+`BufferedRules` holds one entity's (sensor's, vehicle's) state: an `EventTimeBuffer` of its
 not-yet-released events and the rule states a subclass feeds (`feed`). Events are buffered as
 they arrive and fed to the rules only when the watermark passes them, in (event_time,
 event_id) order, so the alerts are those of the event-time-sorted stream whatever the arrival
 order, and a restarted query reproduces them. The cost is latency: an event is judged once
-the watermark passes it.
+the watermark passes it. Its stored form (`to_bytes`) is a pickled snapshot whose histories
+are columns (numpy arrays and joined id strings), not JSON rows.
 
-`BufferedRulesProcessor` runs it in `transformWithStateInPandas` (time mode EventTime): one
-`ValueState` (`state BINARY`: a pickled snapshot whose histories are columns, numpy arrays and
-joined id strings, not JSON rows; `to_bytes`) and one event-time timer per entity, at its
-earliest buffered event. Input rows are buffered, and everything at or before the current
-watermark is released at once; when the watermark passes the timer of an entity that sent
-nothing since (a vehicle gone quiet), the timer releases its buffer up to the watermark and
-moves to the next buffered event. The timer is rounded up to `timer_grid_ms` (10 s of event
-time), so it moves once per grid step, not once per batch (every `registerTimer` and
-`deleteTimer` is a round trip to the JVM's state server): per entity and batch, one state read
-and one write, and a timer call a few batches in ten at 1 Hz; a quiet entity's last readings are
-judged up to 10 s of event time later. Alert rows come out as `ALERT_SPARK_DDL`. Spark's state TTL
-is processing-time only (not allowed in EventTime mode), so with nothing buffered the timer
-instead waits for `ttl_ms` after the entity's latest event, then forgets the entity.
+`RulesFactory` says what an entity's rules are built from and which input columns they read;
+`pipeline.bucketed_rules` runs them in `transformWithStateInPandas`, per bucket of entities,
+with an event-time timer on a `timer_grid_ms` grid (10 s of event time) for entities gone
+quiet: a quiet entity's last events are judged up to 10 s of event time later. Spark's state
+TTL is processing-time only (not allowed in EventTime mode), so with nothing buffered an entity
+is forgotten `ttl_ms` of event time after its latest event.
 """
 
 from __future__ import annotations
@@ -31,14 +25,8 @@ from typing import Any
 
 import orjson
 import pandas as pd
-from pyspark.sql.streaming.stateful_processor import (
-    ExpiredTimerInfo,
-    StatefulProcessor,
-    StatefulProcessorHandle,
-    TimerValues,
-)
 
-from detectors import ALERT_COLUMNS, Alert, EventTimeBuffer, alerts_to_frame
+from detectors import Alert, EventTimeBuffer
 
 STATE_DDL = "state BINARY"
 
@@ -204,15 +192,14 @@ class BufferedRules:
         self.rules_restore(data)
 
 
-class BufferedRulesProcessor(StatefulProcessor):
-    """`BufferedRules` per key in `transformWithStateInPandas` (see the module docstring).
+class RulesFactory:
+    """What an entity's `BufferedRules` are made from, for `pipeline.bucketed_rules`.
 
-    Subclasses say which columns an input row has (`input_columns`, beyond the grouping key,
+    Subclasses say which columns an input row has (`input_columns`, beyond the entity's key,
     starting with `event_id` and `event_time`) and build an entity's rules (`new_rules`).
     """
 
     input_columns: Sequence[str] = ("event_id", "event_time")
-    state_name = "rules_bin"  # the ValueState's name, part of the checkpoint's state schema
 
     timer_grid_ms = 10_000  # event-time timers sit on this grid (see the module docstring)
 
@@ -226,69 +213,3 @@ class BufferedRulesProcessor(StatefulProcessor):
         """(event_id, event_time, payload) per input row; the payload is what `push` keeps."""
         for event_id, event_time, *values in input_rows(frame, self.input_columns):
             yield event_id, event_time, values
-
-    def init(self, handle: StatefulProcessorHandle) -> None:
-        self.handle = handle
-        self.state = handle.getValueState(self.state_name, STATE_DDL)
-
-    def _load(self, key: str, stored: Any = None) -> BufferedRules:
-        rules = self.new_rules(key)
-        stored = self.state.get() if stored is None else stored
-        if stored is not None:
-            rules.load_bytes(bytes(stored[0]))
-        return rules
-
-    def _timer_for(self, rules: BufferedRules) -> int | None:
-        wanted = rules.next_timer(self.ttl_ms)
-        if wanted is None:
-            return None
-        return -(-wanted // self.timer_grid_ms) * self.timer_grid_ms
-
-    def _save(self, rules: BufferedRules) -> None:
-        """Move the entity's one timer where `rules` needs it, then store the state."""
-        wanted = self._timer_for(rules)
-        if wanted != rules.timer_ms:
-            if rules.timer_ms is not None:
-                self.handle.deleteTimer(rules.timer_ms)
-            if wanted is not None:
-                self.handle.registerTimer(wanted)
-            rules.timer_ms = wanted
-        self.state.update((rules.to_bytes(),))
-
-    def _emit(self, alerts: list[Alert]) -> Iterator[pd.DataFrame]:
-        if not alerts:
-            return iter([])
-        return iter([alerts_to_frame(alerts).loc[:, list(ALERT_COLUMNS)]])
-
-    def handleInputRows(
-        self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
-    ) -> Iterator[pd.DataFrame]:
-        rules = self._load(str(key[0]))
-        for frame in rows:
-            for event_id, event_time, payload in self.payloads(frame):
-                rules.push(event_id, event_time, payload)
-        alerts = rules.release(timerValues.getCurrentWatermarkInMs())
-        self._save(rules)
-        return self._emit(alerts)
-
-    def handleExpiredTimer(
-        self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
-    ) -> Iterator[pd.DataFrame]:
-        stored = self.state.get()  # one round trip (exists() would be another)
-        if stored is None:
-            return iter([])
-        rules = self._load(str(key[0]), stored)
-        if rules.timer_ms == expiredTimerInfo.getExpiryTimeInMs():
-            rules.timer_ms = None  # Spark has removed the timer that fired
-        watermark = timerValues.getCurrentWatermarkInMs()
-        alerts = rules.release(watermark)
-        if rules.expired(watermark, self.ttl_ms):
-            self.state.clear()
-            if rules.timer_ms is not None:
-                self.handle.deleteTimer(rules.timer_ms)
-        else:
-            self._save(rules)
-        return self._emit(alerts)
-
-    def close(self) -> None:
-        pass
