@@ -301,6 +301,7 @@ def _end_of_input(
     reading (see the module docstring); its event time and the watermark reached."""
     from confluent_kafka import Producer
 
+    from pipeline.drain import drain_queries
     from pipeline.jobs.vehicles.job import watermark_of
     from pipeline.settings import duration_ms
 
@@ -327,8 +328,7 @@ def _end_of_input(
         raise StreamsimError(
             f"the queries did not reach the end-of-input watermark in {END_OF_INPUT_TIMEOUT_S:.0f}s"
         )
-    for query in queries:
-        query.processAllAvailable()
+    drain_queries(queries, stack)
     return {"event_time": event_time, "watermark_ms": target}
 
 

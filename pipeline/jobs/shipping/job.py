@@ -26,7 +26,7 @@ delay), and a voyage that lands is the backfill, re-scored whole. Queries:
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from functools import reduce
 from pathlib import Path
 from typing import Any
@@ -48,15 +48,14 @@ from core.contracts import topics
 from core.contracts.events import SHIPPING_CONTAINER, SHIPPING_PORT_EVENT, SHIPPING_POSITION
 from core.errors import StreamsimError
 from core.kafka import ensure_topics
-from core.kafka.offsets import end_offsets
 from detectors import ALERT_COLUMNS, ALERT_SPARK_DDL, alerts_to_frame
 from pipeline.config import PipelineConfig
+from pipeline.drain import drain_queries
 from pipeline.jobs.shipping.config import offsets_by_topic, per_topic_cap, topics_by_kind
 from pipeline.jobs.shipping.logs import KINDS, EntityLog, Scored
 from pipeline.jobs.vehicles.job import FIRST_BATCH_WAIT_S, first_batch
 from pipeline.kafka_io import deadletter_records, parse_events, read_kafka, write_kafka
 from pipeline.late_drops import DROPPED, QUERY_SUFFIX, counting_sink, with_drops
-from pipeline.progress import source_offsets
 from pipeline.session import scheduler_pool, use_rocksdb_state
 from pipeline.settings import duration_ms
 from pipeline.triggers import output_mode, query_trigger, start_query
@@ -185,18 +184,12 @@ def output(scored: list[Scored], dropped: int) -> Iterator[pd.DataFrame]:
     return iter(with_drops(alerts, dropped, extra=("late", "late_by_ms")))
 
 
-def drain(
-    query: StreamingQuery,
-    stack: StackConfig,
-    settle_s: float,
-    timeout_s: float,
-    inputs: Iterable[str] = tuple(SOURCES),
-) -> None:
-    """Wait until `query` has read its topics (`inputs`) to their end offsets now, then for
-    `settle_s` and two more batches: by then the logs' settle timers have fired and their
-    alerts are written. (`processAllAvailable` never returns here: processing-time timers make
-    the query run a batch every trigger, data or not, so it never finds itself idle.)"""
-    ends = {t: end_offsets(stack, t) for t in inputs}
+def drain(query: StreamingQuery, stack: StackConfig, settle_s: float, timeout_s: float) -> None:
+    """Wait until `query` has read its topics to their end offsets now (`pipeline.drain`),
+    then for `settle_s` and two more batches: by then the logs' settle timers have fired and
+    their alerts are written. (`processAllAvailable` never returns here: processing-time timers
+    make the query run a batch every trigger, data or not, so it never finds itself idle.)"""
+    drain_queries([query], stack, timeout_s)
     deadline = time.monotonic() + timeout_s
 
     def batch_id() -> int:
@@ -207,15 +200,6 @@ def drain(
         progress = query.lastProgress
         return -1 if not progress else int(progress["batchId"])
 
-    while True:
-        batch_id()
-        read = source_offsets(query.lastProgress or {}, "endOffset") or {}
-        if all(
-            read.get(t, {}).get(str(p), -1) >= end for t, parts in ends.items()
-            for p, end in parts.items()
-        ):  # fmt: skip
-            break
-        time.sleep(0.5)
     time.sleep(settle_s)
     last = batch_id()
     while batch_id() < last + 2:
@@ -223,19 +207,14 @@ def drain(
 
 
 def drain_all(
-    queries: list[StreamingQuery],
-    stack: StackConfig,
-    settle_s: float,
-    timeout_s: float = 600.0,
-    inputs: Iterable[str] = tuple(SOURCES),
+    queries: list[StreamingQuery], stack: StackConfig, settle_s: float, timeout_s: float = 600.0
 ) -> None:
-    """The job's queries to the end of their input (`inputs`, its config's `input_topics`):
-    the alerts query by `drain`, the others by `processAllAvailable`."""
-    for query in queries:
-        if query.name == ALERTS_QUERY:
-            drain(query, stack, settle_s, timeout_s, inputs)
-        else:
-            query.processAllAvailable()
+    """The job's queries to the end of their input: the alerts query by `drain`, then the
+    others (`pipeline.drain`)."""
+    alerts = [q for q in queries if q.name == ALERTS_QUERY]
+    for query in alerts:
+        drain(query, stack, settle_s, timeout_s)
+    drain_queries([q for q in queries if q not in alerts], stack, timeout_s)
 
 
 def check_sources(checkpoint: Path) -> None:

@@ -227,7 +227,7 @@ def shipping_streams(module: Any, events: Mapping[str, Any], cfg: Any) -> dict[s
 
 def shipping_drain(module: Any, queries: list[Any], stack: StackConfig, cfg: Any) -> None:
     """The job's own `drain_all` to the input's end offsets (no settle: throughput only)."""
-    module.drain_all(queries, stack, 0.0, 1800.0, cfg.input_topics)
+    module.drain_all(queries, stack, 0.0, 1800.0)
 
 
 def card_state(spark: Any, cfg: Any) -> None:
