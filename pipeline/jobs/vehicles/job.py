@@ -24,7 +24,7 @@ Queries (`streamsim pipeline run vehicles` prints each one's mode):
   mode, into the stats topic only, `final: false`, each batch that changes a window
   (Spark's update mode emits nothing when the watermark evicts a window: the final row is
   the stats query's).
-- `vehicles.alerts` (and `.late-alerts`): state per vehicle, micro-batch,
+- `vehicles.alerts` (and `.late-alerts`): state per bucket of vehicles, micro-batch,
   `AlertSink` (Kafka + lake, once per alert id) per batch.
 
 Scheduling: the alerts query runs in FAIR pool `alerts` (weight 4, a core guaranteed), the
