@@ -60,6 +60,18 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def free_ports(count: int) -> int:
+    """A free port with the `count - 1` ports above it free too (a server that takes a run)."""
+    from core.ports import port_in_use
+
+    for _ in range(200):
+        port = free_port()
+        above = range(port + 1, min(port + count, 65_536))
+        if len(above) == count - 1 and not any(port_in_use("127.0.0.1", p) for p in above):
+            return port
+    raise RuntimeError(f"no {count} free ports in a row on 127.0.0.1")
+
+
 def stack_for(tmp: Path, **kafka_local: object) -> StackConfig:
     """A stack whose data lives in `tmp` and whose jars come from the repo's cache."""
     return StackConfig.model_validate(

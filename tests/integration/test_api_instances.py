@@ -18,7 +18,7 @@ from core.config import StackConfig
 from core.kafka.admin import ensure_topics
 from core.kafka.reader import read_topic
 from streamsim.chaos.endpoint import Load, seeded_requests
-from tests.conftest import REPO_ROOT, STREAMSIM, free_port
+from tests.conftest import REPO_ROOT, STREAMSIM, free_ports
 
 pytestmark = pytest.mark.integration
 
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.integration
 def test_two_instances_share_the_port_and_lose_nothing(
     kafka_stack: StackConfig, tmp_path: Path
 ) -> None:
-    port = free_port()
+    port = free_ports(3)  # --instances 2: the port and one above it per instance
     topic = f"cards.activity-inst-{uuid.uuid4().hex[:8]}"
     ensure_topics(kafka_stack, [topic])
     (tmp_path / "stack.yaml").write_text(
