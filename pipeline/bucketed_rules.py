@@ -6,10 +6,11 @@ batch costs each vehicle about 2.5 ms whatever its rules do (issue 31's profile)
 a bucket (`pmod(xxhash64(entity), buckets)`), a batch costs one `get`, one `update` and at most
 one timer move per bucket, and one frame per bucket.
 
-The bucket's state (`state BINARY`, pickled) maps each entity to `(earliest_ms, latest_ms,
-blob)`: the blob is the entity's own `BufferedRules.to_bytes()`, decoded only when the batch
-brings the entity rows or the watermark passes its earliest buffered event, so a call decodes
-the entities it works on, not the bucket. Release and expiry are the entity's own
+The bucket's state (`state BINARY`, pickled) maps each entity to `(due_ms, blob)`: the blob
+is the entity's own `BufferedRules.to_bytes()`, `due_ms` its `next_timer` (its earliest
+buffered event, else its expiry); the blob is decoded only when the batch brings the entity
+rows or the watermark reaches its due time, so a call decodes the entities it works on, not
+the bucket. Release and expiry are the entity's own
 (`BufferedRules.release`, `.expired`), so the alerts are those of the per-entity processor:
 the same events released in the same order. One event-time timer per bucket sits at the
 earliest time any of its entities needs the watermark (a buffered event, else its expiry),
@@ -38,22 +39,8 @@ from pipeline.buffered_rules import STATE_DDL, BufferedRules, RulesFactory
 ENTITY = "entity"
 BUCKET = "bucket"
 
-#: A bucket's record of one entity: (earliest buffered ms, latest ms, `to_bytes()` blob).
-Record = tuple[int | None, int | None, bytes]
-
-
-def due_ms(record: Record, ttl_ms: int | None) -> int | None:
-    """When the entity needs the watermark: its earliest buffered event, else its expiry.
-
-    >>> due_ms((5, 9, b""), 100), due_ms((None, 9, b""), 100), due_ms((None, 9, b""), None)
-    (5, 109, None)
-    """
-    earliest, latest, _ = record
-    if earliest is not None:
-        return earliest
-    if ttl_ms is None or latest is None:
-        return None
-    return latest + ttl_ms
+#: A bucket's record of one entity: (`BufferedRules.next_timer`, `to_bytes()` blob).
+Record = tuple[int | None, bytes]
 
 
 class BucketedRulesProcessor(StatefulProcessor):
@@ -84,7 +71,7 @@ class BucketedRulesProcessor(StatefulProcessor):
         rules = self.entities.new_rules(entity)
         record = records.get(entity)
         if record is not None:
-            rules.load_bytes(record[2])
+            rules.load_bytes(record[1])
         return rules
 
     def _push(
@@ -111,18 +98,16 @@ class BucketedRulesProcessor(StatefulProcessor):
         watermark: int,
     ) -> Iterator[pd.DataFrame]:
         """Release every entity the watermark reached, forget the expired, store the bucket."""
-        for entity, record in records.items():
-            if entity not in touched and record[0] is not None and record[0] <= watermark:
+        for entity, (due, _) in records.items():
+            if entity not in touched and due is not None and due <= watermark:
                 touched[entity] = self._rules(entity, records)
         alerts: list[Alert] = []
         for entity, rules in touched.items():
             alerts.extend(rules.release(watermark))
-            records[entity] = (rules.earliest_ms, rules.latest_ms, rules.to_bytes())
-        ttl = self.ttl_ms
-        if ttl is not None:
-            for entity in [e for e, r in records.items() if r[0] is None and r[1] is not None]:
-                if watermark >= records[entity][1] + ttl:  # type: ignore[operator]
-                    del records[entity]
+            if rules.expired(watermark, self.ttl_ms):
+                records.pop(entity, None)
+            else:
+                records[entity] = (rules.next_timer(self.ttl_ms), rules.to_bytes())
         self._store(records, timer)
         if not alerts:
             return iter([])
@@ -130,7 +115,7 @@ class BucketedRulesProcessor(StatefulProcessor):
 
     def _store(self, records: dict[str, Record], timer: int | None) -> None:
         """Move the bucket's one timer to its earliest due entity, then store the records."""
-        dues = [d for d in (due_ms(r, self.ttl_ms) for r in records.values()) if d is not None]
+        dues = [due for due, _ in records.values() if due is not None]
         grid = self.entities.timer_grid_ms
         wanted = -(-min(dues) // grid) * grid if dues else None
         if wanted != timer:
