@@ -27,6 +27,11 @@ Queries (`streamsim pipeline run vehicles` prints each one's mode):
 - `vehicles.alerts` (and `.late-alerts`): state per bucket of vehicles, micro-batch,
   `AlertSink` (Kafka + lake, once per alert id) per batch.
 
+The Python stateful operator: `vehicles.alerts`, the series rules' per-event states (no engine
+form yet: threshold, trend, flatline, braking, speeding and GPS-jump episodes in event-time
+order), per bucket of vehicles. `bench pipeline --job vehicles` (2,000 vehicles, 50k batches):
+alerts query 3,858 events/s, whole job 4,992 (per vehicle before: 3,413 and 4,188).
+
 Scheduling: the alerts query runs in FAIR pool `alerts` (weight 4, a core guaranteed), the
 dead-letter query in pool `deadletter`, the stats, trips and late-alerts queries in pool
 `aggregates` (`pipeline/fairscheduler.xml`): an alerts batch takes the next free core instead
