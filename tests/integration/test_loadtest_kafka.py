@@ -206,7 +206,8 @@ def test_scenario_target_drives_http_and_kafka_with_separate_slos(
                 "load": {"type": "constant", "rate": 100},
                 "payload": {"cards": 500, "cities": 20, "merchants": 50},
                 "client": {"connections": 8},
-                "slo": {"p99_ms": 5000},
+                # generous: a loaded CI machine answers late, and 3 s is a short window
+                "slo": {"p99_ms": 5000, "achieved_rate_fraction": 0.5},
             },
             "kafka": {
                 "target": {
@@ -224,7 +225,7 @@ def test_scenario_target_drives_http_and_kafka_with_separate_slos(
     report = run_loadtest(cfg, kafka_stack, "both", tmp_path / "out")
     http, kafka = report["paths"]["http"], report["paths"]["kafka"]
     assert list(report)[:6] == CONTRACT
-    assert http["ok"] is True and http["requests"] > 200
+    assert http["ok"] is True and http["requests"] > 200, http["slo"]
     assert kafka["ok"] is False and kafka["slo"]["p99_ms"]["ok"] is False
     assert kafka["requests"] > 600 and kafka["target"] == f"kafka:{topic}"
     assert report["ok"] is False
