@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
@@ -22,12 +21,6 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 REPORTS = REPO_ROOT / ".data" / "test-reports"
 #: The `streamsim` command of this checkout's environment.
 STREAMSIM = str(Path(sys.executable).parent / "streamsim")
-#: Every JVM the suite starts (Spark drivers and cluster daemons, brokers) compiles with C1
-#: only: the tests' small inputs end before C2's code would pay for its compile time. Measured on
-#: tests/integration/test_pipeline_vehicles.py: 35% less CPU and 10-24% less wall time. The
-#: `java` launcher reads the variable (and says so on stderr); `streamsim bench` does not get it.
-JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
-os.environ.setdefault("JDK_JAVA_OPTIONS", JVM_OPTIONS)
 
 
 def streamsim_json(
