@@ -1,4 +1,4 @@
-"""Wait until a job's queries have read their Kafka topics to the end offsets of now.
+"""Drain a job's queries all at once: to their topics' end offsets, or as `processAllAvailable`.
 
 `processAllAvailable` returns only once a trigger finds no new data, so a query on a 30-second
 trigger (the vehicle job's stats and trips) takes up to two triggers, and a job's queries
