@@ -9,11 +9,10 @@ the watermark passes it. Its stored form (`to_bytes`) is a pickled snapshot whos
 are columns (numpy arrays and joined id strings), not JSON rows.
 
 `RulesFactory` says what an entity's rules are built from and which input columns they read;
-`pipeline.bucketed_rules` runs them in `transformWithStateInPandas`, per bucket of entities,
-with an event-time timer on a `timer_grid_ms` grid (10 s of event time) for entities gone
-quiet: a quiet entity's last events are judged up to 10 s of event time later. Spark's state
-TTL is processing-time only (not allowed in EventTime mode), so with nothing buffered an entity
-is forgotten `ttl_ms` of event time after its latest event.
+`pipeline.bucketed_rules` runs them in `applyInPandasWithState`, per bucket of entities,
+with an event-time timeout on a `timer_grid_ms` grid (10 s of event time) for entities gone
+quiet: a quiet entity's last events are judged up to 10 s of event time later. With nothing
+buffered, an entity is forgotten `ttl_ms` of event time after its latest event.
 """
 
 from __future__ import annotations
@@ -86,13 +85,12 @@ class BufferedRules:
     (False, 2000)
     """
 
-    __slots__ = ("buffer", "earliest_ms", "latest_ms", "timer_ms")
+    __slots__ = ("buffer", "earliest_ms", "latest_ms")
 
     def __init__(self, max_buffered: int = 10_000) -> None:
         self.buffer = EventTimeBuffer(max_buffered)
         self.latest_ms: int | None = None  # the latest event time ever pushed
         self.earliest_ms: int | None = None  # the earliest event time buffered
-        self.timer_ms: int | None = None  # the event-time timer registered for this entity
 
     def feed(self, event_id: str, event_time: int, payload: Any) -> list[Alert]:
         """Run the rules on one released event, in event-time order."""
@@ -158,7 +156,6 @@ class BufferedRules:
                 "buffer": self.buffer.columns_snapshot(),
                 "latest_ms": self.latest_ms,
                 "earliest_ms": self.earliest_ms,
-                "timer_ms": self.timer_ms,
                 **self.rules_columns_snapshot(),
             },
             protocol=pickle.HIGHEST_PROTOCOL,
@@ -169,7 +166,6 @@ class BufferedRules:
         self.buffer.columns_restore(data["buffer"])
         self.latest_ms = data.get("latest_ms")
         self.earliest_ms = data.get("earliest_ms")
-        self.timer_ms = data.get("timer_ms")
         self.rules_columns_restore(data)
 
     def to_json(self) -> str:
@@ -178,7 +174,6 @@ class BufferedRules:
                 "buffer": self.buffer.snapshot(),
                 "latest_ms": self.latest_ms,
                 "earliest_ms": self.earliest_ms,
-                "timer_ms": self.timer_ms,
                 **self.rules_snapshot(),
             }
         )
@@ -188,7 +183,6 @@ class BufferedRules:
         self.buffer.restore(data["buffer"])
         self.latest_ms = data.get("latest_ms")
         self.earliest_ms = data.get("earliest_ms")
-        self.timer_ms = data.get("timer_ms")
         self.rules_restore(data)
 
 

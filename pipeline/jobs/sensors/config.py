@@ -36,7 +36,7 @@ class SensorsSettings(Settings):
     )
     rules_form: Literal["python", "engine"] = Field(
         "engine",
-        description="python: per-event rule states per sensor (`transformWithStateInPandas`; "
+        description="python: per-event rule states per sensor (`applyInPandasWithState`; "
         "about 2.5 ms per sensor per batch: it falls behind a fleet of 20,000); "
         "engine: Column expressions over each sensor's readings per sliding event-time window "
         "(`pipeline.jobs.sensors.engine`); judges only what a window holds whole (see "

@@ -7,7 +7,7 @@ source (Kafka JSON events) -> parse; malformed records -> dead-letter topic
      `pipeline.jobs.sensors.rules` (stuck sensor, spike, low battery, silent device) in the
      form `sensors.rules_form` names:
      - `python`: each event id once within the watermark, then per entity in event-time
-       order (`transformWithStateInPandas`, state per bucket of sensors:
+       order (`applyInPandasWithState`, state per bucket of sensors:
        `pipeline.bucketed_rules`);
      - `engine`: stuck, spike and low battery as Column expressions over each entity's
        readings (each event id once) per sliding event-time window
@@ -28,7 +28,7 @@ noisiest devices and the distinct devices per site; it reads the input once more
 The Python stateful operators left: with `rules_form: engine` (the default), the silence
 rule's `SilenceTails` per bucket in `applyInPandasWithState` (one numpy pass per bucket and
 batch); with `rules_form: python`, `SensorRulesFactory`'s per-event rule states per bucket
-(`pipeline.bucketed_rules`: a state read and write per bucket and batch). `bench pipeline
+(`pipeline.bucketed_rules`: one state per bucket, shipped with its rows). `bench pipeline
 --job sensors`, 2,000 sensors: engine 9,022-11,574 readings/s; at 20,000 sensors engine
 8,548, python 2,976 (docs/performance.md).
 """
@@ -55,7 +55,6 @@ from pipeline.jobs.sensors.engine import window_rows
 from pipeline.jobs.sensors.rules import FIELDS, SILENT, SensorRulesFactory
 from pipeline.jobs.sensors.silence import silence_alerts
 from pipeline.jobs.sensors.sink import WindowSink
-from pipeline.jobs.vehicles.job import FIRST_BATCH_WAIT_S, first_batch
 from pipeline.kafka_io import (
     as_kafka_record,
     deadletter_records,
@@ -171,10 +170,7 @@ def alerts_queries(
             SILENCE_QUERY: _sink(stack, cfg, "silence", False),
         }
     streams = alerts_streams(events, cfg)
-    return [
-        _started(stack, cfg, name, rows, sinks[name], wait=not engine)
-        for name, rows in streams.items()
-    ]
+    return [_started(stack, cfg, name, rows, sinks[name]) for name, rows in streams.items()]
 
 
 def _sink(stack: StackConfig, cfg: PipelineConfig, name: str, key_text: bool) -> AlertSink:
@@ -197,12 +193,8 @@ def _started(
     name: str,
     rows: DataFrame,
     sink: Callable[[DataFrame, int], None],
-    *,
-    wait: bool,
 ) -> StreamingQuery:
-    """`rows` into `sink` per batch, as query `name` (checkpoint: its last name part); with
-    `wait`, once its first batch ran (`first_batch`: a transformWithStateInPandas query; an
-    applyInPandasWithState one starts no Python worker on the driver to plan it)."""
+    """`rows` into `sink` per batch, as query `name` (checkpoint: its last name part)."""
     checkpoint = stack.dirs.checkpoints / NAME / name.rsplit(".", 1)[-1]
     writer = (
         rows.writeStream.foreachBatch(sink)
@@ -210,10 +202,7 @@ def _started(
         .outputMode("append")
     )
     stateful = query_trigger(cfg.trigger, stateful=True)
-    query = with_trigger(writer, stateful).queryName(name).start()
-    if wait:
-        first_batch(query, FIRST_BATCH_WAIT_S)
-    return query
+    return with_trigger(writer, stateful).queryName(name).start()
 
 
 def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[StreamingQuery]:

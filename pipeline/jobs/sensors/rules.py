@@ -17,7 +17,7 @@ Four detectors from `detectors/series/`, with parameters reasoned from physics (
 
 `sensor_alerts_batch` runs the vectorised forms (the batch oracle, and `evaluate`'s stuck and
 spike rules); `SensorRules` feeds the stateful forms one sensor's readings in event-time order
-in `transformWithStateInPandas` (`pipeline.bucketed_rules`), so both give the same
+in `applyInPandasWithState` (`pipeline.bucketed_rules`), so both give the same
 alert ids over the same readings. A sensor's state is its buffered readings (up to the
 watermark) and, per rule, the last reading or the current run: a few numbers.
 """

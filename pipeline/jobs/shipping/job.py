@@ -53,7 +53,6 @@ from pipeline.config import PipelineConfig
 from pipeline.drain import drain_queries
 from pipeline.jobs.shipping.config import offsets_by_topic, per_topic_cap, topics_by_kind
 from pipeline.jobs.shipping.logs import KINDS, EntityLog, Scored
-from pipeline.jobs.vehicles.job import FIRST_BATCH_WAIT_S, first_batch
 from pipeline.kafka_io import deadletter_records, parse_events, read_kafka, write_kafka
 from pipeline.late_drops import DROPPED, QUERY_SUFFIX, counting_sink, with_drops
 from pipeline.session import scheduler_pool, use_rocksdb_state
@@ -64,6 +63,8 @@ NAME = "shipping"
 ALERTS_QUERY = f"{NAME}.alerts"
 DEADLETTER_QUERY = f"{NAME}.deadletter"
 DROPS_QUERY = f"{NAME}{QUERY_SUFFIX}"  # the metrics records of the late drops
+#: How long the job waits for the alerts query's first batch before starting the other.
+FIRST_BATCH_WAIT_S = 60.0
 #: Each input topic: the kind of row, its schema, and the fields a record must have.
 SOURCES: dict[str, tuple[str, StructType, tuple[str, ...]]] = {
     topics.SHIPPING_CONTAINERS.name: (
@@ -236,6 +237,20 @@ def check_sources(checkpoint: Path) -> None:
             f"a source per input topic ({len(SOURCES)}). Delete {checkpoint.parent} to start "
             "over from starting_offsets (alerts already in the lake are not written again)"
         )
+
+
+def first_batch(query: StreamingQuery, timeout_s: float) -> None:
+    """Wait (at most `timeout_s`) until `query` has run a batch, or failed, or stopped.
+
+    transformWithStateInPandas plans its first batch with a fresh Python process that must
+    connect back to the JVM within 10 s (hard-coded in Spark 4.2), at its first trigger, data
+    or not; with other queries' first batches compiling on the same two cores it can miss that
+    and fail the query ("Python worker failed to connect back"), so each such query gets its
+    first trigger done before the next query starts.
+    """
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and query.isActive and not query.recentProgress:
+        time.sleep(0.2)
 
 
 def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[StreamingQuery]:

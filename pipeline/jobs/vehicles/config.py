@@ -265,8 +265,8 @@ class VehiclesSettings(Settings):
         ge=1,
         le=100_000,
         description="Buckets of vehicles the rules' state is kept in (the stateful operator's "
-        "grouping key): each costs a state read and write per batch, however many vehicles "
-        "it holds. Part of the checkpoint: change it only with a fresh checkpoint.",
+        "grouping key): each is one pandas call per batch with its state, however many "
+        "vehicles it holds. Part of the checkpoint: change it only with a fresh checkpoint.",
     )
     deadletter_trigger: TriggerSettings = Field(
         TriggerSettings(mode="realtime", interval="5 seconds"),

@@ -9,7 +9,7 @@ source: `vehicles.telemetry` (`vehicle.telemetry/1` JSON, key vehicle_id)
   -> trips: per-vehicle session windows (distance from the odometer, duration, max and mean
      speed)                                        -> `aggregates.vehicle-trips` + the lake
   -> alerts: the detectors' series rules per vehicle in event-time order
-     (`pipeline.jobs.vehicles.rules` in `transformWithStateInPandas`, the vehicles' states
+     (`pipeline.jobs.vehicles.rules` in `applyInPandasWithState`, the vehicles' states
      kept per bucket of vehicles: `pipeline.bucketed_rules`)
                                                    -> `alerts` topic + `<lake>/alerts/`
   -> optional late rescoring (`vehicles.late.mode: rescore`): the same rules with a
@@ -88,8 +88,6 @@ ALERTS_QUERY = f"{NAME}.alerts"
 LATE_ALERTS_QUERY = f"{NAME}.late-alerts"
 DEADLETTER_QUERY = f"{NAME}.deadletter"
 LATE_FOLDER = f"{NAME}-late"
-#: How long the job waits for the alerts query's first batch before starting the others.
-FIRST_BATCH_WAIT_S = 60.0
 #: How long the late sink waits for the main alerts query to judge a reading first.
 LATE_WAIT_S = 120.0
 
@@ -195,20 +193,6 @@ def waiter(main: Callable[[], StreamingQuery | None], timeout_s: float) -> Calla
     return wait
 
 
-def first_batch(query: StreamingQuery, timeout_s: float) -> None:
-    """Wait (at most `timeout_s`) until `query` has run a batch, or failed, or stopped.
-
-    transformWithStateInPandas plans its first batch with a fresh Python process that must
-    connect back to the JVM within 10 s (hard-coded in Spark 4.2), at its first trigger, data
-    or not; with other queries' first batches compiling on the same two cores it can miss that
-    and fail the query ("Python worker failed to connect back"), so each such query gets its
-    first trigger done before the next query starts.
-    """
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and query.isActive and not query.recentProgress:
-        time.sleep(0.2)
-
-
 def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[StreamingQuery]:
     settings = cfg.vehicles
     checkpoints = stack.dirs.checkpoints / NAME
@@ -275,7 +259,6 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
         first = start_query(deadletter, DEADLETTER_QUERY, stateless, note)
     with scheduler_pool(spark, "alerts"):
         main = start_query(alerts, ALERTS_QUERY, stateful)
-    first_batch(main, FIRST_BATCH_WAIT_S)
     with scheduler_pool(spark, "aggregates"):
         queries = [
             first,
@@ -315,5 +298,4 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
         )
         with scheduler_pool(spark, "aggregates"):
             queries.append(start_query(late_alerts, LATE_ALERTS_QUERY, stateful))
-        first_batch(queries[-1], FIRST_BATCH_WAIT_S)
     return queries
