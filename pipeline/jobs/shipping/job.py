@@ -7,7 +7,7 @@ source: `shipping.positions` (key ship), `shipping.containers` (key box),
   -> parse each record once with its topic's schema; malformed -> dead-letter topic
   -> route (`logs.route_key`): a reading to its box's log and, while aboard, its ship's log;
      positions and port events to their ship's log
-  -> per log, `transformWithStateInPandas` in processing time (`ShippingProcessor`): keep
+  -> per log, `applyInPandasWithState` in processing time (`log_rules`): keep
      `history` of event time, re-run the `detectors.shipping` rules over it once the log has
      been quiet for `settle`, raise the alerts not raised before
                                                   -> `alerts` topic + `<lake>/alerts/shipping/`
@@ -26,7 +26,7 @@ delay), and a voyage that lands is the backfill, re-scored whole. Queries:
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import reduce
 from pathlib import Path
 from typing import Any
@@ -35,12 +35,7 @@ import pandas as pd
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
-from pyspark.sql.streaming.stateful_processor import (
-    ExpiredTimerInfo,
-    StatefulProcessor,
-    StatefulProcessorHandle,
-    TimerValues,
-)
+from pyspark.sql.streaming.state import GroupState
 from pyspark.sql.types import StructType
 
 from core.config import StackConfig
@@ -49,6 +44,7 @@ from core.contracts.events import SHIPPING_CONTAINER, SHIPPING_PORT_EVENT, SHIPP
 from core.errors import StreamsimError
 from core.kafka import ensure_topics
 from detectors import ALERT_COLUMNS, ALERT_SPARK_DDL, alerts_to_frame
+from pipeline.buffered_rules import STATE_DDL
 from pipeline.config import PipelineConfig
 from pipeline.drain import drain_queries
 from pipeline.jobs.shipping.config import offsets_by_topic, per_topic_cap, topics_by_kind
@@ -63,8 +59,6 @@ NAME = "shipping"
 ALERTS_QUERY = f"{NAME}.alerts"
 DEADLETTER_QUERY = f"{NAME}.deadletter"
 DROPS_QUERY = f"{NAME}{QUERY_SUFFIX}"  # the metrics records of the late drops
-#: How long the job waits for the alerts query's first batch before starting the other.
-FIRST_BATCH_WAIT_S = 60.0
 #: Each input topic: the kind of row, its schema, and the fields a record must have.
 SOURCES: dict[str, tuple[str, StructType, tuple[str, ...]]] = {
     topics.SHIPPING_CONTAINERS.name: (
@@ -117,57 +111,54 @@ def rows_stream(events: dict[str, DataFrame]) -> DataFrame:
     return out
 
 
-class ShippingProcessor(StatefulProcessor):
-    """An `EntityLog` per key (see `logs`): rows pushed as they land, the rules re-run once
-    backfill has stopped landing for `settle_ms` of processing time (at once when 0; live rows
-    do not put it off: `EntityLog.next_timer`), and before the history horizon would cut rows
-    that landed since the last scoring."""
+LogFn = Callable[[Any, Iterator[pd.DataFrame], GroupState], Iterator[pd.DataFrame]]
 
-    def __init__(self, watermark_ms: int, history_ms: int, settle_ms: int) -> None:
-        self.watermark_ms, self.history_ms, self.settle_ms = watermark_ms, history_ms, settle_ms
 
-    def init(self, handle: StatefulProcessorHandle) -> None:
-        self.handle = handle
-        self.state = handle.getValueState("log", "state BINARY")
+def log_rules(watermark_ms: int, history_ms: int, settle_ms: int) -> LogFn:
+    """The `applyInPandasWithState` function (timeout conf ProcessingTimeTimeout): an
+    `EntityLog` per key (see `logs`), rows pushed as they land, the rules re-run once backfill
+    has stopped landing for `settle_ms` of processing time (at once when 0; live rows do not
+    put it off: `EntityLog.next_timer`), and before the history horizon would cut rows that
+    landed since the last scoring.
 
-    def _load(self, key: str) -> EntityLog:
-        stored = self.state.get()
-        return EntityLog(key) if stored is None else EntityLog.from_bytes(key, bytes(stored[0]))
+    A key's timeout is its log's `timer_ms`. Spark calls a timed-out key only in a batch that
+    brings it no rows, so a call with rows also scores when the timer is due: a ship whose
+    positions land every batch is still scored `settle_ms` after its voyage landed."""
 
-    def handleInputRows(
-        self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
+    def apply(
+        key: Any, frames: Iterator[pd.DataFrame], state: GroupState
     ) -> Iterator[pd.DataFrame]:
-        log = self._load(str(key[0]))
-        frame = pd.concat(list(rows), ignore_index=True)
-        registered = log.timer_ms
-        scored, dropped = log.land(
-            frame,
-            timerValues.getCurrentProcessingTimeInMs(),
-            self.history_ms,
-            self.settle_ms,
-            self.watermark_ms,
-        )
-        if log.timer_ms != registered:
-            if registered is not None:
-                self.handle.deleteTimer(registered)
-            if log.timer_ms is not None:
-                self.handle.registerTimer(log.timer_ms)
-        self.state.update((log.to_bytes(),))
+        stored = state.getOption
+        name = str(key[0])
+        log = EntityLog(name) if stored is None else EntityLog.from_bytes(name, bytes(stored[0]))
+        now = state.getCurrentProcessingTimeMs()
+        scored: list[Scored] = []
+        dropped = 0
+        if not state.hasTimedOut:
+            frame = pd.concat(list(frames), ignore_index=True)
+            scored, dropped = log.land(frame, now, history_ms, settle_ms, watermark_ms)
+        if log.timer_ms is not None and log.timer_ms <= now:
+            log.timer_ms = None
+            scored += log.score(watermark_ms) if log.dirty else []
+        state.update((log.to_bytes(),))
+        if log.timer_ms is not None:
+            state.setTimeoutDuration(log.timer_ms - now)
         return output(scored, dropped)
 
-    def handleExpiredTimer(
-        self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
-    ) -> Iterator[pd.DataFrame]:
-        if self.state.get() is None:
-            return iter([])
-        log = self._load(str(key[0]))
-        log.timer_ms = None
-        scored = log.score(self.watermark_ms) if log.dirty else []
-        self.state.update((log.to_bytes(),))
-        return output(scored, 0)
+    return apply
 
-    def close(self) -> None:
-        pass
+
+def alerts_stream(events: dict[str, DataFrame], cfg: PipelineConfig) -> DataFrame:
+    """Every kind's rows routed to their logs, `log_rules` per log: `OUTPUT_DDL` rows."""
+    settings = cfg.shipping
+    rules = log_rules(
+        duration_ms(cfg.watermark), duration_ms(settings.history), duration_ms(settings.settle)
+    )
+    return (
+        rows_stream(events)
+        .groupBy("key")
+        .applyInPandasWithState(rules, OUTPUT_DDL, STATE_DDL, "append", "ProcessingTimeTimeout")
+    )
 
 
 def output(scored: list[Scored], dropped: int) -> Iterator[pd.DataFrame]:
@@ -239,22 +230,7 @@ def check_sources(checkpoint: Path) -> None:
         )
 
 
-def first_batch(query: StreamingQuery, timeout_s: float) -> None:
-    """Wait (at most `timeout_s`) until `query` has run a batch, or failed, or stopped.
-
-    transformWithStateInPandas plans its first batch with a fresh Python process that must
-    connect back to the JVM within 10 s (hard-coded in Spark 4.2), at its first trigger, data
-    or not; with other queries' first batches compiling on the same two cores it can miss that
-    and fail the query ("Python worker failed to connect back"), so each such query gets its
-    first trigger done before the next query starts.
-    """
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and query.isActive and not query.recentProgress:
-        time.sleep(0.2)
-
-
 def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[StreamingQuery]:
-    settings = cfg.shipping
     checkpoints = stack.dirs.checkpoints / NAME
     for query in ("deadletter", "alerts"):
         check_sources(checkpoints / query)
@@ -281,15 +257,10 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
         str(checkpoints / "deadletter"),
         output_mode(stateless),
     )
-    processor = ShippingProcessor(
-        duration_ms(cfg.watermark), duration_ms(settings.history), duration_ms(settings.settle)
-    )
     alerts_checkpoint = checkpoints / "alerts"
     sink = counting_sink(stack, cfg.output_topic, NAME, alerts_checkpoint, carry=CARRY)
     alerts = (
-        rows_stream(events)
-        .groupBy("key")
-        .transformWithStateInPandas(processor, OUTPUT_DDL, "Append", "ProcessingTime")
+        alerts_stream(events, cfg)
         .writeStream.foreachBatch(sink)
         .option("checkpointLocation", str(alerts_checkpoint))
         .outputMode("append")
@@ -297,6 +268,5 @@ def start(spark: SparkSession, stack: StackConfig, cfg: PipelineConfig) -> list[
     trigger = query_trigger(cfg.trigger, stateful=True)
     with scheduler_pool(spark, "alerts"):
         main = start_query(alerts, ALERTS_QUERY, trigger)
-        first_batch(main, FIRST_BATCH_WAIT_S)  # its Python worker first (see first_batch)
         first = start_query(deadletter, DEADLETTER_QUERY, stateless)
     return [main, first]

@@ -209,20 +209,9 @@ def sensor_streams(module: Any, events: Mapping[str, Any], cfg: Any) -> dict[str
 
 
 def shipping_streams(module: Any, events: Mapping[str, Any], cfg: Any) -> dict[str, Any]:
-    """Its alerts query's operator: every kind's rows routed to their logs, the shipping
-    processor per log (processing-time timers), as `start` builds it."""
-    from pipeline.settings import duration_ms
-
-    settings = cfg.shipping
-    processor = module.ShippingProcessor(
-        duration_ms(cfg.watermark), duration_ms(settings.history), duration_ms(settings.settle)
-    )
-    alerts = (
-        module.rows_stream(dict(events))
-        .groupBy("key")
-        .transformWithStateInPandas(processor, module.OUTPUT_DDL, "Append", "ProcessingTime")
-    )
-    return {"alerts": alerts}
+    """Its alerts query's operator: every kind's rows routed to their logs, the rules per log
+    (processing-time timeouts), as `start` builds it."""
+    return {"alerts": module.alerts_stream(dict(events), cfg)}
 
 
 def shipping_drain(module: Any, queries: list[Any], stack: StackConfig, cfg: Any) -> None:
