@@ -71,7 +71,7 @@ class RulesBucket:
     def advance(self, watermark_ms: int) -> list[Alert]:
         """Release every entity the rows touched or the watermark reached, forget the
         expired; the alerts."""
-        for entity, (due, _) in list(self.records.items()):
+        for entity, (due, _) in self.records.items():
             if due is not None and due <= watermark_ms:
                 self._rules(entity)
         alerts: list[Alert] = []
