@@ -178,9 +178,9 @@ def output(scored: list[Scored], dropped: int) -> Iterator[pd.DataFrame]:
 
 def drain(query: StreamingQuery, stack: StackConfig, settle_s: float, timeout_s: float) -> None:
     """Wait until `query` has read its topics to their end offsets now (`pipeline.drain`),
-    then for `settle_s` and two more batches: by then the logs' settle timers have fired and
-    their alerts are written. (`processAllAvailable` never returns here: processing-time timers
-    make the query run a batch every trigger, data or not, so it never finds itself idle.)"""
+    then for `settle_s` and two more batches: by then the logs' settle timeouts have fired and
+    their alerts are written. (`processAllAvailable` never returns here: processing-time
+    timeouts make the query run a batch every trigger, data or not, so it is never idle.)"""
     drain_queries([query], stack, timeout_s)
     deadline = time.monotonic() + timeout_s
 
