@@ -21,7 +21,7 @@ is the earliest time any of its entities needs the watermark, rounded up to the 
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pandas as pd
@@ -29,15 +29,15 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.state import GroupState
 
-from detectors import ALERT_COLUMNS, ALERT_SPARK_DDL, Alert, alerts_to_frame
-from pipeline.buffered_rules import STATE_DDL, BufferedRules, RulesFactory
+from detectors import ALERT_SPARK_DDL, Alert
+from pipeline.buffered_rules import BufferedRules, RulesFactory
+from pipeline.group_state import STATE_DDL, GroupStateFn, alert_frames
 
 ENTITY = "entity"
 BUCKET = "bucket"
 
 #: A bucket's record of one entity: (`BufferedRules.next_timer`, `to_bytes()` blob).
 Record = tuple[int | None, bytes]
-BucketFn = Callable[[Any, Iterator[pd.DataFrame], GroupState], Iterator[pd.DataFrame]]
 
 
 class RulesBucket:
@@ -98,7 +98,7 @@ class RulesBucket:
         return pickle.dumps(self.records, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def bucket_rules(entities: RulesFactory) -> BucketFn:
+def bucket_rules(entities: RulesFactory) -> GroupStateFn:
     """The `applyInPandasWithState` function (timeout conf EventTimeTimeout): restore the
     bucket, push its rows, advance it to the watermark, store it, emit its alerts."""
 
@@ -117,9 +117,7 @@ def bucket_rules(entities: RulesFactory) -> BucketFn:
             state.update((blob,))
         if due is not None:
             state.setTimeoutTimestamp(due)
-        if not alerts:
-            return iter([])
-        return iter([alerts_to_frame(alerts).loc[:, list(ALERT_COLUMNS)]])
+        return alert_frames(alerts)
 
     return apply
 

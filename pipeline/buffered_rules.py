@@ -27,8 +27,6 @@ import pandas as pd
 
 from detectors import Alert, EventTimeBuffer
 
-STATE_DDL = "state BINARY"
-
 
 def dump_json(data: Mapping[str, Any]) -> str:
     """`json.dumps(data, separators=(",", ":"))` but faster (orjson) where that reads back

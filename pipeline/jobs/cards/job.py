@@ -112,15 +112,11 @@ from core.kafka import ensure_topics
 from core.kafka.compacted import ensure_compacted
 from pipeline.alerts_sink import AlertSink
 from pipeline.config import PipelineConfig
+from pipeline.group_state import STATE_DDL
 from pipeline.jobs.cards import bloom, sketches
 from pipeline.jobs.cards.config import CardsSettings
 from pipeline.jobs.cards.engine import travel_alerts, window_alerts
-from pipeline.jobs.cards.state import (
-    STATE_DDL,
-    CardBucketProcessor,
-    CardRuleParams,
-    bucket_rules,
-)
+from pipeline.jobs.cards.state import CardBucketProcessor, CardRuleParams, bucket_rules
 from pipeline.jobs.cards.windows import card_features
 from pipeline.kafka_io import (
     as_kafka_record,

@@ -48,7 +48,7 @@ import bisect
 import json
 import math
 import pickle
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,6 +73,7 @@ from detectors.cards.terminal import TerminalParams, terminal_closing_alerts
 from detectors.cards.travel import Position, TravelParams, position, travel_step
 from detectors.cards.velocity import VelocityParams, velocity_closing_alerts
 from detectors.features import next_window_end
+from pipeline.group_state import STATE_DDL, GroupStateFn
 from pipeline.late_drops import with_drops
 
 #: Input columns of the processor (beyond the grouping key `bucket`): `kind` is "c" for a
@@ -92,7 +93,6 @@ INPUT_COLUMNS = (
     "device",
     "profile",
 )
-STATE_DDL = "state BINARY"
 CARD, MERCHANT, PROFILE = "c", "m", "p"
 VERSION = 1
 
@@ -544,10 +544,7 @@ class CardBucketProcessor(StatefulProcessor):
         pass
 
 
-BucketFn = Callable[[Any, Iterator[pd.DataFrame], GroupState], Iterator[pd.DataFrame]]
-
-
-def bucket_rules(params: CardRuleParams) -> BucketFn:
+def bucket_rules(params: CardRuleParams) -> GroupStateFn:
     """`BucketState` per bucket for `applyInPandasWithState` (timeout conf EventTimeTimeout):
     the state travels with the bucket's rows in the Arrow batches (no state-server round
     trip at all) and Spark starts no Python worker on the driver at planning (a

@@ -15,7 +15,7 @@ event-time timeout is its earliest held reading, so a bucket that goes quiet sti
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pandas as pd
@@ -25,14 +25,13 @@ from pyspark.sql.streaming.state import GroupState
 
 from detectors import ALERT_COLUMNS, ALERT_SPARK_DDL, SilenceParams, alerts_to_frame
 from detectors.series.silence_tails import SilenceTails
-from pipeline.buffered_rules import STATE_DDL
+from pipeline.group_state import STATE_DDL, GroupStateFn, alert_frames
 
 #: Buckets of the batch form (`batch_silence_alerts`): tasks of one pandas pass each.
 BATCH_BUCKETS = 8
-BucketFn = Callable[[Any, Iterator[pd.DataFrame], GroupState], Iterator[pd.DataFrame]]
 
 
-def bucket_silences(params: SilenceParams, ttl_ms: int | None) -> BucketFn:
+def bucket_silences(params: SilenceParams, ttl_ms: int | None) -> GroupStateFn:
     """The `applyInPandasWithState` function (timeout conf EventTimeTimeout): restore the
     bucket's `SilenceTails`, advance it to the watermark, store it, emit its alerts."""
 
@@ -49,9 +48,7 @@ def bucket_silences(params: SilenceParams, ttl_ms: int | None) -> BucketFn:
         state.update((tails.to_bytes(),))
         if tails.due_ms is not None:
             state.setTimeoutTimestamp(tails.due_ms)
-        if not alerts:
-            return iter([])
-        return iter([alerts_to_frame(alerts).loc[:, list(ALERT_COLUMNS)]])
+        return alert_frames(alerts)
 
     return apply
 

@@ -26,7 +26,7 @@ delay), and a voyage that lands is the backfill, re-scored whole. Queries:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from functools import reduce
 from pathlib import Path
 from typing import Any
@@ -44,9 +44,9 @@ from core.contracts.events import SHIPPING_CONTAINER, SHIPPING_PORT_EVENT, SHIPP
 from core.errors import StreamsimError
 from core.kafka import ensure_topics
 from detectors import ALERT_COLUMNS, ALERT_SPARK_DDL, alerts_to_frame
-from pipeline.buffered_rules import STATE_DDL
 from pipeline.config import PipelineConfig
 from pipeline.drain import drain_queries
+from pipeline.group_state import STATE_DDL, GroupStateFn
 from pipeline.jobs.shipping.config import offsets_by_topic, per_topic_cap, topics_by_kind
 from pipeline.jobs.shipping.logs import KINDS, EntityLog, Scored
 from pipeline.kafka_io import deadletter_records, parse_events, read_kafka, write_kafka
@@ -111,10 +111,7 @@ def rows_stream(events: dict[str, DataFrame]) -> DataFrame:
     return out
 
 
-LogFn = Callable[[Any, Iterator[pd.DataFrame], GroupState], Iterator[pd.DataFrame]]
-
-
-def log_rules(watermark_ms: int, history_ms: int, settle_ms: int) -> LogFn:
+def log_rules(watermark_ms: int, history_ms: int, settle_ms: int) -> GroupStateFn:
     """The `applyInPandasWithState` function (timeout conf ProcessingTimeTimeout): an
     `EntityLog` per key (see `logs`), rows pushed as they land, the rules re-run once backfill
     has stopped landing for `settle_ms` of processing time (at once when 0; live rows do not
