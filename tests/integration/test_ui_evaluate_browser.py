@@ -29,6 +29,7 @@ from tests.integration.ui_stack import (
     WebDriver,
     WebDriverWait,
     open_page,
+    press,
     shoot,
     wait_text,
 )
@@ -109,15 +110,6 @@ def slide(driver: WebDriver, label: str, target: str) -> None:
         time.sleep(0.1)
     shown = slider(driver, label).get_attribute("aria-valuetext")
     raise AssertionError(f"slider {label!r} shows {shown!r}, not {target!r}")
-
-
-def press(driver: WebDriver, label: str) -> None:
-    """Click the button labelled `label` once: a second click while the first one's request
-    is still under way (a loaded machine) would send it twice."""
-    xpath = f"//button[normalize-space(.)='{label}' or .//p[normalize-space(.)='{label}']]"
-    button = driver.find_element(By.XPATH, xpath)
-    driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", button)
-    button.click()
 
 
 def start_run(browser: WebDriver, servers: Stack, scenario: str) -> str:

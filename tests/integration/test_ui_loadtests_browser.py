@@ -21,6 +21,7 @@ from tests.integration.ui_stack import (
     WebDriverWait,
     body_text,
     open_page,
+    press,
     shoot,
     wait_text,
 )
@@ -54,8 +55,7 @@ def test_a_short_load_test_from_the_page_live_then_its_report(
     edits.send_keys(Keys.CONTROL, "a")
     edits.send_keys(Keys.DELETE)
     edits.send_keys(EDITS)
-    # One click: a second one while the start is checked would submit the form again.
-    browser.find_element(By.XPATH, "//button[.//p[normalize-space(.)='Start load test']]").click()
+    press(browser, "Start load test")  # once: a second click would submit the form again
     text = wait_text(browser, "Started")
     run_id = re.search(r"Started (\S+)\.", text)
     assert run_id, text

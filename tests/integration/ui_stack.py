@@ -47,6 +47,9 @@ webdriver: Any = (
     else pytest.importorskip("selenium.webdriver")
 )
 from selenium.common.exceptions import (  # noqa: E402
+    ElementClickInterceptedException,
+    ElementNotInteractableException,
+    NoSuchElementException,
     StaleElementReferenceException,
     WebDriverException,
 )
@@ -338,10 +341,15 @@ def log_in(driver: WebDriver, token: str = TOKEN) -> None:
     click_button(driver, "Log in", lambda d: "Control token" not in body_text(d))
 
 
+def button_xpath(label: str) -> str:
+    """A Streamlit button by its label (the label sits in a `<p>` inside the button)."""
+    return f"//button[normalize-space(.)='{label}' or .//p[normalize-space(.)='{label}']]"
+
+
 def click_button(driver: WebDriver, label: str, then: Callable[[WebDriver], bool]) -> None:
     """Click the button labelled `label` until `then` holds (fragments re-render buttons, so a
     click may hit a stale element and is retried)."""
-    xpath = f"//button[normalize-space(.)='{label}' or .//p[normalize-space(.)='{label}']]"
+    xpath = button_xpath(label)
 
     def clicked(d: WebDriver) -> bool:
         if then(d):
@@ -355,6 +363,30 @@ def click_button(driver: WebDriver, label: str, then: Callable[[WebDriver], bool
         return then(d)
 
     WebDriverWait(driver, WAIT_S, poll_frequency=0.5).until(clicked)
+
+
+def press(driver: WebDriver, label: str) -> None:
+    """Click the button labelled `label` once: a second click while the first one's request
+    is still under way (a loaded machine) would send it twice."""
+    xpath = button_xpath(label)
+
+    def clicked(d: WebDriver) -> bool:
+        # Streamlit renders a page's elements one by one: the button may come after the text
+        # above it. Each error retried here means the click did not happen.
+        button = d.find_element(By.XPATH, xpath)
+        d.execute_script("arguments[0].scrollIntoView({block: 'center'});", button)
+        button.click()
+        return True
+
+    unclicked = (
+        NoSuchElementException,
+        StaleElementReferenceException,
+        ElementClickInterceptedException,
+        ElementNotInteractableException,
+    )
+    WebDriverWait(driver, WAIT_S, poll_frequency=0.25, ignored_exceptions=unclicked).until(
+        clicked, f"no {label!r} button to press on {driver.current_url}"
+    )
 
 
 def shoot(driver: WebDriver, name: str) -> None:
