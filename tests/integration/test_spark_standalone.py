@@ -49,7 +49,7 @@ from pipeline.config import PipelineConfig
 from pipeline.jobs.shipping import job as shipping
 from pipeline.packaging import ZIP_NAME
 from streamsim.evaluate.shipping import TOPIC_COLUMNS, frame_of, run_rules
-from tests.conftest import REPO_ROOT, free_port
+from tests.conftest import REPO_ROOT, SPARK_JVM_OPTS, free_port
 from tests.oracles import cards, vehicles
 from tests.shipping_run import TOPIC, keyed_records, seeded_events, starting_after
 from tests.shipping_run import produce as produce_shipping
@@ -377,6 +377,7 @@ def run_job(tmp: Path, kafka: StackConfig, case: Case, topic: str, cluster: Clus
         "spark.cores.max": "1",
         "spark.driver.host": "127.0.0.1",
         "spark.executorEnv.PYTHONPATH": str(cluster.no_checkout),
+        "spark.executor.extraJavaOptions": SPARK_JVM_OPTS,
     }
     data = tmp / tag
     stack = tmp / f"stack-{tag}.yaml"
