@@ -62,7 +62,9 @@ def test_two_instances_share_the_port_and_lose_nothing(
         code = parent.wait(60)
     assert code == 0, log.read_text()[-3000:]
     assert set(load.statuses) == {200} and len(load.answers) == len(ids)
-    assert len(sent) == 2 and sum(sent) == len(ids), sent  # both instances decided a share
+    # The two instances' counts add up to every request (an even split is one value in `sent`).
+    shares = sorted(sent) * (2 if len(sent) == 1 else 1)
+    assert len(shares) == 2 and sum(shares) == len(ids), sent
     assert panel == 404  # --service fraud: no panel routes
     in_topic = {str(r["transaction_id"]) for r in read_topic(kafka_stack, topic)}
     assert {a.transaction_id for a in load.answers} <= in_topic

@@ -164,8 +164,9 @@ def test_scenario_records_trace_planted_incidents_end_to_end(
         warmup_s=0.5,
         duration_s=3,
         # An alert read within the run (3.5 s), its flush (<= 35 s) and drain (<= 60 s) is
-        # < 120 s after its record's send: the SLO holds whatever the machine's speed.
-        slo={"p99_ms": 5000, "e2e_p99_ms": 120_000},
+        # < 120 s after its record's send: the SLO holds whatever the machine's speed. The
+        # produce latency and the achieved rate depend on it (CI's load once failed them).
+        slo={"e2e_p99_ms": 120_000, "achieved_rate_fraction": None},
     )
     n = 4500
     planned = plan_records(cfg.target, kafka_stack, n, cfg.seed)  # type: ignore[arg-type]
@@ -190,7 +191,7 @@ def test_scenario_records_trace_planted_incidents_end_to_end(
     e2e = report["end_to_end_ms"]
     assert set(e2e) == {"p50", "p99"}
     assert 0 < e2e["p50"] <= e2e["p99"] < 120_000
-    assert report["slo"]["e2e_p99_ms"]["ok"] is True and report["ok"] is True
+    assert report["slo"]["e2e_p99_ms"]["ok"] is True and report["ok"] is True, report["slo"]
     assert "lag" not in report  # no job named: left out
     assert report["payload_kinds"]["planted"] > 0
 
