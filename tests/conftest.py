@@ -48,8 +48,9 @@ def streamsim_json(
 #: the C2 JIT and with the serial collector: their jobs are small and short, and on 2 cores
 #: C2's compiles and G1's threads cost more CPU than they win back. test_chaos_lake plus
 #: test_pipeline_vehicles on an idle machine: 445 → 312 CPU s, 241 → 191 s. The session's
-#: in-process JVM (`spark`) serves the whole `spark` unit, so it keeps the defaults (C1 only
-#: made that unit 30% slower), as do benchmarks and `make demo`.
+#: in-process JVM (`spark`) serves the whole `spark` unit, so it keeps the defaults (with C1
+#: only, that unit took 1,594 s against 1,219 s in an earlier run), as do benchmarks and
+#: `make demo`.
 SPARK_JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 os.environ.setdefault("SPARK_SUBMIT_OPTS", SPARK_JVM_OPTS)
 

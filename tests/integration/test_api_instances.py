@@ -62,9 +62,8 @@ def test_two_instances_share_the_port_and_lose_nothing(
         code = parent.wait(60)
     assert code == 0, log.read_text()[-3000:]
     assert set(load.statuses) == {200} and len(load.answers) == len(ids)
-    # The two instances' counts add up to every request (an even split is one value in `sent`).
-    shares = sorted(sent) * (2 if len(sent) == 1 else 1)
-    assert len(shares) == 2 and sum(shares) == len(ids), sent
+    # The two instances' counts add up to every request; an even split is one value in the set.
+    assert (len(sent) == 2 and sum(sent) == len(ids)) or sent == {len(ids) / 2}, sent
     assert panel == 404  # --service fraud: no panel routes
     in_topic = {str(r["transaction_id"]) for r in read_topic(kafka_stack, topic)}
     assert {a.transaction_id for a in load.answers} <= in_topic
