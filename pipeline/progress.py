@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, ClassVar
@@ -106,6 +106,16 @@ def iso_ms(text: str | None) -> int | None:
     if not text:
         return None
     return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def newest_event_ms(progresses: Iterable[Mapping[str, Any]]) -> int | None:
+    """The newest event time (epoch ms) any of a query's batch reports read, or None.
+
+    >>> newest_event_ms([{"eventTime": {"max": "2026-01-01T00:00:15.000Z"}}, {"eventTime": {}}])
+    1767225615000
+    """
+    times = [iso_ms(p.get("eventTime", {}).get("max")) for p in progresses]
+    return max((t for t in times if t is not None), default=None)
 
 
 def source_offsets(progress: Mapping[str, Any], which: str) -> Offsets | None:

@@ -3,7 +3,8 @@
 broker up -> (fraud endpoint up, state empty) -> pipeline job started at the topics' current
 ends with fresh checkpoints
 -> scenario simulated (into Kafka, or as POS terminals posting to the endpoint)
--> pipeline drained (-> end of input) -> evaluation against truth (where the scenario has one)
+-> pipeline drained (or read to its end, then ended by an end-of-input reading)
+-> evaluation against truth (where the scenario has one)
 -> summary. Whatever the demo started, it stops.
 
 End of input: an event-time job judges a reading once the watermark passes it, and the
@@ -255,8 +256,9 @@ def _run(
     path, speed = scenario
     try:
         simulation = _simulate(path, child, duration_s * speed, speed, queries)
-        drain_job(queries, run_stack, cfg, plan.settle_s or None)
-        if plan.end_of_input is not None:
+        if plan.end_of_input is None:
+            drain_job(queries, run_stack, cfg, plan.settle_s or None)
+        else:  # the end of input applies the last watermark: no idle trigger to wait for
             record = {**plan.end_of_input, "event_id": run_id}
             end = _end_of_input(stack, cfg, queries, record, plan.entity_field)
             simulation["end_of_input"] = end
@@ -297,19 +299,23 @@ def _end_of_input(
     record: dict[str, Any],
     entity_field: str,
 ) -> dict[str, Any]:
-    """Send the empty reading past the watermark, wait until the queries' watermarks pass every
-    reading (see the module docstring); its event time and the watermark reached."""
+    """Once the queries have read their topics to the end, send the empty reading past every
+    event time they saw, and wait until their watermarks pass every reading (see the module
+    docstring); its event time and the watermark reached."""
     from confluent_kafka import Producer
 
     from pipeline.drain import drain_queries
     from pipeline.jobs.vehicles.job import watermark_of
+    from pipeline.progress import newest_event_ms
     from pipeline.settings import duration_ms
 
-    marks = {q.name: watermark_of(q) for q in queries}
-    stateful = [q for q in queries if marks[q.name] is not None]
+    drain_queries(queries, stack)
+    stateful = [q for q in queries if watermark_of(q) is not None]
     if not stateful:
         return {}
-    target = max(m for m in marks.values() if m is not None) + END_OF_INPUT_MS
+    seen = [newest_event_ms(q.recentProgress) for q in stateful]
+    seen += [watermark_of(q) for q in stateful]
+    target = max(m for m in seen if m is not None) + END_OF_INPUT_MS
     event_time = target + duration_ms(cfg.watermark)
     producer = Producer(producer_config(stack))
     value = {**record, "event_id": f"{record['event_id']}-end-of-input", "event_time": event_time}
