@@ -126,6 +126,8 @@ def run(kafka_stack: StackConfig, spark: Any, tmp_path_factory: pytest.TempPathF
                 "feature_windows": [{"length": "1 minute"}],
                 "profiles_topic": f"cards.profiles-{tag}",
                 "deadletter_trigger": {"mode": "microbatch"},
+                # each phase waits for every query's idle trigger: 1 s, not the default 10
+                "features_trigger": {"mode": "microbatch", "interval": "1 second"},
             },
         }
     )

@@ -42,6 +42,7 @@ from core.kafka.admin import admin_client
 from core.kafka.offsets import end_offsets
 from pipeline.alerts_sink import AlertSink, read_lake, sink_of
 from pipeline.config import PipelineConfig
+from pipeline.drain import process_all_available
 from pipeline.jobs.cards import job as cards
 from pipeline.settings import TriggerSettings
 from pipeline.triggers import query_mode
@@ -157,9 +158,7 @@ def start(spark: Any, stack: StackConfig, cfg: PipelineConfig) -> list[Any]:
 
 
 def process(queries: list[Any]) -> None:
-    for query in queries:
-        if query_mode(query) != "realtime":
-            query.processAllAvailable()
+    process_all_available([q for q in queries if query_mode(q) != "realtime"])
 
 
 def stop(queries: list[Any]) -> None:
@@ -203,6 +202,8 @@ def run(kafka_stack: StackConfig, spark: Any, tmp_path_factory: pytest.TempPathF
                     {"length": "10 minutes", "slide": "5 minutes"},
                 ],
                 "profiles_topic": None,  # spending from the stream's history (profiles: own test)
+                # each phase waits for every query's idle trigger: 1 s, not the default 10
+                "features_trigger": {"mode": "microbatch", "interval": "1 second"},
                 "velocity": {"min_count": 5},  # the thresholds the planted incidents cross
                 "terminal": {"min_distinct_cards": 20},
             },
