@@ -12,7 +12,7 @@ from core.errors import StreamsimError
 from core.kafka import ensure_topics
 from pipeline.alerts_sink import sink_of
 from pipeline.config import PipelineConfig
-from pipeline.drain import process_all_available
+from pipeline.drain import drain_settled
 from pipeline.jobs.cards import job as cards
 from pipeline.jobs.sensors import job as sensors
 from pipeline.jobs.shipping import job as shipping
@@ -73,11 +73,11 @@ def drain_job(
     `shipping` re-scores a log on a processing-time timer `settle` after its rows stop
     landing, so its alerts query runs a batch every trigger and is never idle: it is drained
     to the topics' end offsets, then given `settle_s` (default: twice its `settle`) for the
-    timers. The other jobs' queries are idle once they have read their input and applied the
-    watermark it moved (`pipeline.drain.process_all_available`, every query at once)."""
+    timers. The other jobs' queries are drained once they have read their input and applied
+    the watermark it moved (`pipeline.drain.drain_settled`, every query at once)."""
     if cfg.job == shipping.NAME:
         default_s = 2 * duration_ms(cfg.shipping.settle) / 1000
         settle = default_s if settle_s is None else settle_s
         shipping.drain_all(queries, stack, settle)
         return
-    process_all_available(queries)
+    drain_settled(queries, stack)

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import time
 import uuid
+from typing import Any
 
 import orjson
 import pytest
 from confluent_kafka import Consumer, Producer
 
+import pipeline.drain
 from core.config import StackConfig
 from core.kafka import consumer_config, ensure_topics, producer_config
+from pipeline.catalog import drain_job
 from pipeline.config import PipelineConfig
 from pipeline.jobs.sensors import job as sensors
 from pipeline.progress import dropped_by_watermark
@@ -119,3 +122,57 @@ def test_sensors_with_watermark(kafka_stack: StackConfig, spark) -> None:
         ("missing or non-integer event_time", '{"event_id": "x"}'),
         ("not a JSON object", "{not json"),
     ]
+
+
+def test_drain_settled_returns_after_the_batch_that_applies_the_last_watermark(
+    kafka_stack: StackConfig, spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every phase in one batch: its windows close only in the batch without data that
+    applies the watermark it moved. The drain reads that from the checkpoint's commit log,
+    and returns after it (the queries stop at once), without `processAllAvailable`."""
+    run = uuid.uuid4().hex[:8]
+    source, sink, deadletter = f"test.events-{run}", f"aggregates.counts-{run}", f"deadletter-{run}"
+    ensure_topics(kafka_stack, [source], partitions=1)
+    ensure_topics(kafka_stack, [sink, deadletter])
+    cfg = PipelineConfig(
+        job="sensors",
+        input_topics=[source],
+        output_topic=sink,
+        deadletter_topic=deadletter,
+        entity_key="sensor_id",
+        watermark="5 seconds",
+        window="10 seconds",
+        trigger={"mode": "microbatch", "interval": "3 seconds"},
+    )
+    stack = kafka_stack.model_copy(
+        update={
+            "dirs": kafka_stack.dirs.model_copy(
+                update={"checkpoints": kafka_stack.dirs.checkpoints / run}
+            )
+        }
+    )
+
+    def no_fallback(queries: list[Any]) -> None:
+        assert not queries, [q.name for q in queries]
+
+    monkeypatch.setattr(pipeline.drain, "process_all_available", no_fallback)
+    events = [event(e, s) for phase in PHASES for e, s in phase]
+    queries = sensors.start(spark, stack, cfg)
+    try:
+        produce(stack, source, events)
+        drain_job(queries, stack, cfg)
+    finally:
+        for q in queries:
+            q.stop()
+    # the final watermark, 61 s - 5 s, closes every window ending by 56 s; in one batch no
+    # event is late
+    expected: dict[tuple[str, int], int] = {}
+    for phase in PHASES:
+        for entity, second in phase:
+            start = second // 10 * 10
+            if start + 10 <= 56:
+                expected[(entity, start)] = expected.get((entity, start), 0) + 1
+    rows = read_all(stack, sink, expected=len(expected), timeout_s=30.0)
+    assert {(r["entity_id"], (r["window_start"] - T0) // 1000): r["events"] for r in rows} == (
+        expected
+    )

@@ -12,7 +12,7 @@ import pytest
 import pipeline.drain
 from core.config import StackConfig
 from core.errors import StreamsimError
-from pipeline.drain import Ends, drain_queries, has_read_to_end
+from pipeline.drain import Ends, drain_queries, drain_settled, has_read_to_end, is_settled
 
 STACK = StackConfig()
 
@@ -23,12 +23,20 @@ class Query:
     ended: dict[str, dict[str, int]] | None = None  # the latest batch's end offsets
     isActive: bool = True
     failure: Exception | None = None
+    batch_id: int = 0
+    watermark: str | None = None  # the latest batch's, as Spark reports it
+
+    @property
+    def id(self) -> str:
+        return self.name
 
     @property
     def lastProgress(self) -> dict[str, Any] | None:
         if self.ended is None:
             return None
-        return {"sources": [{"endOffset": json.dumps(self.ended)}]}
+        event_time = {} if self.watermark is None else {"watermark": self.watermark}
+        sources = [{"endOffset": json.dumps(self.ended)}]
+        return {"batchId": self.batch_id, "eventTime": event_time, "sources": sources}
 
     def exception(self) -> Exception | None:
         return self.failure
@@ -69,3 +77,44 @@ def test_a_query_that_never_reaches_the_end_times_out_by_name() -> None:
     stuck = Query("stats", ended={"t": {"0": 1, "1": 0}})
     with pytest.raises(StreamsimError, match="stats did not read to the end of input"):
         drain_queries([stuck], STACK, timeout_s=0.0)  # type: ignore[list-item]
+
+
+AT_END = {"t": {"0": 10, "1": 4}}
+W0, W1 = "2026-01-01T00:00:00.000Z", "2026-01-01T00:00:15.000Z"  # 1767225600000, +15 s
+
+
+def test_a_query_is_settled_once_it_ran_under_the_watermark_committed_after_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    committed = {0: 1_767_225_615_000, 1: 1_767_225_615_000}  # batch -> the next one's watermark
+    monkeypatch.setattr(pipeline.drain, "commit_watermark", lambda q, b: committed[b])
+    query = Query("stats", ended=AT_END, batch_id=0, watermark=W0)
+    assert is_settled(query, STACK, {}) is False  # a batch without data will apply W1
+    query.batch_id, query.watermark = 1, W1
+    assert is_settled(query, STACK, {}) is True
+    assert is_settled(Query("dead letters", ended=AT_END), STACK, {}) is True  # no watermark
+
+
+def test_a_query_whose_checkpoint_says_nothing_is_left_to_process_all_available(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    left: list[str] = []
+    monkeypatch.setattr(pipeline.drain, "commit_watermark", lambda q, b: None)
+    monkeypatch.setattr(
+        pipeline.drain, "process_all_available", lambda qs: left.extend(q.name for q in qs)
+    )
+    drain_settled([Query("stats", ended=AT_END, watermark=W0)], STACK)  # type: ignore[list-item]
+    assert left == ["stats"]
+
+
+def test_a_query_that_runs_no_batch_for_its_moved_watermark_is_left_to_spark(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    left: list[str] = []
+    monkeypatch.setattr(pipeline.drain, "commit_watermark", lambda q, b: 1_767_225_615_000)
+    monkeypatch.setattr(
+        pipeline.drain, "process_all_available", lambda qs: left.extend(q.name for q in qs)
+    )
+    query = Query("alerts", ended=AT_END, watermark=W0)  # no timeout: no batch without data
+    drain_settled([query], STACK, no_data_wait_s=0.0)  # type: ignore[list-item]
+    assert left == ["alerts"]
