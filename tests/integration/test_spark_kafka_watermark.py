@@ -74,10 +74,12 @@ def read_all(stack: StackConfig, topic: str, expected: int, timeout_s: float = 9
     return rows
 
 
-def test_sensors_with_watermark(kafka_stack: StackConfig, spark) -> None:
+def counting_job(kafka_stack: StackConfig, **settings: Any) -> tuple[StackConfig, PipelineConfig]:
+    """The sensors job counting 10 s windows under a 5 s watermark, on topics and checkpoints
+    of its own (one source partition keeps the order within a phase, so batches see the
+    planned watermark)."""
     run = uuid.uuid4().hex[:8]
     source, sink, deadletter = f"test.events-{run}", f"aggregates.counts-{run}", f"deadletter-{run}"
-    # One source partition keeps the order within a phase, so batches see the planned watermark.
     ensure_topics(kafka_stack, [source], partitions=1)
     ensure_topics(kafka_stack, [sink, deadletter])
     cfg = PipelineConfig(
@@ -88,14 +90,18 @@ def test_sensors_with_watermark(kafka_stack: StackConfig, spark) -> None:
         entity_key="sensor_id",
         watermark="5 seconds",
         window="10 seconds",
+        **settings,
     )
+    checkpoints = kafka_stack.dirs.checkpoints / run
     stack = kafka_stack.model_copy(
-        update={
-            "dirs": kafka_stack.dirs.model_copy(
-                update={"checkpoints": kafka_stack.dirs.checkpoints / run}
-            )
-        }
+        update={"dirs": kafka_stack.dirs.model_copy(update={"checkpoints": checkpoints})}
     )
+    return stack, cfg
+
+
+def test_sensors_with_watermark(kafka_stack: StackConfig, spark) -> None:
+    stack, cfg = counting_job(kafka_stack)
+    source, sink, deadletter = cfg.input_topics[0], cfg.output_topic, cfg.deadletter_topic
     queries = sensors.start(spark, stack, cfg)
     counts_query = next(q for q in queries if q.name.endswith(".counts"))
     try:
@@ -130,27 +136,8 @@ def test_drain_settled_returns_after_the_batch_that_applies_the_last_watermark(
     """Every phase in one batch: its windows close only in the batch without data that
     applies the watermark it moved. The drain reads that from the checkpoint's commit log,
     and returns after it (the queries stop at once), without `processAllAvailable`."""
-    run = uuid.uuid4().hex[:8]
-    source, sink, deadletter = f"test.events-{run}", f"aggregates.counts-{run}", f"deadletter-{run}"
-    ensure_topics(kafka_stack, [source], partitions=1)
-    ensure_topics(kafka_stack, [sink, deadletter])
-    cfg = PipelineConfig(
-        job="sensors",
-        input_topics=[source],
-        output_topic=sink,
-        deadletter_topic=deadletter,
-        entity_key="sensor_id",
-        watermark="5 seconds",
-        window="10 seconds",
-        trigger={"mode": "microbatch", "interval": "3 seconds"},
-    )
-    stack = kafka_stack.model_copy(
-        update={
-            "dirs": kafka_stack.dirs.model_copy(
-                update={"checkpoints": kafka_stack.dirs.checkpoints / run}
-            )
-        }
-    )
+    stack, cfg = counting_job(kafka_stack, trigger={"mode": "microbatch", "interval": "3 seconds"})
+    source, sink = cfg.input_topics[0], cfg.output_topic
 
     def no_fallback(queries: list[Any]) -> None:
         assert not queries, [q.name for q in queries]
