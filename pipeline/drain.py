@@ -114,18 +114,20 @@ def drain_settled(
     pending, fallback = list(queries), []
     moved: dict[str, float] = {}  # query id -> when its read-to-end watermark was seen moved
     deadline = time.monotonic() + timeout_s
+
+    def overdue(query: StreamingQuery) -> bool:
+        since = moved.setdefault(str(query.id), time.monotonic())
+        return time.monotonic() - since > no_data_wait_s
+
     while pending:
         still = []
         for query in pending:
             state = is_settled(query, stack, ends)
+            if state is False and has_read_to_end(query, stack, ends) and overdue(query):
+                state = None  # its watermark moved, and no batch without data came to apply it
             if state is None:
                 fallback.append(query)
-            elif not state:
-                if has_read_to_end(query, stack, ends):
-                    since = moved.setdefault(str(query.id), time.monotonic())
-                    if time.monotonic() - since > no_data_wait_s:
-                        fallback.append(query)
-                        continue
+            elif state is False:
                 still.append(query)
         pending = still
         if pending and time.monotonic() > deadline:
