@@ -222,6 +222,7 @@ def test_job_report_has_the_contract_keys() -> None:
     )
     # a figure not measured is left out, not zero
     assert "latency_ms" not in report and "peak_rss_mb" not in report
+    assert "cold_events_per_s" not in report
 
 
 # -- `bench pipeline --job sensors | shipping`, and the floor -------------------------------
@@ -306,7 +307,8 @@ def test_shipping_job_reads_its_three_kinds_from_their_own_topics(
 
 def test_job_report_gives_both_ratios_from_the_measured_figures() -> None:
     job = bench.Throughput(900.0, 2000, 3000, 3, 4.0)
-    whole = {"throughput": job, "wall_s": 5.0, "queries": {"q": job}, "alerts": 2}
+    cold = bench.Throughput(600.0, 2000, 3000, 3, 5.0)
+    whole = {"throughput": job, "wall_s": 5.0, "queries": {"q": job}, "alerts": 2, "cold": cold}
     reference = bench.Throughput(3600.0, 2000, 3000, 3, 1.0)
     floor = bench.Throughput(1200.0, 2000, 3000, 3, 2.0)
     report = bench.job_report(
@@ -314,5 +316,6 @@ def test_job_report_gives_both_ratios_from_the_measured_figures() -> None:
     ).to_dict()
     assert report["job"] == "shipping" and report["subject"].startswith("shipping:")
     assert (report["ratio"], report["floor_rate"], report["floor_ratio"]) == (0.25, 1200.0, 0.75)
+    assert report["cold_events_per_s"] == 600.0  # the warm-up run, beside the figure
     assert report["floor_events"] == 3000
     assert "latency_alerts" not in report  # no paced phase for shipping: left out
