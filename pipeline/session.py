@@ -67,7 +67,7 @@ def spark_conf(stack: StackConfig, app: str) -> dict[str, str]:
         # Checkpoints live on the local file system (`stack.dirs.checkpoints`). Spark's default
         # manager renames each file through Hadoop's FileContext, which, without libhadoop
         # (a pip install has none), runs `readlink` in a child process per rename: 2,100 of
-        # them in a vehicle job run over 200,000 readings, 10-25% of its CPU. FileSystem's
+        # them in a vehicle job run over 200,000 readings, 4-29% of its CPU. FileSystem's
         # rename is rename(2), atomic on a local file system.
         "spark.sql.streaming.checkpointFileManagerClass": FILE_SYSTEM_CHECKPOINTS,
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J2.resolve()} "
