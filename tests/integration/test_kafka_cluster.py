@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
-from confluent_kafka.admin import ConfigResource
+from confluent_kafka.admin import AdminClient, ConfigResource
 
 from core.config import load_stack
 from core.config.stack import StackConfig
@@ -71,6 +71,20 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, St
         three.down()
 
 
+def visible_metadata(admin: AdminClient, topic: str, timeout_s: float = 60.0) -> Any:
+    """Cluster metadata once the broker that answers knows `topic`.
+
+    Each broker learns a new topic from the KRaft metadata log on its own schedule, and
+    `list_topics` asks whichever broker the client picks, so one may not know it yet.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        metadata = admin.list_topics(timeout=10)
+        if topic in metadata.topics or time.monotonic() > deadline:
+            return metadata
+        time.sleep(0.2)
+
+
 def test_cluster_topics_get_three_replicas_and_min_isr_two(
     cluster: tuple[Path, StackConfig],
 ) -> None:
@@ -78,7 +92,7 @@ def test_cluster_topics_get_three_replicas_and_min_isr_two(
     assert cli("kafka", "status", "--brokers", "3", config=path)["running"] is True
     ensure_topics(stack, [TOPIC])
     admin = admin_client(stack)
-    metadata = admin.list_topics(timeout=10)
+    metadata = visible_metadata(admin, TOPIC)
     assert sorted(metadata.brokers) == [1, 2, 3]
     partitions = metadata.topics[TOPIC].partitions.values()
     assert partitions and all(len(p.replicas) == 3 for p in partitions)
@@ -119,7 +133,7 @@ def test_an_external_cluster_is_simulated_into_and_scored(
     scenario.write_text(yaml.safe_dump(data))
     prefix = cli("simulate", str(scenario), "--speed", "max", config=theirs)["id_prefix"]
 
-    metadata = admin_client(external).list_topics(timeout=10)
+    metadata = visible_metadata(admin_client(external), readings_topic)
     partitions = metadata.topics[readings_topic].partitions.values()
     assert len(partitions) == 4 and all(len(p.replicas) == 3 for p in partitions)
     readings = [r for r in read_topic(external, readings_topic) if "sensor_id" in r]
