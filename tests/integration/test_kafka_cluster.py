@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource
+from confluent_kafka.admin import AdminClient, ClusterMetadata, ConfigResource
 
 from core.config import load_stack
 from core.config.stack import StackConfig
@@ -71,18 +71,20 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, St
         three.down()
 
 
-def visible_metadata(admin: AdminClient, topic: str, timeout_s: float = 60.0) -> Any:
-    """Cluster metadata once the broker that answers knows `topic`.
+def visible_metadata(admin: AdminClient, topic: str) -> ClusterMetadata:
+    """Cluster metadata from a broker that knows `topic` (`wait_for` it).
 
     Each broker learns a new topic from the KRaft metadata log on its own schedule, and
     `list_topics` asks whichever broker the client picks, so one may not know it yet.
     """
-    deadline = time.monotonic() + timeout_s
-    while True:
-        metadata = admin.list_topics(timeout=10)
-        if topic in metadata.topics or time.monotonic() > deadline:
-            return metadata
-        time.sleep(0.2)
+    seen: list[ClusterMetadata] = []
+
+    def knows() -> bool:
+        seen[:] = [admin.list_topics(timeout=10)]
+        return topic in seen[0].topics
+
+    wait_for(knows, f"a broker's metadata names {topic}", timeout_s=60.0)
+    return seen[0]
 
 
 def test_cluster_topics_get_three_replicas_and_min_isr_two(
